@@ -1,0 +1,92 @@
+// Configuration of the feed engines. Plain values with defaults that suit a
+// busy feed on one host; `validate()` rejects inconsistent settings with a
+// message naming the field. The command line and TOML loader (apps/) map onto
+// these one to one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mdcast/book/order_book.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/wire/protocol.hpp"
+
+namespace mdcast::feed {
+
+enum class PacingMode : uint8_t {
+  kNone,     // send as fast as the application publishes
+  kFixed,    // token bucket at `rate` messages/s
+  kSlowest,  // token bucket at the lowest capacity live subscribers report (not below `min_rate`)
+};
+
+struct PacingConfig {
+  PacingMode mode = PacingMode::kNone;
+  double rate = 1e6;           // messages/s (kFixed)
+  double burst = 1000;         // bucket depth, messages
+  double min_rate = 10'000;    // kSlowest never goes below this: one hostile report cannot stall the feed
+  uint64_t report_ttl_ns = 2 * kNsPerSec;  // kSlowest ignores reports older than this
+};
+
+struct PublisherConfig {
+  uint16_t channel = 1;
+  uint32_t session = 0;         // 0: derive from the wall clock at start
+  uint32_t sender_id = 1;       // goes in every datagram; subscribers drop their own
+  size_t max_datagram = 1472;   // medium payload limit (UDP 1472, verbs active MTU, shm slot)
+  size_t max_message = 16384;   // larger messages are refused; messages above a datagram are fragmented
+  uint64_t flush_interval_ns = 0;  // a partly filled datagram leaves after at most this long (0: at once)
+  uint64_t heartbeat_interval_ns = 100 * kNsPerMs;  // idle time before a heartbeat
+  uint16_t heartbeat_entries = 16;                  // per-instrument checksums per heartbeat (rotating)
+  size_t retransmit_bytes = 64u << 20;              // retransmit ring size
+  uint32_t max_unsent = 256;    // committed datagrams the medium may hold back before publish() back-pressures
+  bool crc = false;             // CRC-32C in every datagram (media that can corrupt bytes)
+  PacingConfig pacing;
+  book::BookConfig books;
+
+  void validate() const;        // throws mdcast::Error naming the bad field
+};
+
+struct Entitlement {
+  std::string credential;
+  bool all = true;
+  std::vector<uint32_t> instruments;  // when !all
+};
+
+struct ControlConfig {
+  // Empty: every client is entitled to every instrument. Otherwise a client
+  // must present one of these credentials.
+  std::vector<Entitlement> entitlements;
+  size_t max_reply_bytes = 256u << 10;     // one retransmit reply frame
+  size_t snapshot_frame_bytes = 64u << 10; // one snapshot-data frame
+  uint32_t max_errors_per_client = 32;     // then the transport disconnects it
+};
+
+struct SubscriberConfig {
+  uint16_t channel = 1;
+  uint32_t sender_id = 0;          // own sender id (0: none): datagrams carrying it are own loopback
+  std::string credential;
+  bool all_instruments = true;
+  std::vector<uint32_t> instruments;  // the filter when !all_instruments
+  size_t max_datagram = wire::kMaxDatagram;
+  size_t window_bytes = 16u << 20; // out-of-order / recovery buffer
+  bool maintain_books = true;      // apply messages to local books (needed for checksum checks)
+  book::BookConfig books;
+  uint64_t reorder_wait_ns = 0;    // how long a gap may be reordering before a retransmit request
+  uint64_t request_timeout_ns = 200 * kNsPerMs;
+  uint32_t max_retries = 3;        // per request, then a snapshot
+  uint32_t max_retransmit_span = 65536;  // larger gaps go straight to a snapshot
+  uint32_t max_outstanding = 8;    // retransmit requests in flight
+  uint64_t publisher_timeout_ns = kNsPerSec;
+  uint64_t status_interval_ns = 250 * kNsPerMs;
+  uint64_t capacity = 0;           // messages/s reported to the publisher (0: unknown)
+  size_t max_message = 16384;
+  uint32_t max_reassemblies = 4;
+  uint32_t max_instrument_recoveries = 8;
+  size_t instrument_hold_bytes = 256u << 10;
+  bool verify_checksums = true;
+
+  void validate() const;
+};
+
+}  // namespace mdcast::feed

@@ -1,0 +1,87 @@
+// The publisher's control plane, independent of how frames travel: subscribe
+// with entitlements, retransmit from the ring, snapshots from the book, status
+// reports that drive slowest-subscriber pacing.
+//
+// It runs on the publisher's thread (it reads the ring and the books, which
+// that thread owns), called by a transport (Unix socket, TCP, RC QPs, or the
+// in-memory medium) with whole frames. Every request gets an answer or a clear
+// error; a client that keeps sending garbage is cut off; nothing a client
+// sends can disturb another client or the feed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mdcast/feed/config.hpp"
+#include "mdcast/feed/counters.hpp"
+#include "mdcast/feed/publisher_core.hpp"
+#include "mdcast/wire/control.hpp"
+
+namespace mdcast::feed {
+
+using ClientId = uint64_t;
+
+// Where replies go. A transport that cannot queue a reply (client too slow,
+// buffer limit) disconnects that client rather than blocking.
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  virtual void send(ClientId client, std::vector<std::byte> frame) = 0;
+};
+
+class ControlService {
+ public:
+  ControlService(const ControlConfig& cfg, PublisherCore& core, ControlCounters* counters = nullptr);
+
+  void on_connect(ClientId c, uint64_t now);
+  void on_disconnect(ClientId c);
+  // Handles one frame. Returns false when the client should be disconnected.
+  bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out);
+  // Periodic upkeep: ages status reports, updates slowest-subscriber pacing.
+  void tick(uint64_t now);
+
+  [[nodiscard]] size_t clients() const noexcept { return clients_.size(); }
+  [[nodiscard]] const ControlCounters& counters() const noexcept { return *counters_; }
+
+  struct ClientView {
+    ClientId id;
+    bool subscribed;
+    uint32_t sender_id;
+    uint64_t position, lag, drops, capacity, report_time;
+  };
+  [[nodiscard]] std::vector<ClientView> client_views() const;
+
+ private:
+  struct Client {
+    bool subscribed = false;
+    uint32_t sender_id = 0;
+    const Entitlement* entitlement = nullptr;  // null: entitled to all
+    std::vector<bool> subscribed_set;          // by instrument id
+    uint32_t errors = 0;
+    wire::StatusReport last_report{};
+    uint64_t report_time = 0;
+  };
+
+  bool reject(ClientId c, Client& cl, uint32_t rid, wire::ErrorCode code, std::string text, ReplySink& out);
+  bool entitled(const Client& cl, uint32_t inst) const noexcept;
+  bool handle(ClientId c, Client& cl, uint32_t rid, const wire::Subscribe& s, ReplySink& out);
+  bool handle(ClientId c, Client& cl, uint32_t rid, const wire::Unsubscribe& s, ReplySink& out);
+  bool handle(ClientId c, Client& cl, uint32_t rid, const wire::RetransmitRequest& r, uint64_t now, ReplySink& out);
+  bool handle(ClientId c, Client& cl, uint32_t rid, const wire::SnapshotRequest& r, uint64_t now, ReplySink& out);
+  bool handle(ClientId c, Client& cl, const wire::StatusReport& r, uint64_t now);
+  std::span<const std::byte> filter_datagram(std::span<const std::byte> d, const Client& cl);
+
+  ControlConfig cfg_;
+  PublisherCore& core_;
+  std::unique_ptr<ControlCounters> owned_counters_;
+  ControlCounters* counters_;
+  std::unordered_map<ClientId, Client> clients_;
+  std::vector<std::byte> filter_buf_;
+};
+
+}  // namespace mdcast::feed

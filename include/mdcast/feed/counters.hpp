@@ -1,0 +1,81 @@
+// The engines' counters (see mdcast/core/counter.hpp). Names are stable: they
+// label the slots of counters files and `mdcast stat` output.
+#pragma once
+
+#include "mdcast/core/counter.hpp"
+
+namespace mdcast::feed {
+
+#define MDCAST_PUBLISHER_COUNTERS(X)                                               \
+  X(messages_published, "messages accepted and sequenced")                        \
+  X(messages_rejected, "messages refused as invalid for the book")                \
+  X(messages_back_pressured, "publish calls answered back-pressured")             \
+  X(datagrams_sent, "sequenced datagrams handed to the medium")                   \
+  X(bytes_sent, "bytes of sequenced datagrams handed to the medium")              \
+  X(send_back_pressured, "sends the medium refused for now (retried)")            \
+  X(heartbeats_sent, "heartbeat datagrams sent")                                  \
+  X(fragments_sent, "fragment messages sent")                                     \
+  X(last_sequence, "last sequence committed")                                     \
+  X(pacing_rate, "current pacing rate in messages/s (0 = unpaced)")
+
+#define MDCAST_CONTROL_COUNTERS(X)                                                 \
+  X(clients_connected, "control clients currently connected")                     \
+  X(client_connects, "control connections accepted")                              \
+  X(client_disconnects, "control connections closed")                             \
+  X(subscribes, "subscribe requests granted")                                     \
+  X(requests_rejected, "requests answered with an error")                         \
+  X(malformed_frames, "malformed control frames received")                        \
+  X(retransmit_requests, "retransmit requests served")                            \
+  X(retransmit_too_old, "retransmit requests answered too-old")                   \
+  X(datagrams_retransmitted, "datagrams sent in retransmit replies")              \
+  X(snapshot_requests, "snapshot requests served")                                \
+  X(snapshot_instruments, "instrument books sent in snapshots")                   \
+  X(status_reports, "subscriber status reports received")                         \
+  X(slowest_capacity, "lowest capacity reported by a live subscriber (msg/s)")
+
+#define MDCAST_SUBSCRIBER_COUNTERS(X)                                              \
+  X(datagrams_received, "datagrams received on the data rails")                   \
+  X(datagrams_recovered, "datagrams received in retransmit replies")              \
+  X(datagrams_delivered, "sequenced datagrams delivered in order")                \
+  X(messages_delivered, "messages delivered to the application")                  \
+  X(messages_filtered, "messages skipped by the instrument filter")               \
+  X(malformed, "datagrams failing validation (dropped, recovered as gaps)")       \
+  X(crc_errors, "datagrams with a CRC mismatch (subset of malformed)")            \
+  X(foreign_channel, "datagrams for another channel")                             \
+  X(dropped_own, "own looped-back datagrams dropped")                             \
+  X(stale_session, "datagrams of an older session dropped")                       \
+  X(duplicates, "datagrams already delivered or buffered")                        \
+  X(heartbeats, "heartbeats received")                                            \
+  X(gaps, "gaps detected")                                                        \
+  X(retransmit_requests, "retransmit requests sent")                              \
+  X(retransmit_timeouts, "retransmit requests that timed out")                    \
+  X(retransmit_too_old, "retransmit requests answered too-old")                   \
+  X(snapshots_requested, "full snapshots requested")                              \
+  X(snapshots_applied, "full snapshots applied")                                  \
+  X(skipped_by_snapshot, "buffered datagrams made redundant by a snapshot")       \
+  X(window_discards, "datagrams outside the recovery window (asked for again)")   \
+  X(messages_superseded, "messages already covered by a snapshot, skipped")       \
+  X(window_overflows, "datagrams beyond the recovery window (forces snapshot)")   \
+  X(instrument_recoveries, "single-instrument recoveries started")                \
+  X(instrument_recovered, "single-instrument recoveries completed")               \
+  X(instrument_gaps, "per-instrument sequence gaps seen")                         \
+  X(book_errors, "messages the local book refused (forces recovery)")            \
+  X(checksum_ok, "book checksums verified equal")                                 \
+  X(checksum_mismatch, "book checksums found different (forces recovery)")        \
+  X(fragments, "fragment messages received")                                      \
+  X(reassembled, "messages reassembled from fragments")                           \
+  X(reassembly_dropped, "fragments dropped (orphaned, out of order, evicted)")    \
+  X(unknown_messages, "messages of unknown type skipped")                         \
+  X(session_changes, "publisher sessions changed (resynchronised)")               \
+  X(publisher_timeouts, "publisher silences longer than the timeout")             \
+  X(control_errors, "error replies received from the publisher")                  \
+  X(rail_a_first, "datagrams whose first copy came on rail A")                    \
+  X(rail_b_first, "datagrams whose first copy came on rail B")                    \
+  X(next_sequence, "next sequence to deliver")                                    \
+  X(highest_sequence, "highest sequence seen")
+
+MDCAST_DEFINE_COUNTER_STRUCT(PublisherCounters, MDCAST_PUBLISHER_COUNTERS);
+MDCAST_DEFINE_COUNTER_STRUCT(ControlCounters, MDCAST_CONTROL_COUNTERS);
+MDCAST_DEFINE_COUNTER_STRUCT(SubscriberCounters, MDCAST_SUBSCRIBER_COUNTERS);
+
+}  // namespace mdcast::feed

@@ -1,0 +1,92 @@
+// Publisher<Sink>: PublisherCore bound to one medium. The medium is a
+// template parameter, chosen once at setup: no virtual call per datagram.
+//
+// A Sink provides
+//   SendResult send(std::span<const std::byte> datagram, uint64_t sequence) noexcept;
+//   SendResult send_unsequenced(std::span<const std::byte> datagram) noexcept;   // heartbeats
+// kBackPressured means "not now": the datagram stays in the ring and is
+// offered again, in order, on the next publish()/poll().
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+
+#include "mdcast/feed/publisher_core.hpp"
+
+namespace mdcast::feed {
+
+enum class SendResult : uint8_t { kSent, kBackPressured };
+
+template <class S>
+concept DatagramSink = requires(S& s, std::span<const std::byte> d, uint64_t seq) {
+  { s.send(d, seq) } noexcept -> std::same_as<SendResult>;
+  { s.send_unsequenced(d) } noexcept -> std::same_as<SendResult>;
+};
+
+template <DatagramSink Sink>
+class Publisher {
+ public:
+  Publisher(const PublisherConfig& cfg, Sink& sink, std::span<std::byte> ring_memory = {},
+            PublisherCounters* counters = nullptr)
+      : core_(cfg, ring_memory, counters), sink_(sink) {}
+
+  // Contract: see PublishResult. On kOk, m.instrument_seq holds the assigned
+  // per-instrument sequence.
+  PublishResult publish(wire::Message& m, uint64_t now) noexcept {
+    drain(now);
+    const PublishResult r = core_.stage(m, now);
+    if (r == PublishResult::kOk) drain(now);
+    return r;
+  }
+
+  // Seals the open datagram and sends everything committed.
+  void flush(uint64_t now) noexcept {
+    core_.commit_open(now);
+    drain(now);
+  }
+
+  // Call from the duty loop: time-bound flush, retries, heartbeats when idle.
+  void poll(uint64_t now) noexcept {
+    if (core_.flush_due(now)) core_.commit_open(now);
+    drain(now);
+    if (core_.next_unsent() > core_.last_committed() && core_.heartbeat_due(now)) send_heartbeat(now, false);
+  }
+
+  // Flushes and announces a clean end of session; returns false while the
+  // medium still holds back committed datagrams (call again).
+  bool end_session(uint64_t now) noexcept {
+    flush(now);
+    if (core_.next_unsent() <= core_.last_committed()) return false;
+    return send_heartbeat(now, true);
+  }
+
+  [[nodiscard]] PublisherCore& core() noexcept { return core_; }
+  [[nodiscard]] const PublisherCore& core() const noexcept { return core_; }
+
+ private:
+  void drain(uint64_t now) noexcept {
+    for (uint64_t s = core_.next_unsent(); s <= core_.last_committed(); ++s) {
+      const auto d = core_.datagram(s);
+      if (sink_.send(d, s) != SendResult::kSent) {
+        core_.mark_send_back_pressured();
+        return;
+      }
+      core_.mark_sent(s, d.size(), now);
+    }
+  }
+
+  bool send_heartbeat(uint64_t now, bool end) noexcept {
+    const auto d = core_.build_heartbeat(now, end);
+    drain(now);  // build_heartbeat may have committed an open datagram
+    if (core_.next_unsent() <= core_.last_committed()) return false;
+    if (sink_.send_unsequenced(d) != SendResult::kSent) return false;
+    core_.mark_heartbeat_sent(now);
+    return true;
+  }
+
+  PublisherCore core_;
+  Sink& sink_;
+};
+
+}  // namespace mdcast::feed

@@ -1,0 +1,112 @@
+// The medium-independent half of a publisher: validation against the book,
+// sequencing (datagram and per-instrument), batching into datagrams built in
+// place in the retransmit ring, fragmentation, heartbeats and pacing.
+//
+// It never sends. Committed datagrams wait in the ring until the medium takes
+// them (Publisher<Sink> drains them in order); a medium that pushes back simply
+// leaves them there, and publish() back-pressures once `max_unsent` wait.
+//
+// Single-threaded; all methods are noexcept and allocation-free after
+// construction. Construction throws Error for an invalid configuration.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "mdcast/book/order_book.hpp"
+#include "mdcast/core/mapped_memory.hpp"
+#include "mdcast/feed/config.hpp"
+#include "mdcast/feed/counters.hpp"
+#include "mdcast/feed/pacer.hpp"
+#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/wire/datagram.hpp"
+
+namespace mdcast::feed {
+
+enum class PublishResult : uint8_t {
+  kOk,
+  kBackPressured,  // pacing or the medium: try the same message again later
+  kRejected,       // invalid for the book (see last_reject()); the feed is unchanged
+  kTooLarge,       // above max_message
+};
+
+class PublisherCore {
+ public:
+  // ring_memory: where the retransmit ring lives (a medium may need it
+  // registered); empty = allocate it here. counters: where counters live
+  // (e.g. a counters file); null = owned here.
+  PublisherCore(const PublisherConfig& cfg, std::span<std::byte> ring_memory = {},
+                PublisherCounters* counters = nullptr);
+  PublisherCore(const PublisherCore&) = delete;
+  PublisherCore& operator=(const PublisherCore&) = delete;
+
+  // Validates m, applies it to the book, assigns m.instrument_seq and adds it
+  // to the open datagram (committing datagrams as they fill).
+  PublishResult stage(wire::Message& m, uint64_t now) noexcept;
+
+  // Commits the open datagram, if any, into the ring. Snapshot and heartbeat
+  // code calls this first: book state then equals "all committed datagrams".
+  void commit_open(uint64_t now) noexcept;
+  [[nodiscard]] bool has_open() const noexcept { return open_count_ > 0; }
+  [[nodiscard]] bool flush_due(uint64_t now) const noexcept {
+    return open_count_ > 0 && now - open_since_ >= cfg_.flush_interval_ns;
+  }
+
+  // Committed datagrams not yet handed to the medium: [next_unsent, last_committed].
+  [[nodiscard]] uint64_t next_unsent() const noexcept { return next_unsent_; }
+  [[nodiscard]] uint64_t last_committed() const noexcept { return ring_.newest(); }
+  [[nodiscard]] std::span<const std::byte> datagram(uint64_t seq) const noexcept { return ring_.get(seq); }
+  void mark_sent(uint64_t seq, size_t bytes, uint64_t now) noexcept;
+  void mark_send_back_pressured() noexcept { counters_->send_back_pressured.add(); }
+
+  [[nodiscard]] bool heartbeat_due(uint64_t now) const noexcept {
+    return now - last_send_ >= cfg_.heartbeat_interval_ns;
+  }
+  // Builds a heartbeat (rotating per-instrument checksums) after committing
+  // the open datagram. The span is valid until the next call.
+  std::span<const std::byte> build_heartbeat(uint64_t now, bool end_of_session) noexcept;
+  void mark_heartbeat_sent(uint64_t now) noexcept {
+    last_send_ = now;
+    counters_->heartbeats_sent.add();
+  }
+
+  [[nodiscard]] const PublisherConfig& config() const noexcept { return cfg_; }
+  [[nodiscard]] uint32_t session() const noexcept { return session_; }
+  [[nodiscard]] const book::BookSet& books() const noexcept { return books_; }
+  [[nodiscard]] const RetransmitRing& ring() const noexcept { return ring_; }
+  [[nodiscard]] Pacer& pacer() noexcept { return pacer_; }
+  [[nodiscard]] book::ApplyResult last_reject() const noexcept { return last_reject_; }
+  [[nodiscard]] const PublisherCounters& counters() const noexcept { return *counters_; }
+  [[nodiscard]] size_t datagram_capacity() const noexcept { return cfg_.max_datagram - wire::dgram::kHeaderSize; }
+
+ private:
+  void open(uint64_t now) noexcept;
+  void seal(uint64_t now) noexcept;
+  PublishResult stage_fragmented(wire::Message& m, size_t size, uint64_t now) noexcept;
+
+  PublisherConfig cfg_;
+  uint32_t session_;
+  MappedMemory owned_ring_;
+  RetransmitRing ring_;
+  book::BookSet books_;
+  Pacer pacer_;
+  std::unique_ptr<PublisherCounters> owned_counters_;
+  PublisherCounters* counters_;
+
+  // The open datagram (built in its ring slot).
+  std::byte* open_ = nullptr;
+  size_t open_len_ = 0;
+  uint16_t open_count_ = 0;
+  uint64_t open_since_ = 0;
+
+  uint64_t next_unsent_ = 1;
+  uint64_t last_send_ = 0;
+  uint32_t next_message_id_ = 1;
+  uint32_t hb_cursor_ = 0;
+  book::ApplyResult last_reject_ = book::ApplyResult::kOk;
+  std::unique_ptr<std::byte[]> scratch_;    // encoded form of a message being fragmented
+  std::unique_ptr<std::byte[]> heartbeat_;  // heartbeat datagram
+};
+
+}  // namespace mdcast::feed

@@ -1,0 +1,187 @@
+// Control-plane frames: subscribe, retransmit, snapshot, status, error.
+//
+// They travel over a reliable byte stream or message channel (Unix socket for
+// shm, TCP for UDP, RC queue pairs for verbs). Each frame starts with a 12-byte
+// header: u32 length (total), u8 type, u8 version, u16 reserved, u32 request id
+// (echoed in the reply). docs/protocol.md gives every body.
+//
+// This is control code: building frames allocates; parsing is bounds-checked
+// and never throws (hostile clients send anything).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "mdcast/wire/datagram.hpp"
+
+namespace mdcast::wire {
+
+namespace ctl {
+constexpr size_t kLength = 0;     // u32
+constexpr size_t kType = 4;       // u8
+constexpr size_t kVersion = 5;    // u8
+constexpr size_t kRequestId = 8;  // u32
+constexpr size_t kHeaderSize = 12;
+constexpr size_t kMaxFrame = 4u << 20;  // larger frames are a protocol error
+constexpr uint32_t kAll = 0xffffffffu;  // "all instruments" in a count field
+}  // namespace ctl
+
+enum class CtlType : uint8_t {
+  kSubscribe = 1,
+  kSubscribeAck = 2,
+  kUnsubscribe = 3,
+  kRetransmitRequest = 4,
+  kRetransmitReply = 5,
+  kSnapshotRequest = 6,
+  kSnapshotData = 7,
+  kSnapshotDone = 8,
+  kStatusReport = 9,
+  kError = 10,
+};
+
+enum class RetransmitStatus : uint8_t { kOk = 0, kTooOld = 1, kNotYet = 2, kWrongSession = 3 };
+enum class SnapshotStatus : uint8_t { kOk = 0, kNotEntitled = 1, kUnavailable = 2 };
+
+enum class ErrorCode : uint16_t {
+  kMalformed = 1,
+  kNotSubscribed = 2,
+  kNotEntitled = 3,
+  kUnknownChannel = 4,
+  kTooLarge = 5,
+  kBadCredential = 6,
+  kOverloaded = 7,
+  kUnsupported = 8,
+};
+
+// An instrument set on the wire: either "all" or an explicit list.
+struct InstrumentSet {
+  bool all = true;
+  std::vector<uint32_t> ids;
+};
+
+struct Subscribe {
+  uint16_t channel = 0;
+  uint32_t sender_id = 0;
+  std::string credential;
+  InstrumentSet instruments;
+};
+struct SubscribeAck {
+  uint32_t session = 0;
+  uint64_t last_seq = 0;
+  uint64_t oldest_retransmit = 0;  // oldest sequence still in the retransmit ring (0: none)
+  uint32_t granted = ctl::kAll;    // instruments granted, kAll for every instrument
+};
+struct Unsubscribe {
+  InstrumentSet instruments;
+};
+struct RetransmitRequest {
+  uint32_t session = 0;
+  uint64_t from_seq = 0;
+  uint32_t count = 0;
+};
+struct RetransmitReply {
+  uint32_t session = 0;
+  RetransmitStatus status = RetransmitStatus::kOk;
+  uint64_t from_seq = 0;
+  uint64_t oldest_available = 0;
+  std::vector<std::span<const std::byte>> datagrams;  // views into the frame
+};
+struct SnapshotRequest {
+  InstrumentSet instruments;  // all = everything the client subscribed to
+};
+struct SnapshotData {
+  uint32_t session = 0;
+  std::span<const std::byte> messages;  // a validated message run (definitions + chunks)
+};
+struct SnapshotDone {
+  uint32_t session = 0;
+  SnapshotStatus status = SnapshotStatus::kOk;
+  uint32_t instrument_count = 0;
+  uint64_t snapshot_seq = 0;
+};
+struct StatusReport {
+  uint64_t position = 0;   // next sequence the subscriber will deliver
+  uint64_t lag = 0;        // datagrams seen but not yet delivered
+  uint64_t drops = 0;      // datagrams lost before recovery, cumulative
+  uint64_t capacity = 0;   // messages/s the subscriber can take (0: unknown)
+};
+struct ErrorReply {
+  ErrorCode code = ErrorCode::kMalformed;
+  std::string text;
+};
+
+using ControlBody = std::variant<Subscribe, SubscribeAck, Unsubscribe, RetransmitRequest, RetransmitReply,
+                                 SnapshotRequest, SnapshotData, SnapshotDone, StatusReport, ErrorReply>;
+
+struct ControlFrame {
+  uint32_t request_id = 0;
+  ControlBody body;
+};
+
+// Parses one complete frame. Returns nullopt with `why` set when the frame is
+// malformed; views inside the result point into `frame`.
+[[nodiscard]] std::optional<ControlFrame> parse_control(std::span<const std::byte> frame, std::string* why) noexcept;
+
+// Encoders: each returns one complete frame.
+std::vector<std::byte> encode_control(uint32_t request_id, const Subscribe& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const SubscribeAck& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const Unsubscribe& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const RetransmitRequest& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const SnapshotRequest& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const SnapshotDone& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const StatusReport& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const ErrorReply& b);
+// Large replies are built in place by these builders (no per-datagram vectors).
+class RetransmitReplyBuilder {
+ public:
+  RetransmitReplyBuilder(uint32_t request_id, uint32_t session, RetransmitStatus status, uint64_t from_seq,
+                         uint64_t oldest_available);
+  // Appends a datagram; false if it would exceed `max_frame` (the caller stops there).
+  bool add(std::span<const std::byte> datagram, size_t max_frame = ctl::kMaxFrame);
+  std::vector<std::byte> finish() &&;
+  [[nodiscard]] uint32_t count() const noexcept { return count_; }
+
+ private:
+  std::vector<std::byte> buf_;
+  uint32_t count_ = 0;
+};
+class SnapshotDataBuilder {
+ public:
+  SnapshotDataBuilder(uint32_t request_id, uint32_t session);
+  // Reserves `len` bytes for one message and returns where to write it.
+  std::byte* reserve(size_t len);
+  [[nodiscard]] size_t size() const noexcept { return buf_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return buf_.size() == kBodyStart; }
+  std::vector<std::byte> finish() &&;
+
+ private:
+  static constexpr size_t kBodyStart = ctl::kHeaderSize + 4;
+  std::vector<std::byte> buf_;
+};
+
+// Reassembles frames from a byte stream (TCP, Unix stream sockets).
+class FrameAssembler {
+ public:
+  enum class Status { kFrame, kNeedMore, kBadFrame };
+  explicit FrameAssembler(size_t max_frame = ctl::kMaxFrame) : max_frame_(max_frame) {}
+  void append(std::span<const std::byte> bytes) { buf_.insert(buf_.end(), bytes.begin(), bytes.end()); }
+  // On kFrame, `frame` views the next frame, valid until the next call.
+  Status next(std::span<const std::byte>& frame);
+  [[nodiscard]] size_t buffered() const noexcept { return buf_.size() - consumed_; }
+
+ private:
+  std::vector<std::byte> buf_;
+  size_t consumed_ = 0;
+  size_t max_frame_;
+};
+
+[[nodiscard]] std::string_view to_string(CtlType t) noexcept;
+[[nodiscard]] std::string_view to_string(ErrorCode c) noexcept;
+[[nodiscard]] std::string_view to_string(RetransmitStatus s) noexcept;
+
+}  // namespace mdcast::wire

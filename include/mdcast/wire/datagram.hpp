@@ -1,0 +1,84 @@
+// Datagram header codec, the one validating pass over a received datagram, and
+// the cursor that walks its messages afterwards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "mdcast/core/bytes.hpp"
+#include "mdcast/wire/messages.hpp"
+#include "mdcast/wire/protocol.hpp"
+
+namespace mdcast::wire {
+
+struct DatagramHeader {
+  uint8_t flags = 0;
+  uint16_t channel = 0;
+  uint16_t message_count = 0;
+  uint32_t session = 0;
+  uint32_t sender = 0;
+  uint64_t sequence = 0;
+  uint64_t send_time_ns = 0;
+  uint16_t length = 0;
+
+  [[nodiscard]] bool sequenced() const noexcept { return (flags & kFlagUnsequenced) == 0; }
+};
+
+enum class DatagramCheck : uint8_t {
+  kOk,
+  kTooShort,       // fewer bytes than a header
+  kBadMagic,
+  kBadVersion,
+  kBadFlags,       // unknown flag bits
+  kBadLength,      // header length disagrees with the bytes received
+  kBadCrc,
+  kBadMessage,     // a message overruns the datagram or fails validate_message
+  kBadCount,       // message_count disagrees with the messages present
+  kBadSequence,    // sequence 0
+};
+
+void write_header(std::byte* out, const DatagramHeader& h) noexcept;
+
+// Reads the header fields without any check (use after validate_datagram, or
+// to peek at a header already known to be at least kHeaderSize long).
+[[nodiscard]] DatagramHeader read_header(const std::byte* p) noexcept;
+
+// Fills the CRC field of a complete datagram (header flags must have kFlagCrc).
+void seal_crc(std::span<std::byte> datagram) noexcept;
+
+// The bounds-checked pass: header, length, CRC, and every message's framing
+// and type-specific size. `unknown_types` receives the count of skipped
+// messages of unknown type. After kOk, everything below may read unchecked.
+[[nodiscard]] DatagramCheck validate_datagram(std::span<const std::byte> d, DatagramHeader& out,
+                                              uint32_t* unknown_types = nullptr) noexcept;
+
+[[nodiscard]] std::string_view to_string(DatagramCheck c) noexcept;
+
+// Walks the messages of a validated datagram (or any validated message run).
+class MessageCursor {
+ public:
+  MessageCursor(const std::byte* p, size_t len) noexcept : p_(p), end_(p + len) {}
+  static MessageCursor payload_of(std::span<const std::byte> datagram) noexcept {
+    return {datagram.data() + dgram::kHeaderSize, datagram.size() - dgram::kHeaderSize};
+  }
+  // Returns false at the end.
+  bool next(MessageView& v) noexcept {
+    if (p_ >= end_) return false;
+    const auto len = load_le<uint16_t>(p_ + msg::kLength);
+    v = MessageView(p_, len);
+    p_ += len;
+    return true;
+  }
+
+ private:
+  const std::byte* p_;
+  const std::byte* end_;
+};
+
+// Validates a run of messages with no datagram header around it (control
+// frames carry these). Returns the number of messages, or -1 if malformed.
+[[nodiscard]] int validate_message_run(const std::byte* p, size_t len) noexcept;
+
+}  // namespace mdcast::wire

@@ -1,0 +1,185 @@
+#include "mdcast/feed/publisher_core.hpp"
+
+#include <algorithm>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
+
+namespace mdcast::feed {
+
+using namespace wire;
+
+namespace {
+uint32_t default_session() noexcept {
+  // Milliseconds of wall-clock time: a restarted publisher gets a larger id,
+  // which subscribers compare with serial-number arithmetic (RFC 1982).
+  const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
+  return ms ? ms : 1;
+}
+}  // namespace
+
+PublisherCore::PublisherCore(const PublisherConfig& cfg, std::span<std::byte> ring_memory,
+                             PublisherCounters* counters)
+    : cfg_(cfg), session_(cfg.session ? cfg.session : default_session()), books_(cfg.books), pacer_(cfg.pacing) {
+  cfg_.validate();
+  if (ring_memory.empty()) {
+    owned_ring_ = MappedMemory::anonymous(RetransmitRing::memory_for(cfg.retransmit_bytes, cfg.max_datagram));
+    ring_memory = owned_ring_.span();
+  }
+  if (ring_memory.size() < RetransmitRing::memory_for(0, cfg.max_datagram))
+    fail("retransmit ring memory of {} bytes is too small for {}-byte datagrams", ring_memory.size(),
+         cfg.max_datagram);
+  ring_ = RetransmitRing(ring_memory, cfg.max_datagram);
+  // Room for every unsent datagram plus the largest fragmented message, twice over.
+  const size_t max_fragments = cfg.max_message / (datagram_capacity() - fragment::kPayload) + 2;
+  if (ring_.slots() < 2 * (cfg.max_unsent + max_fragments))
+    fail("retransmit ring of {} slots cannot hold max_unsent {} + {} fragments twice over; raise retransmit_bytes",
+         ring_.slots(), cfg.max_unsent, max_fragments);
+  if (counters) {
+    counters_ = counters;
+  } else {
+    owned_counters_ = std::make_unique<PublisherCounters>();
+    counters_ = owned_counters_.get();
+  }
+  scratch_ = std::make_unique<std::byte[]>(cfg.max_message);
+  heartbeat_ = std::make_unique<std::byte[]>(cfg.max_datagram);
+  counters_->pacing_rate.set(static_cast<uint64_t>(pacer_.rate()));
+}
+
+void PublisherCore::open(uint64_t now) noexcept {
+  open_ = ring_.claim(ring_.newest() + 1);
+  open_len_ = 0;
+  open_count_ = 0;
+  open_since_ = now;
+}
+
+void PublisherCore::seal(uint64_t now) noexcept {
+  const uint64_t seq = ring_.newest() + 1;
+  std::byte* d = open_;  // the header goes in front of the messages already written
+  DatagramHeader h;
+  h.flags = cfg_.crc ? kFlagCrc : 0;
+  h.channel = cfg_.channel;
+  h.message_count = open_count_;
+  h.session = session_;
+  h.sender = cfg_.sender_id;
+  h.sequence = seq;
+  h.send_time_ns = now;
+  h.length = static_cast<uint16_t>(dgram::kHeaderSize + open_len_);
+  write_header(d, h);
+  if (cfg_.crc) seal_crc({d, h.length});
+  ring_.commit(seq, h.length);
+  counters_->last_sequence.set(seq);
+  open_count_ = 0;
+  open_len_ = 0;
+}
+
+void PublisherCore::commit_open(uint64_t now) noexcept {
+  if (open_count_ > 0) seal(now);
+}
+
+PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
+  if (ring_.newest() + 1 - next_unsent_ >= cfg_.max_unsent) {
+    counters_->messages_back_pressured.add();
+    return PublishResult::kBackPressured;
+  }
+  const size_t size = encoded_size(m);
+  if (size == 0 || size > cfg_.max_message) return PublishResult::kTooLarge;
+  if (!books_.valid_instrument(m.instrument)) {
+    last_reject_ = book::ApplyResult::kBadInstrument;
+    counters_->messages_rejected.add();
+    return PublishResult::kRejected;
+  }
+  const book::ApplyResult r = books_.check(m);
+  if (r != book::ApplyResult::kOk && r != book::ApplyResult::kIgnored) {
+    last_reject_ = r;
+    counters_->messages_rejected.add();
+    return PublishResult::kRejected;
+  }
+  if (!pacer_.try_take(now)) {
+    counters_->messages_back_pressured.add();
+    return PublishResult::kBackPressured;
+  }
+  if (size > datagram_capacity()) return stage_fragmented(m, size, now);
+
+  if (open_count_ > 0 && open_len_ + size > datagram_capacity()) seal(now);
+  if (open_count_ == 0) open(now);
+  (void)books_.apply(m);
+  m.instrument_seq = books_.book(m.instrument).instrument_seq() + 1;
+  books_.set_instrument_seq(m.instrument, m.instrument_seq);
+  encode(m, open_ + dgram::kHeaderSize + open_len_);
+  open_len_ += size;
+  ++open_count_;
+  counters_->messages_published.add();
+  // Seal when nothing more fits, or when batching is off.
+  if (cfg_.flush_interval_ns == 0 || open_len_ + msg::kMdHeaderSize + 4 > datagram_capacity() ||
+      open_count_ == UINT16_MAX)
+    seal(now);
+  return PublishResult::kOk;
+}
+
+PublishResult PublisherCore::stage_fragmented(Message& m, size_t size, uint64_t now) noexcept {
+  commit_open(now);
+  (void)books_.apply(m);
+  m.instrument_seq = books_.book(m.instrument).instrument_seq() + 1;
+  books_.set_instrument_seq(m.instrument, m.instrument_seq);
+  encode(m, scratch_.get());
+  const size_t piece = datagram_capacity() - fragment::kPayload;
+  const auto count = static_cast<uint16_t>((size + piece - 1) / piece);
+  const uint32_t id = next_message_id_++;
+  for (uint16_t i = 0; i < count; ++i) {
+    const size_t off = size_t{i} * piece;
+    const size_t n = std::min(piece, size - off);
+    open(now);
+    open_len_ = write_fragment(open_ + dgram::kHeaderSize, m.instrument, id, i, count, static_cast<uint32_t>(size),
+                               {scratch_.get() + off, n});
+    open_count_ = 1;
+    seal(now);
+  }
+  counters_->fragments_sent.add(count);
+  counters_->messages_published.add();
+  return PublishResult::kOk;
+}
+
+void PublisherCore::mark_sent(uint64_t seq, size_t bytes, uint64_t now) noexcept {
+  next_unsent_ = seq + 1;
+  last_send_ = now;
+  counters_->datagrams_sent.add();
+  counters_->bytes_sent.add(bytes);
+}
+
+std::span<const std::byte> PublisherCore::build_heartbeat(uint64_t now, bool end_of_session) noexcept {
+  commit_open(now);
+  std::byte* d = heartbeat_.get();
+  std::byte* hb = d + dgram::kHeaderSize;
+  const size_t room = (cfg_.max_datagram - dgram::kHeaderSize - heartbeat::kEntries) / heartbeat::kEntrySize;
+  const size_t want = std::min<size_t>(cfg_.heartbeat_entries, room);
+  const uint32_t n_inst = books_.max_instruments();
+  size_t entries = 0;
+  uint32_t active = 0;
+  // Rotate over instruments that have seen traffic; one full pass at most.
+  for (uint32_t scanned = 0; scanned < n_inst && entries < want; ++scanned) {
+    const uint32_t i = hb_cursor_;
+    hb_cursor_ = hb_cursor_ + 1 == n_inst ? 0 : hb_cursor_ + 1;
+    const book::OrderBook& b = books_.book(i);
+    if (b.instrument_seq() == 0) continue;
+    ++active;
+    write_heartbeat_entry(hb, entries++, {i, b.instrument_seq(), b.checksum()});
+  }
+  const size_t mlen = write_heartbeat_header(hb, ring_.newest(), books_.global_checksum(), n_inst,
+                                             static_cast<uint16_t>(entries));
+  DatagramHeader h;
+  h.flags = static_cast<uint8_t>(kFlagUnsequenced | (cfg_.crc ? kFlagCrc : 0) | (end_of_session ? kFlagEndOfSession : 0));
+  h.channel = cfg_.channel;
+  h.message_count = 1;
+  h.session = session_;
+  h.sender = cfg_.sender_id;
+  h.sequence = ring_.newest();
+  h.send_time_ns = now;
+  h.length = static_cast<uint16_t>(dgram::kHeaderSize + mlen);
+  write_header(d, h);
+  if (cfg_.crc) seal_crc({d, h.length});
+  (void)active;
+  return {d, h.length};
+}
+
+}  // namespace mdcast::feed

@@ -1,0 +1,414 @@
+#include "mdcast/wire/control.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace mdcast::wire {
+namespace {
+
+// Subscribe
+constexpr size_t kSubChannel = 12, kSubCredLen = 14, kSubSender = 16, kSubCount = 20, kSubCred = 24;
+// SubscribeAck
+constexpr size_t kAckSession = 12, kAckLastSeq = 16, kAckOldest = 24, kAckGranted = 32, kAckSize = 36;
+// Unsubscribe / SnapshotRequest
+constexpr size_t kSetCount = 12, kSetIds = 16;
+// RetransmitRequest
+constexpr size_t kRtxSession = 12, kRtxFrom = 16, kRtxCount = 24, kRtxSize = 28;
+// RetransmitReply
+constexpr size_t kRrSession = 12, kRrStatus = 16, kRrCount = 20, kRrFrom = 24, kRrOldest = 32, kRrData = 40;
+// SnapshotData
+constexpr size_t kSdSession = 12, kSdMessages = 16;
+// SnapshotDone
+constexpr size_t kSnSession = 12, kSnStatus = 16, kSnInstruments = 20, kSnSeq = 24, kSnSize = 32;
+// StatusReport
+constexpr size_t kStPosition = 12, kStLag = 20, kStDrops = 28, kStCapacity = 36, kStSize = 44;
+// Error
+constexpr size_t kErrCode = 12, kErrLen = 14, kErrText = 16;
+
+constexpr size_t kMaxSetIds = 1u << 20;  // bounds a hostile instrument list
+constexpr size_t kMaxCredential = 256;
+constexpr size_t kMaxErrorText = 1024;
+
+std::vector<std::byte> frame(CtlType t, uint32_t request_id, size_t body_size) {
+  std::vector<std::byte> f(ctl::kHeaderSize + body_size);
+  store_le<uint32_t>(f.data() + ctl::kLength, static_cast<uint32_t>(f.size()));
+  store_le<uint8_t>(f.data() + ctl::kType, static_cast<uint8_t>(t));
+  store_le<uint8_t>(f.data() + ctl::kVersion, kVersion);
+  store_le<uint16_t>(f.data() + 6, 0);
+  store_le<uint32_t>(f.data() + ctl::kRequestId, request_id);
+  return f;
+}
+
+void put_set(std::byte* p, const InstrumentSet& s) {
+  if (s.all) {
+    store_le<uint32_t>(p, ctl::kAll);
+    return;
+  }
+  store_le<uint32_t>(p, static_cast<uint32_t>(s.ids.size()));
+  for (size_t i = 0; i < s.ids.size(); ++i) store_le<uint32_t>(p + 4 + 4 * i, s.ids[i]);
+}
+size_t set_size(const InstrumentSet& s) { return 4 + (s.all ? 0 : 4 * s.ids.size()); }
+
+// Reads a set whose count is at `count_off` and ids follow at `ids_off`.
+bool get_set(std::span<const std::byte> f, size_t count_off, size_t ids_off, InstrumentSet& out, std::string* why) {
+  auto bad = [why](std::string text) {
+    if (why) *why = std::move(text);
+    return false;
+  };
+  const auto n = load_le<uint32_t>(f.data() + count_off);
+  if (n == ctl::kAll) {
+    out.all = true;
+    return f.size() == ids_off ? true : bad("trailing bytes after 'all' instrument set");
+  }
+  if (n > kMaxSetIds) return bad(fmt::format("instrument list of {} exceeds {}", n, kMaxSetIds));
+  if (f.size() != ids_off + size_t{n} * 4)
+    return bad(fmt::format("instrument list of {} does not match frame length {}", n, f.size()));
+  out.all = false;
+  out.ids.resize(n);
+  for (size_t i = 0; i < n; ++i) out.ids[i] = load_le<uint32_t>(f.data() + ids_off + 4 * i);
+  return true;
+}
+
+bool need(std::span<const std::byte> f, size_t n, std::string* why, std::string_view what) {
+  if (f.size() >= n) return true;
+  if (why) *why = fmt::format("{} frame of {} bytes is shorter than its {}-byte body", what, f.size(), n);
+  return false;
+}
+bool exact(std::span<const std::byte> f, size_t n, std::string* why, std::string_view what) {
+  if (f.size() == n) return true;
+  if (why) *why = fmt::format("{} frame is {} bytes, expected {}", what, f.size(), n);
+  return false;
+}
+
+}  // namespace
+
+std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::string* why) noexcept {
+  try {
+    if (f.size() < ctl::kHeaderSize) {
+      if (why) *why = fmt::format("frame of {} bytes is shorter than the 12-byte header", f.size());
+      return std::nullopt;
+    }
+    const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
+    if (len != f.size()) {
+      if (why) *why = fmt::format("frame length field {} disagrees with {} bytes", len, f.size());
+      return std::nullopt;
+    }
+    if (load_le<uint8_t>(f.data() + ctl::kVersion) != kVersion) {
+      if (why) *why = fmt::format("unsupported control version {}", load_le<uint8_t>(f.data() + ctl::kVersion));
+      return std::nullopt;
+    }
+    ControlFrame out;
+    out.request_id = load_le<uint32_t>(f.data() + ctl::kRequestId);
+    const auto type = static_cast<CtlType>(load_le<uint8_t>(f.data() + ctl::kType));
+    const std::byte* p = f.data();
+    switch (type) {
+      case CtlType::kSubscribe: {
+        if (!need(f, kSubCred, why, "subscribe")) return std::nullopt;
+        Subscribe s;
+        s.channel = load_le<uint16_t>(p + kSubChannel);
+        s.sender_id = load_le<uint32_t>(p + kSubSender);
+        const auto cl = load_le<uint16_t>(p + kSubCredLen);
+        if (cl > kMaxCredential) {
+          if (why) *why = fmt::format("credential of {} bytes exceeds {}", cl, kMaxCredential);
+          return std::nullopt;
+        }
+        if (!need(f, kSubCred + cl, why, "subscribe")) return std::nullopt;
+        s.credential.assign(reinterpret_cast<const char*>(p + kSubCred), cl);
+        // The set's count sits before the credential; its ids follow it.
+        const auto n = load_le<uint32_t>(p + kSubCount);
+        if (n == ctl::kAll) {
+          if (!exact(f, kSubCred + cl, why, "subscribe")) return std::nullopt;
+          s.instruments.all = true;
+        } else {
+          if (n > kMaxSetIds || f.size() != kSubCred + cl + size_t{n} * 4) {
+            if (why) *why = fmt::format("subscribe instrument list of {} does not match frame length {}", n, f.size());
+            return std::nullopt;
+          }
+          s.instruments.all = false;
+          s.instruments.ids.resize(n);
+          for (size_t i = 0; i < n; ++i) s.instruments.ids[i] = load_le<uint32_t>(p + kSubCred + cl + 4 * i);
+        }
+        out.body = std::move(s);
+        break;
+      }
+      case CtlType::kSubscribeAck: {
+        if (!exact(f, kAckSize, why, "subscribe-ack")) return std::nullopt;
+        out.body = SubscribeAck{load_le<uint32_t>(p + kAckSession), load_le<uint64_t>(p + kAckLastSeq),
+                                load_le<uint64_t>(p + kAckOldest), load_le<uint32_t>(p + kAckGranted)};
+        break;
+      }
+      case CtlType::kUnsubscribe:
+      case CtlType::kSnapshotRequest: {
+        if (!need(f, kSetIds, why, to_string(type))) return std::nullopt;
+        InstrumentSet s;
+        if (!get_set(f, kSetCount, kSetIds, s, why)) return std::nullopt;
+        if (type == CtlType::kUnsubscribe)
+          out.body = Unsubscribe{std::move(s)};
+        else
+          out.body = SnapshotRequest{std::move(s)};
+        break;
+      }
+      case CtlType::kRetransmitRequest: {
+        if (!exact(f, kRtxSize, why, "retransmit-request")) return std::nullopt;
+        out.body = RetransmitRequest{load_le<uint32_t>(p + kRtxSession), load_le<uint64_t>(p + kRtxFrom),
+                                     load_le<uint32_t>(p + kRtxCount)};
+        break;
+      }
+      case CtlType::kRetransmitReply: {
+        if (!need(f, kRrData, why, "retransmit-reply")) return std::nullopt;
+        RetransmitReply r;
+        r.session = load_le<uint32_t>(p + kRrSession);
+        const auto st = load_le<uint8_t>(p + kRrStatus);
+        if (st > static_cast<uint8_t>(RetransmitStatus::kWrongSession)) {
+          if (why) *why = fmt::format("retransmit status {} unknown", st);
+          return std::nullopt;
+        }
+        r.status = static_cast<RetransmitStatus>(st);
+        r.from_seq = load_le<uint64_t>(p + kRrFrom);
+        r.oldest_available = load_le<uint64_t>(p + kRrOldest);
+        const auto n = load_le<uint32_t>(p + kRrCount);
+        size_t off = kRrData;
+        if (n > f.size() / 2) {
+          if (why) *why = fmt::format("retransmit reply claims {} datagrams in {} bytes", n, f.size());
+          return std::nullopt;
+        }
+        r.datagrams.reserve(n);
+        for (uint32_t i = 0; i < n; ++i) {
+          if (f.size() - off < 2) {
+            if (why) *why = "retransmit reply truncated in a datagram length";
+            return std::nullopt;
+          }
+          const auto dl = load_le<uint16_t>(p + off);
+          off += 2;
+          if (f.size() - off < dl) {
+            if (why) *why = "retransmit reply truncated in a datagram";
+            return std::nullopt;
+          }
+          r.datagrams.emplace_back(p + off, dl);
+          off += dl;
+        }
+        if (off != f.size()) {
+          if (why) *why = "trailing bytes after retransmitted datagrams";
+          return std::nullopt;
+        }
+        out.body = std::move(r);
+        break;
+      }
+      case CtlType::kSnapshotData: {
+        if (!need(f, kSdMessages, why, "snapshot-data")) return std::nullopt;
+        const auto run = f.subspan(kSdMessages);
+        if (validate_message_run(run.data(), run.size()) < 0) {
+          if (why) *why = "snapshot data holds a malformed message";
+          return std::nullopt;
+        }
+        out.body = SnapshotData{load_le<uint32_t>(p + kSdSession), run};
+        break;
+      }
+      case CtlType::kSnapshotDone: {
+        if (!exact(f, kSnSize, why, "snapshot-done")) return std::nullopt;
+        const auto st = load_le<uint8_t>(p + kSnStatus);
+        if (st > static_cast<uint8_t>(SnapshotStatus::kUnavailable)) {
+          if (why) *why = fmt::format("snapshot status {} unknown", st);
+          return std::nullopt;
+        }
+        out.body = SnapshotDone{load_le<uint32_t>(p + kSnSession), static_cast<SnapshotStatus>(st),
+                                load_le<uint32_t>(p + kSnInstruments), load_le<uint64_t>(p + kSnSeq)};
+        break;
+      }
+      case CtlType::kStatusReport: {
+        if (!exact(f, kStSize, why, "status-report")) return std::nullopt;
+        out.body = StatusReport{load_le<uint64_t>(p + kStPosition), load_le<uint64_t>(p + kStLag),
+                                load_le<uint64_t>(p + kStDrops), load_le<uint64_t>(p + kStCapacity)};
+        break;
+      }
+      case CtlType::kError: {
+        if (!need(f, kErrText, why, "error")) return std::nullopt;
+        const auto tl = load_le<uint16_t>(p + kErrLen);
+        if (tl > kMaxErrorText || !exact(f, kErrText + tl, why, "error")) {
+          if (why && tl > kMaxErrorText) *why = "error text too long";
+          return std::nullopt;
+        }
+        out.body = ErrorReply{static_cast<ErrorCode>(load_le<uint16_t>(p + kErrCode)),
+                              std::string(reinterpret_cast<const char*>(p + kErrText), tl)};
+        break;
+      }
+      default:
+        if (why) *why = fmt::format("unknown control frame type {}", static_cast<int>(type));
+        return std::nullopt;
+    }
+    return out;
+  } catch (const std::bad_alloc&) {
+    if (why) *why = "out of memory parsing control frame";
+    return std::nullopt;
+  }
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const Subscribe& b) {
+  const size_t cl = std::min(b.credential.size(), kMaxCredential);
+  const size_t ids = b.instruments.all ? 0 : b.instruments.ids.size();
+  auto f = frame(CtlType::kSubscribe, rid, kSubCred - ctl::kHeaderSize + cl + 4 * ids);
+  store_le<uint16_t>(f.data() + kSubChannel, b.channel);
+  store_le<uint16_t>(f.data() + kSubCredLen, static_cast<uint16_t>(cl));
+  store_le<uint32_t>(f.data() + kSubSender, b.sender_id);
+  store_le<uint32_t>(f.data() + kSubCount, b.instruments.all ? ctl::kAll : static_cast<uint32_t>(ids));
+  std::memcpy(f.data() + kSubCred, b.credential.data(), cl);
+  for (size_t i = 0; i < ids; ++i) store_le<uint32_t>(f.data() + kSubCred + cl + 4 * i, b.instruments.ids[i]);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const SubscribeAck& b) {
+  auto f = frame(CtlType::kSubscribeAck, rid, kAckSize - ctl::kHeaderSize);
+  store_le<uint32_t>(f.data() + kAckSession, b.session);
+  store_le<uint64_t>(f.data() + kAckLastSeq, b.last_seq);
+  store_le<uint64_t>(f.data() + kAckOldest, b.oldest_retransmit);
+  store_le<uint32_t>(f.data() + kAckGranted, b.granted);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const Unsubscribe& b) {
+  auto f = frame(CtlType::kUnsubscribe, rid, set_size(b.instruments));
+  put_set(f.data() + kSetCount, b.instruments);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const SnapshotRequest& b) {
+  auto f = frame(CtlType::kSnapshotRequest, rid, set_size(b.instruments));
+  put_set(f.data() + kSetCount, b.instruments);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const RetransmitRequest& b) {
+  auto f = frame(CtlType::kRetransmitRequest, rid, kRtxSize - ctl::kHeaderSize);
+  store_le<uint32_t>(f.data() + kRtxSession, b.session);
+  store_le<uint64_t>(f.data() + kRtxFrom, b.from_seq);
+  store_le<uint32_t>(f.data() + kRtxCount, b.count);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const SnapshotDone& b) {
+  auto f = frame(CtlType::kSnapshotDone, rid, kSnSize - ctl::kHeaderSize);
+  store_le<uint32_t>(f.data() + kSnSession, b.session);
+  store_le<uint8_t>(f.data() + kSnStatus, static_cast<uint8_t>(b.status));
+  store_le<uint32_t>(f.data() + kSnInstruments, b.instrument_count);
+  store_le<uint64_t>(f.data() + kSnSeq, b.snapshot_seq);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const StatusReport& b) {
+  auto f = frame(CtlType::kStatusReport, rid, kStSize - ctl::kHeaderSize);
+  store_le<uint64_t>(f.data() + kStPosition, b.position);
+  store_le<uint64_t>(f.data() + kStLag, b.lag);
+  store_le<uint64_t>(f.data() + kStDrops, b.drops);
+  store_le<uint64_t>(f.data() + kStCapacity, b.capacity);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const ErrorReply& b) {
+  const size_t tl = std::min(b.text.size(), kMaxErrorText);
+  auto f = frame(CtlType::kError, rid, kErrText - ctl::kHeaderSize + tl);
+  store_le<uint16_t>(f.data() + kErrCode, static_cast<uint16_t>(b.code));
+  store_le<uint16_t>(f.data() + kErrLen, static_cast<uint16_t>(tl));
+  std::memcpy(f.data() + kErrText, b.text.data(), tl);
+  return f;
+}
+
+RetransmitReplyBuilder::RetransmitReplyBuilder(uint32_t rid, uint32_t session, RetransmitStatus status,
+                                               uint64_t from_seq, uint64_t oldest_available)
+    : buf_(frame(CtlType::kRetransmitReply, rid, kRrData - ctl::kHeaderSize)) {
+  store_le<uint32_t>(buf_.data() + kRrSession, session);
+  store_le<uint8_t>(buf_.data() + kRrStatus, static_cast<uint8_t>(status));
+  std::memset(buf_.data() + kRrStatus + 1, 0, 3);
+  store_le<uint64_t>(buf_.data() + kRrFrom, from_seq);
+  store_le<uint64_t>(buf_.data() + kRrOldest, oldest_available);
+}
+
+bool RetransmitReplyBuilder::add(std::span<const std::byte> d, size_t max_frame) {
+  if (buf_.size() + 2 + d.size() > max_frame) return false;
+  const size_t at = buf_.size();
+  buf_.resize(at + 2 + d.size());
+  store_le<uint16_t>(buf_.data() + at, static_cast<uint16_t>(d.size()));
+  std::memcpy(buf_.data() + at + 2, d.data(), d.size());
+  ++count_;
+  return true;
+}
+
+std::vector<std::byte> RetransmitReplyBuilder::finish() && {
+  store_le<uint32_t>(buf_.data() + kRrCount, count_);
+  store_le<uint32_t>(buf_.data() + ctl::kLength, static_cast<uint32_t>(buf_.size()));
+  return std::move(buf_);
+}
+
+SnapshotDataBuilder::SnapshotDataBuilder(uint32_t rid, uint32_t session)
+    : buf_(frame(CtlType::kSnapshotData, rid, kSdMessages - ctl::kHeaderSize)) {
+  store_le<uint32_t>(buf_.data() + kSdSession, session);
+}
+
+std::byte* SnapshotDataBuilder::reserve(size_t len) {
+  const size_t at = buf_.size();
+  buf_.resize(at + len);
+  return buf_.data() + at;
+}
+
+std::vector<std::byte> SnapshotDataBuilder::finish() && {
+  store_le<uint32_t>(buf_.data() + ctl::kLength, static_cast<uint32_t>(buf_.size()));
+  return std::move(buf_);
+}
+
+FrameAssembler::Status FrameAssembler::next(std::span<const std::byte>& out) {
+  // Compact lazily so a stream of small frames does not memmove per frame.
+  if (consumed_ > 0 && consumed_ * 2 >= buf_.size()) {
+    buf_.erase(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(consumed_));
+    consumed_ = 0;
+  }
+  const size_t avail = buf_.size() - consumed_;
+  if (avail < 4) return Status::kNeedMore;
+  const auto len = load_le<uint32_t>(buf_.data() + consumed_);
+  if (len < ctl::kHeaderSize || len > max_frame_) return Status::kBadFrame;
+  if (avail < len) return Status::kNeedMore;
+  out = {buf_.data() + consumed_, len};
+  consumed_ += len;
+  return Status::kFrame;
+}
+
+std::string_view to_string(CtlType t) noexcept {
+  switch (t) {
+    case CtlType::kSubscribe: return "subscribe";
+    case CtlType::kSubscribeAck: return "subscribe-ack";
+    case CtlType::kUnsubscribe: return "unsubscribe";
+    case CtlType::kRetransmitRequest: return "retransmit-request";
+    case CtlType::kRetransmitReply: return "retransmit-reply";
+    case CtlType::kSnapshotRequest: return "snapshot-request";
+    case CtlType::kSnapshotData: return "snapshot-data";
+    case CtlType::kSnapshotDone: return "snapshot-done";
+    case CtlType::kStatusReport: return "status-report";
+    case CtlType::kError: return "error";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ErrorCode c) noexcept {
+  switch (c) {
+    case ErrorCode::kMalformed: return "malformed";
+    case ErrorCode::kNotSubscribed: return "not-subscribed";
+    case ErrorCode::kNotEntitled: return "not-entitled";
+    case ErrorCode::kUnknownChannel: return "unknown-channel";
+    case ErrorCode::kTooLarge: return "too-large";
+    case ErrorCode::kBadCredential: return "bad-credential";
+    case ErrorCode::kOverloaded: return "overloaded";
+    case ErrorCode::kUnsupported: return "unsupported";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(RetransmitStatus s) noexcept {
+  switch (s) {
+    case RetransmitStatus::kOk: return "ok";
+    case RetransmitStatus::kTooOld: return "too-old";
+    case RetransmitStatus::kNotYet: return "not-yet";
+    case RetransmitStatus::kWrongSession: return "wrong-session";
+  }
+  return "unknown";
+}
+
+}  // namespace mdcast::wire
