@@ -1,0 +1,55 @@
+# mdcast front end. The two commands a newcomer needs:
+#   make demo   - install what is missing, build release, run the demo
+#   make test   - install what is missing, build, run every test
+# Everything else here is a building block of those two.
+
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all demo test deps release debug asan tsan fuzz-build \
+        test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench clean
+
+all: release
+
+deps:
+	@./scripts/install-deps.sh
+
+release debug asan tsan: deps
+	@cmake --preset $@ >/dev/null
+	@cmake --build --preset $@ -j $(JOBS)
+
+fuzz-build: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+
+demo: release
+	./build/release/apps/mdcast/mdcast demo $(DEMO_ARGS)
+
+# Host tests (unit, component, system, netns); the verbs label runs in the VM.
+test-debug: debug
+	cd build/debug && ctest -LE verbs --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-asan: asan
+	cd build/asan && ctest -LE 'verbs|slow' --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-tsan: tsan
+	cd build/tsan && ctest -L 'tsan' --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-fuzz: fuzz-build
+	./scripts/run-fuzzers.sh build/fuzz 20
+
+test-verbs: debug
+	./scripts/test-verbs.sh build/debug
+
+test: test-debug test-asan test-fuzz test-verbs
+	@echo "make test: all suites passed"
+
+demo-rdma: release
+	./scripts/demo-rdma.sh build/release $(DEMO_ARGS)
+
+bench: release
+	./build/release/apps/mdcast/mdcast bench $(BENCH_ARGS)
+
+clean:
+	rm -rf build
