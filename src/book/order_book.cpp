@@ -60,10 +60,11 @@ BookSet::BookSet(const BookConfig& cfg) : cfg_(cfg) {
   if (cfg.max_orders >= (1u << 30)) fail("max_orders {} too large (limit 2^30)", cfg.max_orders);
   books_ = std::make_unique<OrderBook[]>(cfg.max_instruments);
   levels_ = std::make_unique<Level[]>(size_t{cfg.max_instruments} * 2 * cfg.max_levels);
-  pool_ = std::make_unique<Order[]>(cfg.max_orders);
-  links_ = std::make_unique<Link[]>(cfg.max_orders);
+  // Default-initialised (not zeroed): clear_all() sets what must be set.
+  pool_ = std::make_unique_for_overwrite<Order[]>(cfg.max_orders);
+  links_ = std::make_unique_for_overwrite<Link[]>(cfg.max_orders);
   const uint64_t cap = std::bit_ceil(uint64_t{cfg.max_orders} * 2);
-  index_ = std::make_unique<Slot[]>(cap);
+  index_ = std::make_unique_for_overwrite<Slot[]>(cap);
   index_mask_ = cap - 1;
   for (uint32_t i = 0; i < cfg.max_instruments; ++i) {
     OrderBook& b = books_[i];

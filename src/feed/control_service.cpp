@@ -285,6 +285,12 @@ void ControlService::tick(uint64_t now) {
   }
 }
 
+size_t ControlService::subscribed_clients() const noexcept {
+  size_t n = 0;
+  for (const auto& [id, cl] : clients_) n += cl.subscribed;
+  return n;
+}
+
 std::vector<ControlService::ClientView> ControlService::client_views() const {
   std::vector<ClientView> v;
   for (const auto& [id, cl] : clients_)

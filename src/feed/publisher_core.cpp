@@ -63,7 +63,9 @@ void PublisherCore::seal(uint64_t now) noexcept {
   h.session = session_;
   h.sender = cfg_.sender_id;
   h.sequence = seq;
-  h.send_time_ns = now;
+  // The time its first message was published: one-way latency measured from
+  // it includes the batching delay, as the application sees it.
+  h.send_time_ns = open_since_ ? open_since_ : now;
   h.length = static_cast<uint16_t>(dgram::kHeaderSize + open_len_);
   write_header(d, h);
   if (cfg_.crc) seal_crc({d, h.length});

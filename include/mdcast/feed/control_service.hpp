@@ -46,6 +46,7 @@ class ControlService {
   void tick(uint64_t now);
 
   [[nodiscard]] size_t clients() const noexcept { return clients_.size(); }
+  [[nodiscard]] size_t subscribed_clients() const noexcept;
   [[nodiscard]] const ControlCounters& counters() const noexcept { return *counters_; }
 
   struct ClientView {

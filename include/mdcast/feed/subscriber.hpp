@@ -53,7 +53,7 @@ enum class Rail : uint8_t { kA = 0, kB = 1, kRecovery = 2 };
 
 struct Delivery {
   uint64_t sequence;         // datagram sequence
-  uint64_t send_time_ns;     // publisher clock when the datagram was sealed
+  uint64_t send_time_ns;     // publisher clock when the datagram's first message was published
   uint64_t receive_time_ns;  // the `now` given with the datagram
   bool recovered;            // delivered late: retransmitted, reordered or held for recovery
 };

@@ -1,0 +1,28 @@
+// The subcommands of `mdcast` beyond publish/subscribe (runners.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "settings.hpp"
+
+namespace mdcast::app {
+
+struct DemoArgs {
+  std::string config;                                         // --config file, handed to every child
+  std::vector<std::pair<std::string, std::string>> settings;  // flags given, as (key, value)
+};
+int run_demo(Settings& s, const DemoArgs& a);
+
+struct StatArgs {
+  bool watch = false;
+  bool all = false;
+  bool clean = false;
+  double interval_s = 1.0;
+  std::vector<uint64_t> pids;
+};
+int run_stat(const StatArgs& a);
+
+int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results);
+
+}  // namespace mdcast::app

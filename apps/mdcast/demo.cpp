@@ -1,0 +1,321 @@
+// mdcast demo: a publisher and N subscriber processes on the best medium
+// available, a live progress line read from their counters files (the same
+// files `mdcast stat` reads), then a report from their result files with the
+// books of every subscriber verified against the publisher's.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include "commands.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
+#include "mdcast/media/shm/shm_ring.hpp"
+#include "mdcast/stats/counters_file.hpp"
+#include "result.hpp"
+#include "runners.hpp"
+
+extern char** environ;
+
+namespace mdcast::app {
+namespace {
+
+struct Child {
+  std::string label;
+  pid_t pid = -1;
+  std::string log;
+  std::string result;
+  int status = -1;  // exit status once reaped
+  bool done = false;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("cannot find my own executable (/proc/self/exe): {}", ec.message());
+  return p.string();
+}
+
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    errno = rc;
+    fail_errno("cannot start {} {}", exe, args.empty() ? "" : args[0]);
+  }
+  return pid;
+}
+
+std::string tail_of(const std::string& path, size_t lines = 15) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return {};
+  std::vector<std::string> all;
+  char buf[1024];
+  while (std::fgets(buf, sizeof buf, f)) all.emplace_back(buf);
+  std::fclose(f);
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "    | " + all[i];
+  return out;
+}
+
+std::string us(uint64_t ns) { return fmt::format("{:.1f}", static_cast<double>(ns) / 1e3); }
+
+std::string grouped(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+bool reap(Child& c, bool block) {
+  if (c.done) return true;
+  int st = 0;
+  const pid_t r = waitpid(c.pid, &st, block ? 0 : WNOHANG);
+  if (r == c.pid) {
+    c.done = true;
+    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  return c.done;
+}
+
+}  // namespace
+
+int run_demo(Settings& s, const DemoArgs& a) {
+  if (s.feed.medium != MediumKind::kAuto && s.feed.medium != MediumKind::kShm)
+    fail("this build's demo runs over shm (medium '{}' is not available here)", to_string(s.feed.medium));
+  bool name_given = false, idle_given = false;
+  for (const auto& [k, v] : a.settings) {
+    name_given |= k == "feed.name";
+    idle_given |= k == "feed.idle";
+  }
+  const std::string name = name_given ? s.feed.name : fmt::format("demo-{}", ::getpid());
+  const unsigned n = s.demo.subscribers;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::string idle = std::string(IdleStrategy::name(s.feed.idle));
+  const bool crowded = cores < static_cast<long>(n + 1);
+  if (!idle_given && crowded) idle = "block";
+
+  char tmpl[] = "/tmp/mdcast-demo-XXXXXX";
+  if (!mkdtemp(tmpl)) fail_errno("cannot create a run directory under /tmp");
+  const std::string dir = tmpl;
+  const std::string exe = self_exe();
+
+  auto common = [&](std::vector<std::string>& args, bool for_pub) {
+    if (!a.config.empty()) args.insert(args.end(), {"--config", a.config});
+    for (const auto& [k, v] : a.settings) {
+      if (k.rfind("demo.", 0) == 0) continue;
+      if (for_pub && k.rfind("subscriber.", 0) == 0) continue;
+      if (!for_pub && k.rfind("publisher.", 0) == 0) continue;
+      args.insert(args.end(), {"--set", k + "=" + v});
+    }
+    args.insert(args.end(), {"--set", "feed.name=" + name, "--set", "feed.medium=shm", "--set", "feed.idle=" + idle});
+  };
+
+  fmt::print("mdcast demo: 1 publisher + {} subscribers over shared memory, {:.0f} msg/s over {} instruments for {}\n", n,
+             s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
+  if (s.demo.loss > 0) fmt::print("             subscriber 1 drops {:.1f}% of datagrams on arrival (recovered through the control plane)\n", s.demo.loss * 100);
+  if (crowded && !idle_given)
+    fmt::print("             {} processes on {} cores: idle subscribers block on the ring instead of spinning, so latency\n"
+               "             includes a wake-up (`mdcast bench` measures pinned, busy-polling latency)\n",
+               n + 1, cores);
+  fmt::print("             run directory {}\n\n", dir);
+
+  std::vector<Child> kids;
+  {
+    Child p;
+    p.label = "publisher";
+    p.log = dir + "/publisher.log";
+    p.result = dir + "/publisher.toml";
+    std::vector<std::string> args{"publish"};
+    common(args, true);
+    args.insert(args.end(), {"--set", "publisher.result=" + p.result, "--set", fmt::format("publisher.wait_subscribers={}", n)});
+    p.pid = spawn(exe, args, p.log);
+    kids.push_back(p);
+  }
+  auto kill_all = [&](int sig) {
+    for (auto& c : kids)
+      if (!c.done) ::kill(c.pid, sig);
+  };
+  // The ring must exist before subscribers start looking for it.
+  const uint64_t wait_end = monotonic_ns() + 15 * kNsPerSec;
+  for (;;) {
+    try {
+      media::shm::RingReader probe(media::shm::find_ring(name, s.shm.dir));
+      break;
+    } catch (const Error&) {
+    }
+    if (reap(kids[0], false) || monotonic_ns() > wait_end) {
+      kill_all(SIGTERM);
+      fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].status, tail_of(kids[0].log));
+      return 1;
+    }
+    timespec ts{0, 20'000'000};
+    nanosleep(&ts, nullptr);
+  }
+  for (unsigned i = 1; i <= n; ++i) {
+    Child c;
+    c.label = fmt::format("sub-{}", i);
+    c.log = fmt::format("{}/sub-{}.log", dir, i);
+    c.result = fmt::format("{}/sub-{}.toml", dir, i);
+    std::vector<std::string> args{"subscribe"};
+    common(args, false);
+    args.insert(args.end(), {"--set", "subscriber.result=" + c.result});
+    if (i == 1 && s.demo.loss > 0) args.insert(args.end(), {"--set", fmt::format("subscriber.inject_loss={}", s.demo.loss)});
+    c.pid = spawn(exe, args, c.log);
+    kids.push_back(c);
+  }
+
+  // Live progress from the counters files, until everyone has exited.
+  const bool tty = isatty(STDOUT_FILENO);
+  const uint64_t t0 = monotonic_ns();
+  const uint64_t deadline = t0 + s.pub.duration_ns + s.pub.linger_ns + 60 * kNsPerSec;
+  uint64_t last_print = 0;
+  bool timed_out = false;
+  for (;;) {
+    bool all = true;
+    for (auto& c : kids) all &= reap(c, false);
+    if (all) break;
+    const uint64_t now = monotonic_ns();
+    if (now > deadline || g_stop) {
+      timed_out = !g_stop;
+      kill_all(SIGTERM);
+      timespec ts{1, 0};
+      nanosleep(&ts, nullptr);
+      kill_all(SIGKILL);
+      for (auto& c : kids) reap(c, true);
+      break;
+    }
+    if (s.demo.progress && now - last_print >= (tty ? 250 : 1000) * kNsPerMs) {
+      last_print = now;
+      uint64_t published = 0, rate = 0, seq = 0, dmin = UINT64_MAX, dmax = 0, gaps = 0, rec = 0, lag = 0, snaps = 0;
+      for (auto& c : kids) {
+        try {
+          auto snap = stats::read_counters(fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), c.pid));
+          if (snap.role == "publisher") {
+            published = snap.get("pub.messages_published");
+            seq = snap.get("pub.last_sequence");
+            const uint64_t ms = snap.get("app.elapsed_ms");
+            rate = ms ? published * 1000 / ms : 0;
+          } else {
+            const uint64_t d = snap.get("sub.messages_delivered");
+            dmin = std::min(dmin, d);
+            dmax = std::max(dmax, d);
+            gaps += snap.get("sub.gaps");
+            rec += snap.get("sub.datagrams_recovered");
+            snaps += snap.get("sub.snapshots_applied");
+            const uint64_t hi = snap.get("sub.highest_sequence"), nx = snap.get("sub.next_sequence");
+            lag = std::max(lag, hi >= nx ? hi - nx + 1 : 0);
+          }
+        } catch (const Error&) {
+        }
+      }
+      if (dmin == UINT64_MAX) dmin = 0;
+      const std::string line = fmt::format(
+          "  {:5.1f}s  published {:>11} msg ({:>9}/s, seq {:>9})  delivered {:>11}..{:<11} lag {:>5}  gaps {:>5}  recovered {:>6}  snapshots {}",
+          static_cast<double>(now - t0) / 1e9, grouped(published), grouped(rate), seq, grouped(dmin), grouped(dmax), lag,
+          gaps, rec, snaps);
+      if (tty)
+        fmt::print("\r{}\x1b[K", line);
+      else
+        fmt::print("{}\n", line);
+      std::fflush(stdout);
+    }
+    timespec ts{0, 20'000'000};
+    nanosleep(&ts, nullptr);
+  }
+  if (tty && s.demo.progress) fmt::print("\n");
+
+  // The report.
+  bool ok = !timed_out;
+  std::optional<RunResult> pub;
+  try {
+    pub = read_result(kids[0].result);
+  } catch (const Error& e) {
+    ok = false;
+    fmt::print(stderr, "mdcast demo: publisher produced no result ({}); exit {}:\n{}", e.what(), kids[0].status, tail_of(kids[0].log));
+  }
+  if (pub) {
+    fmt::print("\npublisher: {} messages in {} datagrams over {:.2f} s ({} msg/s), {} retransmit requests and {} snapshots served\n\n",
+               grouped(pub->messages), grouped(pub->last_sequence), pub->seconds,
+               grouped(static_cast<uint64_t>(static_cast<double>(pub->messages) / std::max(pub->seconds, 1e-9))),
+               pub->counter("ctl.retransmit_requests"), pub->counter("ctl.snapshot_requests"));
+  }
+  fmt::print("{:<11} {:>11} {:>7} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}  {}\n", "subscriber", "messages", "gaps",
+             "lost", "recovered", "snapshots", "p50 us", "p99 us", "p99.9 us", "max us", "books");
+  uint32_t matched = 0;
+  for (size_t i = 1; i < kids.size(); ++i) {
+    const Child& c = kids[i];
+    RunResult r;
+    try {
+      r = read_result(c.result);
+    } catch (const Error&) {
+      ok = false;
+      fmt::print("{:<11} no result (exit {}); log:\n{}", c.label, c.status, tail_of(c.log));
+      continue;
+    }
+    std::string verdict;
+    if (!pub) {
+      verdict = "unverified";
+    } else if (r.outcome != "ok") {
+      verdict = "FAILED: " + r.outcome;
+      ok = false;
+    } else {
+      const BookVerdict v = compare_books(*pub, r);
+      if (v.identical) {
+        verdict = fmt::format("identical ({} instruments)", v.compared);
+        ++matched;
+      } else {
+        verdict = "DIFFER: " + v.detail;
+        ok = false;
+      }
+    }
+    const uint64_t lost = r.counter("app.injected_losses") + r.counter("app.lapped");
+    fmt::print("{:<11} {:>11} {:>7} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}  {}\n", c.label, grouped(r.messages),
+               r.counter("sub.gaps"), lost, r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"),
+               us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),
+               us(r.latency.max()), verdict);
+    if (c.status != 0) ok = false;
+  }
+  fmt::print("\nlatency: one-way, publication of a datagram's first message -> delivery at the subscriber (same host\n"
+             "clock), batching delay included; messages delivered late by recovery are excluded\n");
+  if (ok) {
+    fmt::print("RESULT: all {} subscribers delivered every message exactly once, in order; books identical to the publisher's\n", matched);
+    if (!s.demo.keep) std::filesystem::remove_all(dir);
+  } else {
+    fmt::print("RESULT: FAILED{} - logs and result files kept in {}\n", timed_out ? " (timed out)" : "", dir);
+  }
+  return ok ? 0 : 1;
+}
+
+int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results) {
+  const RunResult pub = read_result(publisher_result);
+  bool ok = true;
+  for (const auto& path : subscriber_results) {
+    const RunResult r = read_result(path);
+    const BookVerdict v = compare_books(pub, r);
+    const bool good = v.identical && r.outcome == "ok";
+    ok &= good;
+    fmt::print("{}: {} ({}; {} messages, {} gaps, {} recovered, {} snapshots)\n", path,
+               good ? "identical" : "DIFFERENT", v.identical ? fmt::format("{} instruments compared", v.compared) : v.detail,
+               r.messages, r.counter("sub.gaps"), r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"));
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace mdcast::app

@@ -1,0 +1,170 @@
+// mdcast: the command line. Subcommands:
+//   publish    run a publisher (synthetic order flow) on a medium
+//   subscribe  run a subscriber: exact delivery, book verification
+//   demo       one publisher + N subscriber processes, live progress, report
+//   stat       live counters of running mdcast processes
+//   verify     compare result files (books identical?)
+// Settings come from defaults, then --config FILE (TOML), then flags.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <map>
+
+#include "commands.hpp"
+#include "mdcast/core/error.hpp"
+#include "runners.hpp"
+#include "settings.hpp"
+
+using namespace mdcast;
+using namespace mdcast::app;
+
+namespace {
+
+struct Flags {
+  std::vector<std::pair<std::string, std::string>> set;  // (key, value) in command-line order
+};
+
+// Adds --flag bound to settings key `key`.
+void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
+  app->add_option_function<std::string>(
+      name,
+      [&f, key](const std::string& v) { f.set.emplace_back(key, v); },
+      help);
+}
+
+// --set section.key=value, for any setting (see --help-config).
+void set_flag(CLI::App* app, Flags& f) {
+  app->add_option_function<std::vector<std::string>>(
+      "--set",
+      [&f](const std::vector<std::string>& vs) {
+        for (const auto& kv : vs) {
+          const auto eq = kv.find('=');
+          if (eq == std::string::npos) throw CLI::ValidationError("--set", "expected KEY=VALUE, got '" + kv + "'");
+          f.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        }
+      },
+      "set any setting: --set publisher.rate=250k (see --help-config)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+void feed_flags(CLI::App* app, Flags& f) {
+  set_flag(app, f);
+  flag(app, f, "--medium", "feed.medium", "auto | shm | udp | verbs");
+  flag(app, f, "--name", "feed.name", "feed name (shm ring and control socket derive from it)");
+  flag(app, f, "--channel", "feed.channel", "channel id");
+  flag(app, f, "--max-instruments", "feed.max_instruments", "instrument id space of the books");
+  flag(app, f, "--max-orders", "feed.max_orders", "resting orders the books can hold");
+  flag(app, f, "--idle", "feed.idle", "spin | yield | backoff | sleep | block");
+  flag(app, f, "--control", "feed.control", "control address override (unix:@name, tcp:host:port)");
+  flag(app, f, "--shm-slots", "shm.slots", "shm ring slots");
+  flag(app, f, "--shm-dir", "shm.dir", "shm ring directory");
+}
+
+void publisher_flags(CLI::App* app, Flags& f) {
+  flag(app, f, "--rate", "publisher.rate", "synthetic messages/s (e.g. 100k, 1M)");
+  flag(app, f, "--duration", "publisher.duration", "how long to publish (e.g. 10s)");
+  flag(app, f, "--instruments", "publisher.instruments", "synthetic instruments");
+  flag(app, f, "--seed", "publisher.seed", "order-flow seed");
+  flag(app, f, "--max-datagram", "publisher.max_datagram", "datagram size limit");
+  flag(app, f, "--flush-interval", "publisher.flush_interval", "longest a partly filled datagram waits");
+  flag(app, f, "--heartbeat-interval", "publisher.heartbeat_interval", "idle time before a heartbeat");
+  flag(app, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
+  flag(app, f, "--pacing", "publisher.pacing", "none | fixed | slowest");
+  flag(app, f, "--pacing-rate", "publisher.pacing_rate", "fixed pacing rate");
+  flag(app, f, "--linger", "publisher.linger", "serve recovery this long after the end");
+  flag(app, f, "--crc", "publisher.crc", "CRC-32C in every datagram (true/false)");
+}
+
+void subscriber_flags(CLI::App* app, Flags& f, bool demo) {
+  if (!demo) flag(app, f, "--instruments", "subscriber.instruments", "all | ids such as 0-9,20");
+  if (demo) flag(app, f, "--filter", "subscriber.instruments", "all | ids such as 0-9,20");
+  flag(app, f, "--credential", "subscriber.credential", "credential for entitlements");
+  flag(app, f, "--verify", "subscriber.verify", "check books against heartbeat checksums");
+  if (!demo) flag(app, f, "--print", "subscriber.print", "print every delivered message");
+  flag(app, f, "--capacity", "subscriber.capacity", "capacity reported for slowest pacing (msg/s)");
+  flag(app, f, "--inject-loss", "subscriber.inject_loss", "drop this fraction of datagrams on arrival");
+  if (!demo) flag(app, f, "--duration", "subscriber.duration", "stop after this long (default: end of session)");
+  flag(app, f, "--wait", "subscriber.wait", "how long to wait for the publisher");
+  flag(app, f, "--give-up", "subscriber.give_up", "exit after the publisher is silent this long");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mdcast: market data over RDMA multicast, shared memory and UDP"};
+  app.require_subcommand(1);
+  std::string config;
+  app.add_option("--config", config, "TOML settings file (flags override it)")->check(CLI::ExistingFile);
+  bool help_config = false;
+  app.add_flag("--help-config", help_config, "list every settings key");
+
+  Flags f;
+  auto* pub = app.add_subcommand("publish", "run a publisher of synthetic order flow");
+  feed_flags(pub, f);
+  publisher_flags(pub, f);
+  flag(pub, f, "--result", "publisher.result", "write a result file at the end");
+  flag(pub, f, "--wait-subscribers", "publisher.wait_subscribers", "hold publishing until this many have subscribed");
+
+  auto* sub = app.add_subcommand("subscribe", "run a subscriber with exact delivery and book verification");
+  feed_flags(sub, f);
+  subscriber_flags(sub, f, false);
+  flag(sub, f, "--result", "subscriber.result", "write a result file at the end");
+
+  auto* demo = app.add_subcommand("demo", "one publisher and N subscriber processes, live progress, final report");
+  feed_flags(demo, f);
+  publisher_flags(demo, f);
+  subscriber_flags(demo, f, true);
+  flag(demo, f, "--subscribers,-n", "demo.subscribers", "subscriber processes (default 4)");
+  flag(demo, f, "--loss", "demo.loss", "loss injected into subscriber 1 (e.g. 0.01 or 1%)");
+  flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");
+  flag(demo, f, "--progress", "demo.progress", "live progress line (true/false)");
+
+  StatArgs stat_args;
+  auto* stat = app.add_subcommand("stat", "live counters of running mdcast processes");
+  stat->add_flag("--watch,-w", stat_args.watch, "refresh until interrupted");
+  stat->add_option("--interval", stat_args.interval_s, "refresh interval in seconds")->check(CLI::PositiveNumber);
+  stat->add_flag("--all,-a", stat_args.all, "every counter, not only the main ones");
+  stat->add_flag("--clean", stat_args.clean, "remove counters files of processes that are gone");
+  stat->add_option("pid", stat_args.pids, "only these processes");
+
+  std::string verify_pub;
+  std::vector<std::string> verify_subs;
+  auto* verify = app.add_subcommand("verify", "compare subscriber result files with the publisher's");
+  verify->add_option("publisher", verify_pub, "publisher result file")->required()->check(CLI::ExistingFile);
+  verify->add_option("subscribers", verify_subs, "subscriber result files")->required()->check(CLI::ExistingFile);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (help_config) {
+      for (const auto& [k, h] : known_settings()) fmt::print("  {:<32} {}\n", k, h);
+      return 0;
+    }
+    Settings s;
+    if (!config.empty()) load_config(s, config);
+    for (const auto& [k, v] : f.set) apply_setting(s, k, v, "--" + k.substr(k.find('.') + 1));
+    install_signal_handlers();
+    if (pub->parsed()) return run_publish(s);
+    if (sub->parsed()) return run_subscribe(s);
+    if (demo->parsed()) {
+      DemoArgs a;
+      a.config = config;
+      a.settings = f.set;
+      return run_demo(s, a);
+    }
+    if (stat->parsed()) return run_stat(stat_args);
+    if (verify->parsed()) return run_verify(verify_pub, verify_subs);
+  } catch (const Error& e) {
+    fmt::print(stderr, "mdcast: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mdcast: unexpected error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

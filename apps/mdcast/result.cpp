@@ -1,0 +1,129 @@
+#include "result.hpp"
+
+#include <fmt/format.h>
+#include <fmt/os.h>
+
+#include <algorithm>
+#include <map>
+#include <toml++/toml.h>
+
+#include "mdcast/core/error.hpp"
+
+namespace mdcast::app {
+
+uint64_t RunResult::counter(const std::string& key, uint64_t dflt) const {
+  for (const auto& [k, v] : counters)
+    if (k == key) return v;
+  return dflt;
+}
+
+void write_result(const std::string& path, const RunResult& r) {
+  const std::string tmp = path + ".tmp";
+  {
+    auto out = fmt::output_file(tmp);
+    out.print("role = \"{}\"\nname = \"{}\"\nmedium = \"{}\"\noutcome = \"{}\"\n", r.role, r.name, r.medium, r.outcome);
+    out.print("session = {}\nlast_sequence = {}\nseconds = {}\nmessages = {}\nall_instruments = {}\n", r.session,
+              r.last_sequence, r.seconds, r.messages, r.all_instruments);
+    out.print("\n[counters]\n");
+    for (const auto& [k, v] : r.counters) out.print("\"{}\" = {}\n", k, v);
+    out.print("\n[latency]\ncount = {}\nmin = {}\nmax = {}\nsum = {}\n", r.latency.count(), r.latency.min(),
+              r.latency.max(), r.latency.sum());
+    // The histogram itself (sparse), so percentiles can be merged across runs.
+    out.print("buckets = [");
+    bool first = true;
+    const auto& b = r.latency.buckets();
+    for (size_t i = 0; i < b.size(); ++i)
+      if (b[i]) {
+        out.print("{}[{}, {}]", first ? "" : ", ", i, b[i]);
+        first = false;
+      }
+    out.print("]\n\n[books]\n# instrument = [instrument sequence, state checksum]\n");
+    for (const auto& d : r.books) out.print("\"{}\" = [{}, \"{:016x}\"]\n", d.instrument, d.instrument_seq, d.checksum);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("cannot write result file {}", path);
+}
+
+RunResult read_result(const std::string& path) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const std::exception& e) {
+    fail("result file {}: {}", path, e.what());
+  }
+  RunResult r;
+  r.role = t["role"].value_or(std::string{});
+  r.name = t["name"].value_or(std::string{});
+  r.medium = t["medium"].value_or(std::string{});
+  r.outcome = t["outcome"].value_or(std::string{"missing"});
+  r.session = static_cast<uint32_t>(t["session"].value_or(int64_t{0}));
+  r.last_sequence = static_cast<uint64_t>(t["last_sequence"].value_or(int64_t{0}));
+  r.seconds = t["seconds"].value_or(0.0);
+  r.messages = static_cast<uint64_t>(t["messages"].value_or(int64_t{0}));
+  r.all_instruments = t["all_instruments"].value_or(true);
+  if (auto c = t["counters"].as_table())
+    for (const auto& [k, v] : *c) r.counters.emplace_back(std::string(k.str()), static_cast<uint64_t>(v.value_or(int64_t{0})));
+  if (auto l = t["latency"].as_table()) {
+    if (auto b = (*l)["buckets"].as_array())
+      for (const auto& e : *b)
+        if (auto pair = e.as_array(); pair && pair->size() == 2)
+          r.latency.add_bucket(static_cast<size_t>((*pair)[0].value_or(int64_t{0})),
+                               static_cast<uint64_t>((*pair)[1].value_or(int64_t{0})));
+    r.latency.set_extremes(static_cast<uint64_t>((*l)["min"].value_or(int64_t{0})),
+                           static_cast<uint64_t>((*l)["max"].value_or(int64_t{0})),
+                           static_cast<uint64_t>((*l)["sum"].value_or(int64_t{0})));
+  }
+  if (auto bk = t["books"].as_table())
+    for (const auto& [k, v] : *bk) {
+      auto a = v.as_array();
+      if (!a || a->size() != 2) fail("result file {}: books.\"{}\" must be [sequence, checksum]", path, k.str());
+      BookDigest d{};
+      d.instrument = static_cast<uint32_t>(std::stoul(std::string(k.str())));
+      d.instrument_seq = static_cast<uint32_t>((*a)[0].value_or(int64_t{0}));
+      d.checksum = std::stoull((*a)[1].value_or(std::string{"0"}), nullptr, 16);
+      r.books.push_back(d);
+    }
+  std::sort(r.books.begin(), r.books.end(), [](auto& a, auto& b) { return a.instrument < b.instrument; });
+  return r;
+}
+
+BookVerdict compare_books(const RunResult& pub, const RunResult& sub) {
+  BookVerdict v;
+  if (pub.session != sub.session) {
+    v.detail = fmt::format("subscriber ended in session {}, publisher in {}", sub.session, pub.session);
+    return v;
+  }
+  std::map<uint32_t, const BookDigest*> p;
+  for (const auto& d : pub.books) p[d.instrument] = &d;
+  std::map<uint32_t, const BookDigest*> s;
+  for (const auto& d : sub.books) s[d.instrument] = &d;
+  // A subscriber reports every instrument it follows that has traffic; the
+  // publisher every instrument with traffic. Compare each the subscriber
+  // follows; a followed instrument missing on either side is a difference.
+  for (const auto& [id, d] : s) {
+    auto it = p.find(id);
+    if (it == p.end()) {
+      if (d->instrument_seq == 0) continue;
+      v.detail = fmt::format("instrument {} has state at the subscriber but none at the publisher", id);
+      return v;
+    }
+    if (it->second->instrument_seq != d->instrument_seq) {
+      v.detail = fmt::format("instrument {}: sequence {} vs publisher {}", id, d->instrument_seq, it->second->instrument_seq);
+      return v;
+    }
+    if (it->second->checksum != d->checksum) {
+      v.detail = fmt::format("instrument {}: book checksum differs at sequence {}", id, d->instrument_seq);
+      return v;
+    }
+    ++v.compared;
+  }
+  if (sub.all_instruments)
+    for (const auto& [id, d] : p)
+      if (!s.count(id)) {
+        v.detail = fmt::format("instrument {} (sequence {}) missing at the subscriber", id, d->instrument_seq);
+        return v;
+      }
+  v.identical = true;
+  return v;
+}
+
+}  // namespace mdcast::app

@@ -1,0 +1,48 @@
+// Result files: what a publisher or subscriber process reports when it ends
+// (TOML), and the comparison that tells whether books are identical. The
+// demo, the system tests and `mdcast verify` all use this one comparison.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mdcast/core/histogram.hpp"
+
+namespace mdcast::app {
+
+struct BookDigest {
+  uint32_t instrument;
+  uint32_t instrument_seq;
+  uint64_t checksum;
+};
+
+struct RunResult {
+  std::string role;  // publisher | subscriber
+  std::string name;
+  std::string medium;
+  std::string outcome = "ok";  // ok | publisher-lost | timeout | error: ...
+  uint32_t session = 0;
+  uint64_t last_sequence = 0;
+  double seconds = 0;
+  uint64_t messages = 0;
+  bool all_instruments = true;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  Histogram latency;  // one-way, ns (subscribers)
+  std::vector<BookDigest> books;
+
+  [[nodiscard]] uint64_t counter(const std::string& key, uint64_t dflt = 0) const;
+};
+
+void write_result(const std::string& path, const RunResult& r);
+RunResult read_result(const std::string& path);
+
+struct BookVerdict {
+  bool identical = false;
+  uint32_t compared = 0;   // instruments compared
+  std::string detail;      // first difference
+};
+BookVerdict compare_books(const RunResult& publisher, const RunResult& subscriber);
+
+}  // namespace mdcast::app

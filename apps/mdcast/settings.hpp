@@ -1,0 +1,107 @@
+// Settings of the mdcast command line: one struct per TOML section, filled
+// from defaults, then the --config file, then flags (flags win). Every key has
+// one parser, shared by the file and the flags, so a bad value gets the same
+// clear message wherever it came from.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/idle.hpp"
+#include "mdcast/feed/config.hpp"
+
+namespace mdcast::app {
+
+enum class MediumKind : uint8_t { kAuto, kShm, kUdp, kVerbs };
+std::string_view to_string(MediumKind m);
+
+struct FeedOptions {
+  MediumKind medium = MediumKind::kAuto;
+  std::string name = "mdcast";       // the feed's name: shm ring and control socket derive from it
+  uint16_t channel = 1;
+  uint32_t max_instruments = 1024;
+  uint32_t max_orders = 1u << 20;
+  uint32_t max_levels = 256;
+  IdleMode idle = IdleMode::kSpin;
+  std::string control;               // control address override (default derived from name/medium)
+};
+
+struct PublisherOptions {
+  double rate = 100'000;             // synthetic messages/s
+  uint64_t duration_ns = 10 * kNsPerSec;
+  uint32_t instruments = 100;
+  uint64_t seed = 1;
+  size_t max_datagram = 0;           // 0: the medium's natural size
+  uint64_t flush_interval_ns = 20 * kNsPerUs;
+  uint64_t heartbeat_interval_ns = 100 * kNsPerMs;
+  size_t retransmit_bytes = 64u << 20;
+  feed::PacingMode pacing = feed::PacingMode::kNone;
+  double pacing_rate = 1e6;
+  double pacing_min_rate = 10'000;
+  uint64_t linger_ns = 3 * kNsPerSec; // keep serving recovery after the end of the session
+  bool crc = false;
+  uint32_t sender_id = 1;
+  std::vector<feed::Entitlement> entitlements;
+  std::string result;                // write a result file here at the end
+  uint32_t session = 0;
+  uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
+};
+
+struct SubscriberOptions {
+  bool all_instruments = true;
+  std::vector<uint32_t> instruments;
+  std::string credential;
+  bool verify = true;                // heartbeat checksums
+  bool print = false;
+  uint64_t capacity = 0;
+  double inject_loss = 0;            // drop this fraction of received datagrams (shows recovery)
+  uint64_t duration_ns = 0;          // 0: until the publisher ends its session
+  uint64_t wait_ns = 10 * kNsPerSec; // wait this long for the publisher to appear
+  uint64_t publisher_timeout_ns = 2 * kNsPerSec;
+  uint64_t give_up_ns = 10 * kNsPerSec;  // exit when the publisher is silent this long
+  size_t window_bytes = 16u << 20;
+  uint32_t sender_id = 0;
+  std::string result;
+};
+
+struct ShmOptions {
+  size_t slots = 16384;
+  size_t max_datagram = 4032;
+  bool huge_pages = true;
+  std::string dir;
+};
+
+struct DemoOptions {
+  uint32_t subscribers = 4;
+  double loss = 0;                   // injected into subscriber 1
+  bool keep = false;                 // keep the run directory
+  bool progress = true;
+};
+
+struct Settings {
+  FeedOptions feed;
+  PublisherOptions pub;
+  SubscriberOptions sub;
+  ShmOptions shm;
+  DemoOptions demo;
+};
+
+// Sets key ("section.name") from text; `where` prefixes errors ("--rate",
+// "demo.toml:7"). Throws Error.
+void apply_setting(Settings& s, const std::string& key, const std::string& value, const std::string& where);
+// Loads a TOML file; unknown keys and bad values are errors naming file:line.
+void load_config(Settings& s, const std::string& path);
+// Every known key with its help text (for --help-config).
+std::vector<std::pair<std::string, std::string>> known_settings();
+
+// Value parsers (exposed for tests). Each throws Error with an example of a good value.
+uint64_t parse_duration(const std::string& v);
+uint64_t parse_size(const std::string& v);
+double parse_rate(const std::string& v);
+std::vector<uint32_t> parse_id_list(const std::string& v);  // "0-9,20,31"
+std::string format_duration(uint64_t ns);
+
+}  // namespace mdcast::app

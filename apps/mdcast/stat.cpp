@@ -1,0 +1,83 @@
+// mdcast stat: reads every process's counters file (read-only mappings; the
+// processes are not disturbed) and shows them, once or refreshing.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "commands.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/stats/counters_file.hpp"
+#include "runners.hpp"
+
+namespace mdcast::app {
+namespace {
+
+// The counters worth a glance, per role; --all shows the rest.
+const std::vector<std::string> kMainPub = {"pub.messages_published", "pub.datagrams_sent", "pub.bytes_sent", "pub.heartbeats_sent",
+                                           "pub.last_sequence", "ctl.clients_connected", "ctl.retransmit_requests",
+                                           "ctl.datagrams_retransmitted", "ctl.snapshot_requests", "ctl.requests_rejected"};
+const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagrams_received", "sub.next_sequence",
+                                           "sub.highest_sequence", "sub.gaps", "sub.datagrams_recovered",
+                                           "sub.snapshots_applied", "sub.duplicates", "sub.checksum_ok", "sub.checksum_mismatch",
+                                           "app.lapped", "app.latency_p50_ns", "app.latency_p99_ns"};
+
+bool is_rate_counter(const std::string& k) {
+  return k.find("messages") != std::string::npos || k.find("datagrams") != std::string::npos || k.find("bytes") != std::string::npos;
+}
+
+void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std::string, uint64_t>& prev, double dt, bool all) {
+  if (snaps.empty()) {
+    fmt::print("no mdcast processes (no counters files in {})\n", stats::stat_dir());
+    return;
+  }
+  for (const auto& s : snaps) {
+    fmt::print("pid {:<8} {:<11} {:<20} {:<6} {}{}\n", s.pid, s.role, s.name, s.medium, stats::to_string(s.state),
+               s.alive ? "" : "  [STALE: process gone; `mdcast stat --clean` removes it]");
+    const auto& main = s.role == "publisher" ? kMainPub : kMainSub;
+    for (const auto& [k, v] : s.values) {
+      const bool wanted = all || std::find(main.begin(), main.end(), k) != main.end();
+      if (!wanted) continue;
+      std::string rate;
+      auto it = prev.find(fmt::format("{}/{}", s.pid, k));
+      if (dt > 0 && it != prev.end() && is_rate_counter(k) && v >= it->second)
+        rate = fmt::format("  ({:.0f}/s)", static_cast<double>(v - it->second) / dt);
+      fmt::print("    {:<34} {:>16}{}\n", k, v, rate);
+    }
+  }
+}
+
+}  // namespace
+
+int run_stat(const StatArgs& a) {
+  std::map<std::string, uint64_t> prev;
+  uint64_t prev_t = 0;
+  for (;;) {
+    auto snaps = stats::list_counters();
+    if (!a.pids.empty())
+      std::erase_if(snaps, [&](const auto& s) { return std::find(a.pids.begin(), a.pids.end(), s.pid) == a.pids.end(); });
+    if (a.clean) {
+      unsigned removed = 0;
+      for (const auto& s : snaps)
+        if (!s.alive && ::unlink(s.path.c_str()) == 0) ++removed;
+      fmt::print("removed {} stale counters file{}\n", removed, removed == 1 ? "" : "s");
+      return 0;
+    }
+    const uint64_t now = monotonic_ns();
+    const double dt = prev_t ? static_cast<double>(now - prev_t) / 1e9 : 0;
+    if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);
+    show(snaps, prev, dt, a.all);
+    if (!a.watch || g_stop) return 0;
+    prev.clear();
+    for (const auto& s : snaps)
+      for (const auto& [k, v] : s.values) prev[fmt::format("{}/{}", s.pid, k)] = v;
+    prev_t = now;
+    std::this_thread::sleep_for(std::chrono::duration<double>(a.interval_s));
+    if (g_stop) return 0;
+  }
+}
+
+}  // namespace mdcast::app

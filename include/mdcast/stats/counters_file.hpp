@@ -1,0 +1,87 @@
+// Live counters in a small shared-memory file per process, in the spirit of
+// Aeron's cnc file: the owner writes plain single-writer counters, `mdcast
+// stat` maps the file read-only and reads them without disturbing anyone.
+//
+// File: <dir>/mdcast-<pid>.stat, dir = $MDCAST_STAT_DIR or /dev/shm.
+// Layout (version 1):
+//   [0, 512)      header: magic, version, pid, process start time, role,
+//                 name, medium, counter count, liveness stamp, state
+//   [512, ...)    labels: 64 bytes each ("section.counter")
+//   [..., ...)    values: 8 bytes each, 64-byte aligned start
+// A file whose pid is gone (or reused: start time differs) is stale; stat
+// says so and `mdcast stat --clean` removes it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/counter.hpp"
+#include "mdcast/core/mapped_memory.hpp"
+
+namespace mdcast::stats {
+
+constexpr uint64_t kStatMagic = 0x31544154'5343444dull;  // "MDCSTAT1"
+constexpr uint32_t kStatVersion = 1;
+constexpr size_t kLabelSize = 64;
+
+enum class ProcessState : uint32_t { kStarting = 0, kRunning = 1, kFinished = 2, kFailed = 3 };
+
+struct Section {
+  std::string prefix;                      // "sub", "pub", "ctl", "shm" ...
+  std::span<const CounterInfo> counters;   // names of the slots
+};
+
+[[nodiscard]] std::string stat_dir();
+
+class CountersFile {
+ public:
+  // Creates the file with every section's counters, zeroed. Throws Error.
+  CountersFile(std::string role, std::string name, std::string medium, const std::vector<Section>& sections);
+  CountersFile(CountersFile&&) noexcept;
+  CountersFile& operator=(CountersFile&&) = delete;
+  CountersFile(const CountersFile&) = delete;
+  ~CountersFile();  // removes the file
+
+  // The counters of section i, to be used as the engine's counters struct
+  // (e.g. reinterpret as feed::SubscriberCounters*).
+  template <class T>
+  T* section(size_t i) noexcept {
+    return reinterpret_cast<T*>(values_ + offsets_.at(i));
+  }
+  Counter* section_base(size_t i) noexcept { return values_ + offsets_.at(i); }
+  void set_state(ProcessState s) noexcept;
+  void touch(uint64_t now_ns) noexcept;  // liveness stamp
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+  MappedMemory mem_;
+  Counter* values_ = nullptr;
+  std::vector<size_t> offsets_;
+};
+
+// A read-only view of another process's counters file.
+struct CountersSnapshot {
+  std::string path;
+  uint64_t pid = 0;
+  std::string role, name, medium;
+  ProcessState state = ProcessState::kStarting;
+  bool alive = false;
+  uint64_t stamp_ns = 0;
+  std::vector<std::pair<std::string, uint64_t>> values;
+
+  [[nodiscard]] uint64_t get(std::string_view label, uint64_t dflt = 0) const;
+};
+
+// Reads one file. Throws Error naming the file when it is not a counters file
+// or has another version.
+CountersSnapshot read_counters(const std::string& path);
+// Every mdcast counters file in stat_dir() (unreadable ones are skipped).
+std::vector<CountersSnapshot> list_counters();
+
+[[nodiscard]] std::string_view to_string(ProcessState s) noexcept;
+
+}  // namespace mdcast::stats

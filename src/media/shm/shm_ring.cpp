@@ -1,0 +1,297 @@
+#include "mdcast/media/shm/shm_ring.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <linux/futex.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "mdcast/core/error.hpp"
+#include "mdcast/core/fd.hpp"
+
+namespace mdcast::media::shm {
+namespace {
+
+constexpr long kHugetlbfsMagic = 0x958458f6;
+
+// The header fields at fixed offsets (the first 256 bytes).
+void write_header(std::byte* p, const RingHeaderView& h) {
+  std::memcpy(p, &h, sizeof h);
+}
+
+bool hugetlbfs_usable(const std::string& dir) {
+  struct statfs fs;
+  if (statfs(dir.c_str(), &fs) != 0 || fs.f_type != kHugetlbfsMagic) return false;
+  return fs.f_bfree > 0;
+}
+
+
+// Creates the ring file exclusively and maps it; unlinks it again on failure.
+MappedMemory create_mapping(const std::string& path, size_t bytes, bool huge) {
+  UniqueFd f(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
+  if (f.get() < 0) fail_errno("cannot create shm ring {}", path);
+  const size_t map_bytes = huge ? (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20) : bytes;
+  try {
+    if (::ftruncate(f.get(), static_cast<off_t>(map_bytes)) != 0) fail_errno("cannot size shm ring {} to {} bytes", path, map_bytes);
+    return MappedMemory::shared(f.get(), map_bytes, true, "shm ring " + path);
+  } catch (...) {
+    ::unlink(path.c_str());
+    throw;
+  }
+}
+
+long futex(void* addr, int op, uint32_t val, const timespec* ts) noexcept {
+  return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+std::atomic<uint32_t>& slot_pid(std::byte* base, size_t i) noexcept {
+  return *reinterpret_cast<std::atomic<uint32_t>*>(base + kReaderSlotsOffset + i * kReaderSlotSize);
+}
+uint64_t& slot_start(std::byte* base, size_t i) noexcept {
+  return *reinterpret_cast<uint64_t*>(base + kReaderSlotsOffset + i * kReaderSlotSize + 8);
+}
+
+}  // namespace
+
+std::string ring_path(const std::string& dir, const std::string& name) {
+  return dir + "/mdcast-" + name + ".ring";
+}
+
+std::string find_ring(const std::string& name, const std::string& dir) {
+  if (!dir.empty()) return ring_path(dir, name);
+  for (const char* d : {"/dev/hugepages", "/dev/shm"}) {
+    const std::string p = ring_path(d, name);
+    if (::access(p.c_str(), F_OK) == 0) return p;
+  }
+  return ring_path("/dev/shm", name);
+}
+
+uint64_t process_start_time(uint64_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%llu/stat", static_cast<unsigned long long>(pid));
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // Field 22 (starttime) counts from the last ')' (the command may hold spaces).
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  unsigned long long v = 0;
+  int field = 2;
+  for (const char* q = p + 1; *q; ++q) {
+    if (*q == ' ') {
+      ++field;
+      if (field == 22) {
+        v = std::strtoull(q + 1, nullptr, 10);
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+bool process_alive(uint64_t pid, uint64_t start_time) noexcept {
+  if (pid == 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  return process_start_time(pid) == start_time;
+}
+
+RingWriter::RingWriter(const RingOptions& opts, uint32_t session, uint16_t channel,
+                       const std::string& control_address) {
+  if (opts.name.empty() || opts.name.find('/') != std::string::npos)
+    fail("ring name '{}' must be non-empty and contain no '/'", opts.name);
+  if (opts.slots < 16) fail("ring slots {} too few (at least 16)", opts.slots);
+  if (opts.max_datagram < 256 || opts.max_datagram > 65535)
+    fail("ring max_datagram {} outside [256, 65535]", opts.max_datagram);
+  if (control_address.size() >= sizeof(RingHeaderView::control))
+    fail("control address '{}' too long for the ring header", control_address);
+  max_datagram_ = opts.max_datagram;
+  slot_size_ = (kSlotHeader + opts.max_datagram + 63) / 64 * 64;
+  slots_ = opts.slots;
+  const size_t bytes = kRingHeaderSize + slots_ * slot_size_;
+
+  std::string dir = opts.dir;
+  if (dir.empty()) dir = opts.huge_pages && hugetlbfs_usable("/dev/hugepages") ? "/dev/hugepages" : "/dev/shm";
+  huge_ = dir == "/dev/hugepages";
+  path_ = ring_path(dir, opts.name);
+
+  // A ring of this name whose writer still lives is someone else's feed.
+  for (const char* d : {"/dev/hugepages", "/dev/shm"}) {
+    const std::string p = ring_path(d, opts.name);
+    UniqueFd old(::open(p.c_str(), O_RDONLY));
+    if (old.get() < 0) continue;
+    RingHeaderView h{};
+    if (::pread(old.get(), &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && h.magic == kRingMagic &&
+        process_alive(h.writer_pid, h.writer_start) && h.writer_pid != static_cast<uint64_t>(::getpid()))
+      fail("shm ring {} is in use by a live publisher (pid {}); pick another --name", p, h.writer_pid);
+    ::unlink(p.c_str());  // a dead writer's leftover
+  }
+
+  try {
+    mem_ = create_mapping(path_, bytes, huge_);
+  } catch (const Error&) {
+    if (!huge_) throw;
+    // Huge pages ran out between the check and the mapping: use /dev/shm.
+    huge_ = false;
+    path_ = ring_path("/dev/shm", opts.name);
+    mem_ = create_mapping(path_, bytes, false);
+  }
+  RingHeaderView h{};
+  h.magic = 0;  // published last
+  h.version = kRingLayoutVersion;
+  h.header_size = kRingHeaderSize;
+  h.slot_size = slot_size_;
+  h.slots = slots_;
+  h.max_datagram = max_datagram_;
+  h.writer_pid = static_cast<uint64_t>(::getpid());
+  h.writer_start = process_start_time(h.writer_pid);
+  h.session = session;
+  h.channel = channel;
+  h.huge = huge_;
+  std::memcpy(h.control, control_address.data(), control_address.size());
+  write_header(mem_.data(), h);
+  write_pos().store(0, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mem_.data())).store(kRingMagic, std::memory_order_release);
+}
+
+RingWriter::RingWriter(RingWriter&& o) noexcept
+    : path_(std::move(o.path_)), mem_(std::move(o.mem_)), slot_size_(o.slot_size_), slots_(o.slots_),
+      max_datagram_(o.max_datagram_), huge_(o.huge_), pos_(o.pos_) {
+  o.path_.clear();
+}
+
+RingWriter::~RingWriter() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+void RingWriter::wake_readers() noexcept {
+  // Shared (not PRIVATE) futex: the word lives in a file mapping shared by processes.
+  futex(mem_.data() + kWritePosOffset, FUTEX_WAKE, INT32_MAX, nullptr);
+}
+
+void RingWriter::touch(uint64_t now_ns) noexcept {
+  alive_stamp().store(now_ns, std::memory_order_relaxed);
+  if (now_ns - last_reap_ < 100'000'000) return;
+  last_reap_ = now_ns;
+  // A reader killed while blocked leaves its sleep bit set, which would cost
+  // a futex wake per datagram from then on: clear bits of dead readers.
+  for (size_t i = 0; i < kReaderSlots; ++i) {
+    const uint32_t pid = slot_pid(mem_.data(), i).load(std::memory_order_acquire);
+    if (pid == 0 || process_alive(pid, slot_start(mem_.data(), i))) continue;
+    sleepers().fetch_and(~(uint64_t{1} << i), std::memory_order_relaxed);
+    slot_pid(mem_.data(), i).store(0, std::memory_order_release);
+  }
+}
+
+RingReader::RingReader(const std::string& path) : path_(path) {
+  UniqueFd f(::open(path.c_str(), O_RDWR));
+  const bool writable = f.valid();
+  if (!writable) f = UniqueFd(::open(path.c_str(), O_RDONLY));
+  if (f.get() < 0) {
+    if (errno == ENOENT)
+      fail("shm ring {} not found: is a publisher running with the same --name (and on this host)?", path);
+    fail_errno("cannot open shm ring {}", path);
+  }
+  struct stat st;
+  if (::fstat(f.get(), &st) != 0) fail_errno("cannot stat shm ring {}", path);
+  ino_ = st.st_ino;
+  if (static_cast<size_t>(st.st_size) < kRingHeaderSize)
+    fail("{} is not an mdcast ring ({} bytes, shorter than its header)", path, st.st_size);
+  RingHeaderView h{};
+  if (::pread(f.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail_errno("cannot read ring header of {}", path);
+  if (h.magic != kRingMagic) fail("{} is not an mdcast ring (or its publisher is still creating it)", path);
+  if (h.version != kRingLayoutVersion)
+    fail("shm ring {} has layout version {}, this mdcast reads version {}: run publisher and subscribers from "
+         "the same mdcast release",
+         path, h.version, kRingLayoutVersion);
+  if (h.header_size != kRingHeaderSize || h.slot_size < kSlotHeader + h.max_datagram || h.slots < 16 ||
+      h.slot_size % 64 != 0 || kRingHeaderSize + h.slots * h.slot_size > static_cast<uint64_t>(st.st_size))
+    fail("shm ring {} has an inconsistent header (slot size {}, slots {}, file {} bytes)", path, h.slot_size,
+         h.slots, st.st_size);
+  mem_ = MappedMemory::shared(f.get(), static_cast<size_t>(st.st_size), false, "shm ring " + path);
+  hdr_ = h;
+  hdr_.control[sizeof hdr_.control - 1] = 0;
+  slot_size_ = h.slot_size;
+  slots_ = h.slots;
+  max_datagram_ = h.max_datagram;
+  if (writable) {
+    // The header page, writable, for blocking waits (a reader slot + sleep bit).
+    ctl_ = MappedMemory::shared(f.get(), kRingHeaderSize, true, "shm ring header " + path);
+    const auto pid = static_cast<uint32_t>(::getpid());
+    for (size_t i = 0; i < kReaderSlots; ++i) {
+      uint32_t expect = 0;
+      if (slot_pid(ctl_.data(), i).compare_exchange_strong(expect, pid)) {
+        slot_start(ctl_.data(), i) = process_start_time(pid);
+        slot_ = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+}
+
+RingReader::RingReader(RingReader&& o) noexcept
+    : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
+      hdr_(o.hdr_), ino_(o.ino_), slot_size_(o.slot_size_), slots_(o.slots_), max_datagram_(o.max_datagram_),
+      pos_(o.pos_), lapped_(o.lapped_) {}
+
+RingReader& RingReader::operator=(RingReader&& o) noexcept {
+  if (this != &o) {
+    this->~RingReader();
+    new (this) RingReader(std::move(o));
+  }
+  return *this;
+}
+
+RingReader::~RingReader() {
+  if (slot_ >= 0 && ctl_) slot_pid(ctl_.data(), static_cast<size_t>(slot_)).store(0, std::memory_order_release);
+}
+
+bool RingReader::wait(uint64_t timeout_ns) noexcept {
+  if (slot_ < 0) return false;
+  auto& sleepers = *reinterpret_cast<std::atomic<uint64_t>*>(ctl_.data() + kSleepersOffset);
+  auto& wpos = *reinterpret_cast<std::atomic<uint64_t>*>(ctl_.data() + kWritePosOffset);
+  const uint64_t bit = uint64_t{1} << slot_;
+  sleepers.fetch_or(bit, std::memory_order_seq_cst);
+  const uint64_t w = wpos.load(std::memory_order_seq_cst);
+  if (w <= pos_) {
+    const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+    futex(ctl_.data() + kWritePosOffset, FUTEX_WAIT, static_cast<uint32_t>(w), &ts);
+  }
+  sleepers.fetch_and(~bit, std::memory_order_relaxed);
+  return true;
+}
+
+uint64_t RingReader::writer_position() const noexcept {
+  return reinterpret_cast<const std::atomic<uint64_t>*>(mem_.data() + kWritePosOffset)->load(std::memory_order_acquire);
+}
+
+uint64_t RingReader::alive_stamp() const noexcept {
+  return reinterpret_cast<const std::atomic<uint64_t>*>(mem_.data() + kAliveOffset)->load(std::memory_order_relaxed);
+}
+
+void RingReader::skip_ahead() noexcept {
+  // Resume an eighth of the ring behind the writer: far enough that the
+  // writer will not lap us again at once, near enough to lose little.
+  const uint64_t w = writer_position();
+  const uint64_t safe = w > slots_ - slots_ / 8 ? w - (slots_ - slots_ / 8) : 0;
+  const uint64_t target = safe > pos_ ? safe : pos_ + 1;
+  lapped_ += target - pos_;
+  pos_ = target;
+}
+
+bool RingReader::current() const noexcept {
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0 || st.st_ino != ino_) return false;
+  return process_alive(hdr_.writer_pid, hdr_.writer_start);
+}
+
+}  // namespace mdcast::media::shm

@@ -1,0 +1,316 @@
+#include "mdcast/media/stream_control.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
+
+namespace mdcast::media {
+namespace {
+
+void tune(int fd, int family) {
+  if (family == AF_INET) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+}
+
+}  // namespace
+
+SocketAddress SocketAddress::parse(const std::string& a) {
+  SocketAddress out;
+  out.text = a;
+  if (a.rfind("unix:", 0) == 0) {
+    const std::string path = a.substr(5);
+    auto* un = reinterpret_cast<sockaddr_un*>(&out.storage);
+    un->sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof un->sun_path)
+      fail("control address '{}': a Unix socket name must have 1..{} characters", a, sizeof un->sun_path - 1);
+    std::memcpy(un->sun_path, path.data(), path.size());
+    if (path[0] == '@') un->sun_path[0] = '\0';  // abstract namespace
+    out.length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    out.family = AF_UNIX;
+    return out;
+  }
+  if (a.rfind("tcp:", 0) == 0) {
+    const std::string rest = a.substr(4);
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos) fail("control address '{}': expected tcp:host:port", a);
+    const std::string host = rest.substr(0, colon);
+    const std::string port = rest.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0 || !res) fail("control address '{}': cannot resolve: {}", a, gai_strerror(rc));
+    std::memcpy(&out.storage, res->ai_addr, res->ai_addrlen);
+    out.length = res->ai_addrlen;
+    out.family = AF_INET;
+    ::freeaddrinfo(res);
+    return out;
+  }
+  fail("control address '{}': expected unix:@name, unix:/path or tcp:host:port", a);
+}
+
+// ------------------------------------------------------------------ server --
+
+StreamControlServer::StreamControlServer(const std::string& address, size_t max_out_bytes, size_t max_clients)
+    : address_(address), max_out_(max_out_bytes), max_clients_(max_clients), rbuf_(64u << 10) {
+  SocketAddress sa = SocketAddress::parse(address);
+  family_ = sa.family;
+  listen_ = UniqueFd(::socket(sa.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listen_) fail_errno("control server {}: socket", address);
+  if (sa.family == AF_INET) {
+    const int one = 1;
+    ::setsockopt(listen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  }
+  if (sa.family == AF_UNIX) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&sa.storage);
+    if (un->sun_path[0] != '\0') {
+      unlink_path_ = un->sun_path;
+      ::unlink(unlink_path_.c_str());
+    }
+  }
+  if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&sa.storage), sa.length) != 0)
+    fail_errno("control server {}: bind (another publisher with the same name?)", address);
+  if (::listen(listen_.get(), 128) != 0) fail_errno("control server {}: listen", address);
+  if (sa.family == AF_INET) {
+    sockaddr_in in{};
+    socklen_t len = sizeof in;
+    ::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&in), &len);
+    char host[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &in.sin_addr, host, sizeof host);
+    address_ = fmt::format("tcp:{}:{}", host, ntohs(in.sin_port));
+  }
+}
+
+StreamControlServer::~StreamControlServer() {
+  if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+}
+
+void StreamControlServer::send(feed::ClientId c, std::vector<std::byte> frame) {
+  auto it = conns_.find(c);
+  if (it == conns_.end() || it->second.dead) return;
+  Conn& k = it->second;
+  k.out_bytes += frame.size();
+  ++stats_.frames_out;
+  k.out.push_back(std::move(frame));
+  if (k.out_bytes > max_out_) {
+    // A client that cannot keep up with its own replies loses its connection,
+    // not the publisher's memory or time.
+    ++stats_.slow_disconnects;
+    k.dead = true;
+    return;
+  }
+  flush(k);
+}
+
+void StreamControlServer::flush(Conn& c) {
+  while (!c.out.empty() && !c.dead) {
+    auto& f = c.out.front();
+    const ssize_t n = ::send(c.fd.get(), f.data() + c.out_off, f.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+      c.dead = true;
+      return;
+    }
+    stats_.bytes_out += static_cast<uint64_t>(n);
+    c.out_off += static_cast<size_t>(n);
+    if (c.out_off == f.size()) {
+      c.out_bytes -= f.size();
+      c.out.pop_front();
+      c.out_off = 0;
+    }
+  }
+}
+
+void StreamControlServer::drop(feed::ClientId id, feed::ControlService& svc) {
+  svc.on_disconnect(id);
+  conns_.erase(id);
+  ++stats_.disconnected;
+}
+
+void StreamControlServer::poll(feed::ControlService& svc, uint64_t now) {
+  for (int k = 0; k < 16; ++k) {
+    const int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) break;
+    if (conns_.size() >= max_clients_) {
+      ::close(fd);
+      ++stats_.refused;
+      continue;
+    }
+    tune(fd, family_);
+    const feed::ClientId id = next_id_++;
+    Conn c;
+    c.fd = UniqueFd(fd);
+    conns_.emplace(id, std::move(c));
+    svc.on_connect(id, now);
+    ++stats_.accepted;
+  }
+  std::vector<feed::ClientId> gone;
+  for (auto& [id, c] : conns_) {
+    if (c.dead) {
+      gone.push_back(id);
+      continue;
+    }
+    // Bounded work per client per poll: one chatty client cannot starve the feed.
+    for (int round = 0; round < 4 && !c.dead; ++round) {
+      const ssize_t n = ::recv(c.fd.get(), rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
+      if (n == 0) {
+        c.dead = true;
+        break;
+      }
+      if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) c.dead = true;
+        break;
+      }
+      stats_.bytes_in += static_cast<uint64_t>(n);
+      c.in.append({rbuf_.data(), static_cast<size_t>(n)});
+      std::span<const std::byte> frame;
+      for (;;) {
+        const auto st = c.in.next(frame);
+        if (st == wire::FrameAssembler::Status::kNeedMore) break;
+        if (st == wire::FrameAssembler::Status::kBadFrame) {
+          ++stats_.bad_stream_disconnects;
+          c.dead = true;
+          break;
+        }
+        ++stats_.frames_in;
+        if (!svc.on_frame(id, frame, now, *this)) {
+          c.dead = true;
+          break;
+        }
+      }
+      if (static_cast<size_t>(n) < rbuf_.size()) break;
+    }
+    flush(c);
+    if (c.dead) gone.push_back(id);
+  }
+  for (auto id : gone) drop(id, svc);
+}
+
+// ------------------------------------------------------------------ client --
+
+StreamControlClient::StreamControlClient(std::string address) : address_(std::move(address)), rbuf_(64u << 10) {
+  (void)SocketAddress::parse(address_);  // fail early on a malformed address
+}
+
+void StreamControlClient::close() noexcept {
+  fd_.reset();
+  connected_ = false;
+  connecting_ = false;
+  in_ = wire::FrameAssembler();
+  out_.clear();
+  out_off_ = 0;
+}
+
+bool StreamControlClient::send(std::span<const std::byte> frame) {
+  if (!connected_) return false;
+  out_.insert(out_.end(), frame.begin(), frame.end());
+  return flush();
+}
+
+bool StreamControlClient::flush() noexcept {
+  while (out_off_ < out_.size()) {
+    const ssize_t n = ::send(fd_.get(), out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+      return false;
+    }
+    out_off_ += static_cast<size_t>(n);
+  }
+  out_.clear();
+  out_off_ = 0;
+  return true;
+}
+
+StreamControlClient::Events StreamControlClient::poll(uint64_t now,
+                                                      const std::function<void(std::span<const std::byte>)>& on_frame) {
+  Events ev;
+  if (!fd_) {
+    if (now < next_attempt_) return ev;
+    backoff_ns_ = std::min<uint64_t>(backoff_ns_ ? backoff_ns_ * 2 : 50 * kNsPerMs, kNsPerSec);
+    next_attempt_ = now + backoff_ns_;
+    try {
+      const SocketAddress sa = SocketAddress::parse(address_);
+      fd_ = UniqueFd(::socket(sa.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      if (!fd_) return ev;
+      tune(fd_.get(), sa.family);
+      if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&sa.storage), sa.length) == 0) {
+        connected_ = true;
+      } else if (errno == EINPROGRESS) {
+        connecting_ = true;
+      } else {
+        last_error_ = fmt::format("connect {}: {}", address_, std::strerror(errno));
+        fd_.reset();
+        return ev;
+      }
+    } catch (const Error& e) {
+      last_error_ = e.what();
+      fd_.reset();
+      return ev;
+    }
+    if (connected_) {
+      backoff_ns_ = 0;
+      ev.connected = true;
+    }
+  }
+  if (connecting_) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      last_error_ = fmt::format("connect {}: {}", address_, std::strerror(err));
+      close();
+      return ev;
+    }
+    // Writable means connected; probe with a zero-length send.
+    if (::send(fd_.get(), nullptr, 0, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == ENOTCONN) return ev;
+    connecting_ = false;
+    connected_ = true;
+    backoff_ns_ = 0;
+    ev.connected = true;
+  }
+  if (!flush()) {
+    close();
+    ev.disconnected = true;
+    return ev;
+  }
+  for (int round = 0; round < 64; ++round) {
+    const ssize_t n = ::recv(fd_.get(), rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      last_error_ = n == 0 ? "publisher closed the control connection" : std::strerror(errno);
+      close();
+      ev.disconnected = true;
+      ev.connected = false;
+      return ev;
+    }
+    if (n < 0) break;
+    in_.append({rbuf_.data(), static_cast<size_t>(n)});
+    std::span<const std::byte> frame;
+    for (;;) {
+      const auto st = in_.next(frame);
+      if (st == wire::FrameAssembler::Status::kNeedMore) break;
+      if (st == wire::FrameAssembler::Status::kBadFrame) {
+        last_error_ = "publisher sent an unparseable control stream";
+        close();
+        ev.disconnected = true;
+        return ev;
+      }
+      on_frame(frame);
+    }
+    if (static_cast<size_t>(n) < rbuf_.size()) break;
+  }
+  return ev;
+}
+
+}  // namespace mdcast::media

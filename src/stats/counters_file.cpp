@@ -1,0 +1,174 @@
+#include "mdcast/stats/counters_file.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "mdcast/core/error.hpp"
+#include "mdcast/core/fd.hpp"
+#include "mdcast/media/shm/shm_ring.hpp"
+
+namespace mdcast::stats {
+namespace {
+
+constexpr size_t kHeaderSize = 512;
+struct Header {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t count;
+  uint64_t pid;
+  uint64_t start_time;
+  std::atomic<uint64_t> stamp;
+  std::atomic<uint32_t> state;
+  uint32_t labels_offset;
+  uint32_t values_offset;
+  char role[32];
+  char name[64];
+  char medium[16];
+};
+static_assert(sizeof(Header) <= kHeaderSize);
+
+void copy_str(char* dst, size_t cap, const std::string& s) {
+  const size_t n = std::min(s.size(), cap - 1);
+  std::memcpy(dst, s.data(), n);
+  dst[n] = 0;
+}
+
+}  // namespace
+
+std::string stat_dir() {
+  const char* d = std::getenv("MDCAST_STAT_DIR");
+  return d && *d ? d : "/dev/shm";
+}
+
+CountersFile::CountersFile(std::string role, std::string name, std::string medium,
+                           const std::vector<Section>& sections) {
+  size_t n = 0;
+  for (const auto& s : sections) {
+    offsets_.push_back(n);
+    n += s.counters.size();
+  }
+  const size_t labels_off = kHeaderSize;
+  const size_t values_off = (labels_off + n * kLabelSize + 63) / 64 * 64;
+  const size_t bytes = values_off + n * sizeof(Counter);
+  path_ = stat_dir() + "/mdcast-" + std::to_string(::getpid()) + ".stat";
+  ::unlink(path_.c_str());  // our own pid's leftover can only be stale
+  UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) fail_errno("cannot create counters file {}", path_);
+  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
+    ::unlink(path_.c_str());
+    fail_errno("cannot size counters file {}", path_);
+  }
+  mem_ = MappedMemory::shared(fd.get(), bytes, true, "counters file " + path_);
+  auto* h = new (mem_.data()) Header{};
+  h->version = kStatVersion;
+  h->count = static_cast<uint32_t>(n);
+  h->pid = static_cast<uint64_t>(::getpid());
+  h->start_time = media::shm::process_start_time(h->pid);
+  h->labels_offset = static_cast<uint32_t>(labels_off);
+  h->values_offset = static_cast<uint32_t>(values_off);
+  copy_str(h->role, sizeof h->role, role);
+  copy_str(h->name, sizeof h->name, name);
+  copy_str(h->medium, sizeof h->medium, medium);
+  size_t k = 0;
+  for (const auto& s : sections)
+    for (const auto& c : s.counters) {
+      const std::string label = s.prefix + "." + std::string(c.name);
+      copy_str(reinterpret_cast<char*>(mem_.data() + labels_off + k * kLabelSize), kLabelSize, label);
+      ++k;
+    }
+  values_ = new (mem_.data() + values_off) Counter[n];
+  std::atomic_ref<uint64_t>(h->magic).store(kStatMagic, std::memory_order_release);
+}
+
+CountersFile::CountersFile(CountersFile&& o) noexcept
+    : path_(std::move(o.path_)), mem_(std::move(o.mem_)), values_(o.values_), offsets_(std::move(o.offsets_)) {
+  o.path_.clear();
+}
+
+CountersFile::~CountersFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+void CountersFile::set_state(ProcessState s) noexcept {
+  reinterpret_cast<Header*>(mem_.data())->state.store(static_cast<uint32_t>(s), std::memory_order_relaxed);
+}
+
+void CountersFile::touch(uint64_t now_ns) noexcept {
+  reinterpret_cast<Header*>(mem_.data())->stamp.store(now_ns, std::memory_order_relaxed);
+}
+
+uint64_t CountersSnapshot::get(std::string_view label, uint64_t dflt) const {
+  for (const auto& [k, v] : values)
+    if (k == label) return v;
+  return dflt;
+}
+
+CountersSnapshot read_counters(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) fail_errno("cannot open counters file {}", path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) fail_errno("cannot stat counters file {}", path);
+  if (static_cast<size_t>(st.st_size) < kHeaderSize) fail("{} is not an mdcast counters file (too short)", path);
+  MappedMemory m = MappedMemory::shared(fd.get(), static_cast<size_t>(st.st_size), false, "counters file " + path);
+  const auto* h = reinterpret_cast<const Header*>(m.data());
+  if (h->magic != kStatMagic) fail("{} is not an mdcast counters file", path);
+  if (h->version != kStatVersion)
+    fail("counters file {} has version {}, this mdcast reads version {}", path, h->version, kStatVersion);
+  const size_t n = h->count;
+  if (h->labels_offset + n * kLabelSize > static_cast<size_t>(st.st_size) ||
+      h->values_offset + n * sizeof(uint64_t) > static_cast<size_t>(st.st_size))
+    fail("counters file {} is inconsistent ({} counters in {} bytes)", path, n, st.st_size);
+  CountersSnapshot s;
+  s.path = path;
+  s.pid = h->pid;
+  s.role.assign(h->role, strnlen(h->role, sizeof h->role));
+  s.name.assign(h->name, strnlen(h->name, sizeof h->name));
+  s.medium.assign(h->medium, strnlen(h->medium, sizeof h->medium));
+  s.state = static_cast<ProcessState>(h->state.load(std::memory_order_relaxed));
+  s.stamp_ns = h->stamp.load(std::memory_order_relaxed);
+  s.alive = media::shm::process_alive(h->pid, h->start_time);
+  const auto* labels = reinterpret_cast<const char*>(m.data() + h->labels_offset);
+  const auto* values = reinterpret_cast<const std::atomic<uint64_t>*>(m.data() + h->values_offset);
+  s.values.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    s.values.emplace_back(std::string(labels + i * kLabelSize, strnlen(labels + i * kLabelSize, kLabelSize)),
+                          values[i].load(std::memory_order_relaxed));
+  return s;
+}
+
+std::vector<CountersSnapshot> list_counters() {
+  std::vector<CountersSnapshot> out;
+  const std::string dir = stat_dir();
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind("mdcast-", 0) != 0 || n.size() < 12 || n.substr(n.size() - 5) != ".stat") continue;
+    try {
+      out.push_back(read_counters(dir + "/" + n));
+    } catch (const Error&) {
+      // Being created or removed right now, or not ours: skip.
+    }
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::string_view to_string(ProcessState s) noexcept {
+  switch (s) {
+    case ProcessState::kStarting: return "starting";
+    case ProcessState::kRunning: return "running";
+    case ProcessState::kFinished: return "finished";
+    case ProcessState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+}  // namespace mdcast::stats
