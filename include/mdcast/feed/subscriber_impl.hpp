@@ -107,6 +107,7 @@ void Subscriber<H>::on_datagram(std::span<const std::byte> d, Rail rail, uint64_
 
 template <SubscriberHandler H>
 void Subscriber<H>::store(std::span<const std::byte> d, uint64_t seq, Rail rail, uint64_t now) noexcept {
+  note_gap(now);  // before any overflow handling: a gap is a gap, however it is recovered
   uint64_t base = window_base();
   if (seq < base) {  // below a window that slid during a snapshot wait: abandoned
     counters_->window_discards.add();

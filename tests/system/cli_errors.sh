@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Clear errors, non-zero exit: unknown config key, bad value, missing ring,
+# a ring of an incompatible layout version.
+source "$(dirname "$0")/lib.sh"
+
+expect_error() {  # expect_error PATTERN ARGS...
+  local pattern=$1; shift
+  if "$MDCAST" "$@" >"$WORK/out.log" 2>&1; then fail "'mdcast $*' succeeded"; fi
+  grep -qE -- "$pattern" "$WORK/out.log" || { cat "$WORK/out.log"; fail "'mdcast $*' did not say /$pattern/"; }
+  note "mdcast $*: $(head -1 "$WORK/out.log")"
+}
+
+printf '[publisher]\nrate = 1000\nrat = 5\n' >"$WORK/typo.toml"
+expect_error "typo.toml:3: unknown config key 'publisher.rat'" --config "$WORK/typo.toml" publish
+printf '[publisher]\nduration = "ten seconds"\n' >"$WORK/bad.toml"
+expect_error "bad.toml:2: publisher.duration: 'ten seconds' is not a duration" --config "$WORK/bad.toml" publish
+printf '[nosuch]\nx = 1\n' >"$WORK/section.toml"
+expect_error "unknown config key 'nosuch.x'" --config "$WORK/section.toml" publish
+expect_error "--rate: publisher.rate: '12x' is not a rate" publish --name "$NAME" --rate 12x
+expect_error "is not a fraction|must be a fraction" demo --loss 1.5
+expect_error "shm ring .*mdcast-$NAME-missing.ring not found" subscribe --name "$NAME-missing" --wait 0
+# A ring written by another layout version.
+python3 - "$WORK/mdcast-$NAME-old.ring" <<'PY'
+import struct, sys
+with open(sys.argv[1], "wb") as f:
+    hdr = struct.pack("<QII", 0x3152485343444d4d, 2, 4096)
+    f.write(hdr + b"\0" * (4096 + 16 * 4096 - len(hdr)))
+PY
+expect_error "layout version 2, this mdcast reads version 1" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
+note "all errors clear"
