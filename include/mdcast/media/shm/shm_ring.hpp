@@ -10,7 +10,7 @@
 //   [0, 4096)    header: magic, layout version, slot geometry, writer pid and
 //                start time, session, channel, control socket name, and on
 //                their own cache lines the write position and a liveness stamp
-//   [4096, ...)  slots of `slot_size` bytes: u64 marker, u32 length, u32 0, datagram
+//   [4096, ...)  slots of `slot_size` bytes: u64 marker, u64 length, datagram
 //
 // Each slot is a seqlock. Position p (0, 1, 2 ...) lives in slot p % slots;
 // its marker is 2p+1 while being written and 2p+2 once complete. A reader at
@@ -33,10 +33,44 @@
 
 namespace mdcast::media::shm {
 
+// The seqlock's payload is copied with relaxed 8-byte atomic accesses, not
+// memcpy: a reader racing a lapping writer then reads stale-or-new words
+// (defined behaviour, which the marker re-check rejects) instead of a data
+// race, and ThreadSanitizer can check the protocol. On x86-64 these are
+// plain 8-byte moves.
+inline std::atomic<uint64_t>& word(std::byte* p) noexcept { return *reinterpret_cast<std::atomic<uint64_t>*>(p); }
+inline const std::atomic<uint64_t>& word(const std::byte* p) noexcept {
+  return *reinterpret_cast<const std::atomic<uint64_t>*>(p);
+}
+inline void copy_in(std::byte* slot, const std::byte* src, size_t n) noexcept {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, src + i, 8);
+    word(slot + i).store(v, std::memory_order_relaxed);
+  }
+  if (i < n) {
+    uint64_t v = 0;
+    std::memcpy(&v, src + i, n - i);
+    word(slot + i).store(v, std::memory_order_relaxed);
+  }
+}
+inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t v = word(slot + i).load(std::memory_order_relaxed);
+    std::memcpy(dst + i, &v, 8);
+  }
+  if (i < n) {
+    const uint64_t v = word(slot + i).load(std::memory_order_relaxed);
+    std::memcpy(dst + i, &v, n - i);
+  }
+}
+
 constexpr uint64_t kRingMagic = 0x31524853'43444d4dull;  // "MMDCSHR1"
 constexpr uint32_t kRingLayoutVersion = 1;
 constexpr size_t kRingHeaderSize = 4096;
-constexpr size_t kSlotHeader = 16;
+constexpr size_t kSlotHeader = 16;  // u64 marker, u64 length (the datagram follows 8-byte aligned)
 // Header offsets of the words the writer and readers share at run time, each
 // on its own cache line.
 constexpr size_t kWritePosOffset = 1024;   // u64 next position; its low half is the futex word
@@ -90,8 +124,8 @@ class RingWriter {
     auto& marker = *reinterpret_cast<std::atomic<uint64_t>*>(s);
     marker.store(2 * p + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    store_le<uint32_t>(s + 8, static_cast<uint32_t>(d.size()));
-    std::memcpy(s + kSlotHeader, d.data(), d.size());
+    word(s + 8).store(d.size(), std::memory_order_relaxed);
+    copy_in(s + kSlotHeader, d.data(), d.size());
     marker.store(2 * p + 2, std::memory_order_release);
     pos_ = p + 1;
     // seq_cst (a locked xchg on x86) orders this store before the sleepers
@@ -153,10 +187,9 @@ class RingReader {
     const uint64_t want = 2 * pos_ + 2;
     const uint64_t m1 = marker.load(std::memory_order_acquire);
     if (m1 == want) {
-      uint32_t l;
-      std::memcpy(&l, s + 8, 4);
+      auto l = static_cast<size_t>(word(s + 8).load(std::memory_order_relaxed));
       if (l > max_datagram_) l = 0;  // torn length: the marker check below rejects it
-      std::memcpy(buf, s + kSlotHeader, l);
+      copy_out(buf, s + kSlotHeader, l);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (marker.load(std::memory_order_relaxed) == want) {
         len = l;
