@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A subscriber stopped (SIGSTOP) long enough to be lapped by the ring writer
-# (2 s at 25k datagrams/s against 16384 slots) recovers after SIGCONT through
+# (40000 datagrams against 16384 slots) recovers after SIGCONT through
 # the control plane; both end with books identical to the publisher's.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 25k --duration 5s --instruments 50 --shm-slots 16384 \
+start_bg pub publish --name "$NAME" --rate 25k --duration 8s --instruments 50 --shm-slots 16384 \
   --flush-interval 0 --idle block --wait-subscribers 2 --result "$WORK/pub.toml"
 wait_ring
 start_bg slow subscribe --name "$NAME" --idle block --result "$WORK/slow.toml"
@@ -12,7 +12,10 @@ start_bg fast subscribe --name "$NAME" --idle block --result "$WORK/fast.toml"
 wait_published "$PID_pub" 20000
 kill -STOP "$PID_slow"
 note "subscriber $PID_slow stopped"
-sleep 2.0
+# Stopped until the writer has gone round the 16384-slot ring more than twice
+# (one message per datagram): timing-independent, however loaded the host.
+stopped_at=$("$MDCAST" stat "$PID_pub" | awk '$1 == "pub.messages_published" {print $2}')
+wait_published "$PID_pub" $((stopped_at + 40000))
 kill -CONT "$PID_slow"
 note "subscriber $PID_slow continued"
 wait_pid "$PID_slow" 60 || fail "stopped subscriber exited non-zero"
