@@ -23,7 +23,10 @@ fuzz-build: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
 
-demo: release
+# The demo needs only the mdcast binary (a release build of everything is `make release`).
+demo: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./build/release/apps/mdcast/mdcast demo $(DEMO_ARGS)
 
 # Host tests (unit, component, system, netns); the verbs label runs in the VM.
@@ -45,7 +48,9 @@ test-verbs: debug
 test: test-debug test-asan test-fuzz test-verbs
 	@echo "make test: all suites passed"
 
-demo-rdma: release
+demo-rdma: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./scripts/demo-rdma.sh build/release $(DEMO_ARGS)
 
 bench: release

@@ -110,7 +110,7 @@ TEST(ShmRing, ConcurrentWriterNeverYieldsATornDatagram) {
     size_t len = 0;
     const auto res = r.read(out, len);
     if (res == RingReader::Read::kOk) {
-      uint64_t p;
+      uint64_t p = 0;
       if (!consistent(out, len, 512, p)) ++torn;
       if (any && p <= last) ++torn;  // out of order would be as bad
       last = p;
