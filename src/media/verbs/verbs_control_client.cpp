@@ -62,6 +62,9 @@ VerbsControlClient::~VerbsControlClient() {
 void VerbsControlClient::log(std::string_view s) const { log_line(opts_.log, s); }
 
 bool VerbsControlClient::connected() const noexcept { return conn_ && conn_->state == Conn::State::kConnected; }
+size_t VerbsControlClient::outbound_backlog() const noexcept {
+  return conn_ && conn_->stream ? conn_->stream->backlog() : 0;
+}
 std::optional<RingAdvert> VerbsControlClient::ring() const noexcept {
   return connected() ? conn_->ring : std::nullopt;
 }

@@ -2,7 +2,6 @@
 // control duty that watches them (recovery, diagnostics).
 #include "mdcast/media/verbs/verbs_medium.hpp"
 
-#include <poll.h>
 
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/retransmit_ring.hpp"
@@ -124,19 +123,15 @@ void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
 }
 
 void SubscriberMedium::arm() {
-  data_armed_ = receiver_->arm();
+  (void)receiver_->arm();
   (void)control_->arm();
 }
 
 void SubscriberMedium::sleep_until_work() {
-  const bool data_armed = data_armed_;
-  pollfd fds[3];
-  nfds_t n = 0;
-  if (data_armed) fds[n++] = {receiver_->event_fd(), POLLIN, 0};
-  if (control_->completion_fd() >= 0) fds[n++] = {control_->completion_fd(), POLLIN, 0};
-  if (control_->cm_fd() >= 0) fds[n++] = {control_->cm_fd(), POLLIN, 0};
-  if (n == 0) return;
-  if (::poll(fds, n, opts_.blocking_timeout_ms) > 0 && data_armed && (fds[0].revents & POLLIN)) receiver_->take_event();
+  // Data, control completions and control connection events all wake us;
+  // the timeout bounds how late the engine's own timers run.
+  const int also[] = {control_->completion_fd(), control_->cm_fd()};
+  (void)receiver_->wait(opts_.blocking_timeout_ms, also);
 }
 
 std::string SubscriberMedium::describe() const {

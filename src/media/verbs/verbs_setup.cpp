@@ -560,12 +560,16 @@ void VerbsReceiver::recover() {
 
 bool VerbsReceiver::arm() noexcept { return comp_ && ibv_req_notify_cq(cq_.get(), 0) == 0; }
 
-bool VerbsReceiver::wait(int timeout_ms) noexcept {
-  if (!comp_) return false;
+bool VerbsReceiver::wait(int timeout_ms, std::span<const int> also) noexcept {
+  pollfd fds[8];
+  nfds_t n = 0;
+  if (comp_) fds[n++] = {comp_->fd, POLLIN, 0};
+  for (const int fd : also)
+    if (fd >= 0 && n < 8) fds[n++] = {fd, POLLIN, 0};
+  if (n == 0) return false;
   counters_.blocking_waits.add();
-  pollfd p{comp_->fd, POLLIN, 0};
-  if (::poll(&p, 1, timeout_ms) <= 0) return false;
-  take_event();
+  if (::poll(fds, n, timeout_ms) <= 0) return false;
+  if (comp_ && (fds[0].revents & POLLIN)) take_event();
   return true;
 }
 

@@ -53,11 +53,11 @@ inline void run_feed(const FeedSpec& f) {
   Proc clean = spawn(dir, "clean", common({"subscribe", "--control-ip", f.pub_ip}, f.sub_ip, "clean.res"));
   Proc rc = spawn(dir, "rc",
                   common({"subscribe", "--control-ip", f.pub_ip, "--no-read", "--drop-every", "23", "--burst-after",
-                          "300", "--burst-length", "40"},
+                          "100", "--burst-length", "40"},
                          f.sub_ip, "rc.res"));
   Proc read = spawn(dir, "read",
                     common({"subscribe", "--control-ip", f.pub_ip, "--adaptive", "--drop-every", "17",
-                            "--burst-after", "500", "--burst-length", "60"},
+                            "--burst-after", "150", "--burst-length", "60"},
                            f.sub_ip, "read.res"));
   wait_all({&pub, &clean, &rc, &read}, f.timeout_s);
 
@@ -118,6 +118,8 @@ inline void run_feed(const FeedSpec& f) {
   EXPECT_GT(num(D, "client.read_validated"), 0u);
   EXPECT_GE(num(D, "sub.datagrams_recovered"), num(D, "client.read_validated"));
   EXPECT_EQ(num(D, "client.read_errors"), 0u);
+  // It ran adaptive: it slept on the completion channel while idle.
+  EXPECT_GT(num(D, "rx.blocking_waits"), 0u);
 
   std::cout << fmt::format(
       "  publisher: {} datagrams ({} zero-copy, {} inline), {} messages in {} s; loopback {}; RC retransmit "
@@ -128,11 +130,11 @@ inline void run_feed(const FeedSpec& f) {
   for (const auto& [who, kv] : {std::pair{"clean", &C}, {"rc", &R}, {"read", &D}})
     std::cout << fmt::format(
         "  {:5}: {} datagrams, injected drops {}, imm-detected missing {}, gaps {}, recovered {} (READ: {} "
-        "requests, {} datagrams, {} fallbacks; RC requests {}), snapshots {}, {} s\n",
+        "requests, {} datagrams, {} fallbacks; RC requests {}), snapshots {}, completion-channel waits {}, {} s\n",
         who, kv->at("rx.datagrams"), kv->at("rx.injected_drops"), kv->at("rx.imm_missing"), kv->at("sub.gaps"),
         kv->at("sub.datagrams_recovered"), kv->at("client.read_requests"), kv->at("client.read_validated"),
         kv->at("client.read_fallbacks"), kv->at("client.rc_retransmit_requests"), kv->at("sub.snapshots_applied"),
-        kv->at("seconds"));
+        kv->at("rx.blocking_waits"), kv->at("seconds"));
 }
 
 }  // namespace mdcast::test::verbs

@@ -379,7 +379,9 @@ TEST(VerbsControl, SlowClientIsCutOffPublisherNeverWaits) {
   auto co = o;
   co.control_ip = o.local_ip;
   co.rdma_read = false;
-  mv::VerbsControlClient slow(co), fast(co);
+  auto slow_o = co;
+  slow_o.send_slots = 80;  // its 64 requests all leave without it ever polling again
+  mv::VerbsControlClient slow(slow_o), fast(co);
   Seen s, f;
   ASSERT_TRUE(poll_until([&] { return s.connected && f.connected; },
                          [&] { pw.poll(); drain(slow, s); drain(fast, f); }, 20'000));
@@ -387,11 +389,14 @@ TEST(VerbsControl, SlowClientIsCutOffPublisherNeverWaits) {
   ASSERT_TRUE(fast.send(subscribe_frame(1)));
   ASSERT_TRUE(poll_until([&] { return s.count(wire::CtlType::kSubscribeAck) && f.count(wire::CtlType::kSubscribeAck); },
                          [&] { pw.poll(); drain(slow, s); drain(fast, f); }, 20'000));
-  // The slow client asks for far more than it will ever read, then stops
-  // reading altogether. The publisher must cut it, not wait for it.
+  // The slow client asks for far more than it will ever read (64 replies of
+  // up to max_reply_bytes) and stops reading altogether. The publisher must
+  // cut it, not wait for it.
   const uint32_t session = pw.pub.core().session();
-  for (uint32_t i = 0; i < 64; ++i) ASSERT_TRUE(slow.send(wire::encode_control(10 + i, wire::RetransmitRequest{session, 1, 2000})));
+  for (uint32_t i = 0; i < 64; ++i)
+    ASSERT_TRUE(slow.send(wire::encode_control(10 + i, wire::RetransmitRequest{session, 1, 2000})));
   ASSERT_TRUE(fast.send(wire::encode_control(2, wire::RetransmitRequest{session, 1, 20})));
+  ASSERT_EQ(slow.outbound_backlog(), 0u) << "every request left at once (one send slot each)";
   const uint64_t t0 = monotonic_ns();
   ASSERT_TRUE(poll_until([&] { return pw.medium.server().counters().cut_slow.get() == 1; },
                          [&] { pw.poll(); drain(fast, f); }, 30'000));

@@ -24,6 +24,7 @@ feed::PublisherConfig publisher_config(const Scenario& s, size_t max_datagram) {
   c.sender_id = 9;
   c.max_datagram = max_datagram;
   c.heartbeat_interval_ns = 20 * kNsPerMs;
+  c.flush_interval_ns = kNsPerMs;  // batch a paced feed into full datagrams
   c.retransmit_bytes = 16u << 20;
   c.books = book_config(s);
   return c;

@@ -152,6 +152,8 @@ class VerbsControlClient final : public feed::ControlChannel {
   bool arm() noexcept;
 
   [[nodiscard]] bool connected() const noexcept;
+  // Request bytes queued but not yet posted (they leave as SENDs complete).
+  [[nodiscard]] size_t outbound_backlog() const noexcept;
   [[nodiscard]] std::optional<RingAdvert> ring() const noexcept;
   [[nodiscard]] const ClientCounters& counters() const noexcept { return counters_; }
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }

@@ -131,7 +131,6 @@ class SubscriberMedium {
   void upkeep(uint64_t highest_seen, uint64_t now);
   void arm();
   void sleep_until_work();
-  bool data_armed_ = false;
 
   Options opts_;
   std::unique_ptr<VerbsReceiver> receiver_;

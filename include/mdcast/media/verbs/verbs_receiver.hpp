@@ -84,8 +84,10 @@ class VerbsReceiver {
   // Completions that landed before the arm raise none: poll once more after
   // arming, and sleep only if that finds nothing. False without a channel.
   bool arm() noexcept;
-  // Sleeps until a completion event or timeout_ms; true on an event.
-  bool wait(int timeout_ms) noexcept;
+  // Sleeps until a completion event, one of `also` becomes readable, or
+  // timeout_ms; takes the completion event if there was one. Call arm() and
+  // poll once more first. True when anything woke it.
+  bool wait(int timeout_ms, std::span<const int> also = {}) noexcept;
   [[nodiscard]] int event_fd() const noexcept { return comp_ ? comp_->fd : -1; }
   // After event_fd() polled readable: takes the event (acknowledged in batches).
   void take_event() noexcept;
