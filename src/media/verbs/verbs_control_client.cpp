@@ -71,7 +71,8 @@ std::optional<RingAdvert> VerbsControlClient::ring() const noexcept {
 int VerbsControlClient::cm_fd() const noexcept { return conn_ ? conn_->channel->fd : -1; }
 int VerbsControlClient::completion_fd() const noexcept { return conn_ && conn_->comp ? conn_->comp->fd : -1; }
 bool VerbsControlClient::arm() noexcept {
-  return conn_ && conn_->cq && ibv_req_notify_cq(conn_->cq.get(), 0) == 0;
+  armed_ = conn_ && conn_->cq && ibv_req_notify_cq(conn_->cq.get(), 0) == 0;
+  return armed_;
 }
 
 bool VerbsControlClient::next(Inbound& out) {
@@ -119,6 +120,7 @@ void VerbsControlClient::drop_connection(const std::string& why, uint64_t now) {
   }
   last_error_ = why;
   conn_.reset();
+  armed_ = false;
   next_attempt_ = now + opts_.reconnect_interval_ns;
 }
 
@@ -361,10 +363,14 @@ void VerbsControlClient::finish_read(uint32_t idx, bool ok) {
 size_t VerbsControlClient::poll_cq(uint64_t now) {
   Conn* c = conn_.get();
   if (!c || !c->cq) return 0;
-  // Take (and acknowledge) a completion event if one woke us.
-  ibv_cq* ecq = nullptr;
-  void* ectx = nullptr;
-  if (c->comp && ibv_get_cq_event(c->comp.get(), &ecq, &ectx) == 0) ibv_ack_cq_events(ecq, 1);
+  // Take (and acknowledge) the completion event of an armed CQ, if it fired:
+  // a read(2) only after an adaptive sleep, never on the busy path.
+  if (armed_) {
+    ibv_cq* ecq = nullptr;
+    void* ectx = nullptr;
+    if (ibv_get_cq_event(c->comp.get(), &ecq, &ectx) == 0) ibv_ack_cq_events(ecq, 1);
+    armed_ = false;
+  }
   ibv_wc wc[32];
   const int n = ibv_poll_cq(c->cq.get(), 32, wc);
   if (n <= 0) return 0;
@@ -424,8 +430,11 @@ size_t VerbsControlClient::poll(uint64_t now) {
     }
   }
   size_t work = 0;
+  // Connection events are rare: look for them at most every 100 us while
+  // connected (a syscall), every call while connecting.
+  const bool up = conn_->state == Conn::State::kConnected;
   pollfd p{conn_->channel->fd, POLLIN, 0};
-  if (::poll(&p, 1, 0) > 0) {
+  if ((!up || now - last_cm_check_ >= 100 * kNsPerUs) && (last_cm_check_ = now, ::poll(&p, 1, 0) > 0)) {
     try {
       on_cm_event(now);
     } catch (const Error& e) {

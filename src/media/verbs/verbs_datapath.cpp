@@ -32,7 +32,7 @@ void VerbsSink::post_probe(uint32_t slot) noexcept {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  if (ibv_post_recv(qp_.get(), &wr, &bad)) counters_.post_send_errors.add();
+  if (ibv_post_recv(qp_.get(), &wr, &bad)) counters_.probe_post_errors.add();
 }
 
 int VerbsSink::reap() noexcept {

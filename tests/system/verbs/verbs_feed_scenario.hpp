@@ -103,7 +103,7 @@ inline void run_feed(const FeedSpec& f) {
 
   // RC path: gaps seen (the immediate data saw them first), recovered by the
   // publisher's control service, no READ.
-  EXPECT_GT(num(R, "rx.injected_drops"), 40u);
+  EXPECT_GE(num(R, "rx.injected_drops"), 40u);  // the burst alone
   EXPECT_GT(num(R, "rx.imm_missing"), 0u);
   EXPECT_GT(num(R, "sub.gaps"), 0u);
   EXPECT_GT(num(R, "sub.datagrams_recovered"), 0u);
@@ -112,7 +112,7 @@ inline void run_feed(const FeedSpec& f) {
   EXPECT_GT(num(P, "ctl.retransmit_requests"), 0u);
 
   // READ path: gaps recovered from the publisher's registered ring.
-  EXPECT_GT(num(D, "rx.injected_drops"), 60u);
+  EXPECT_GE(num(D, "rx.injected_drops"), 60u);
   EXPECT_GT(num(D, "rx.imm_missing"), 0u);
   EXPECT_GT(num(D, "client.read_requests"), 0u);
   EXPECT_GT(num(D, "client.read_validated"), 0u);

@@ -119,6 +119,7 @@ class VerbsControlServer final : public feed::ReplySink {
   std::vector<std::unique_ptr<DeviceCtx>> devices_;
   std::unordered_map<feed::ClientId, std::unique_ptr<Connection>> conns_;
   std::vector<feed::ClientId> to_cut_;  // decided inside service callbacks, acted on after them
+  uint64_t last_cm_check_ = 0;
   feed::ClientId next_id_ = 1;
 };
 
@@ -177,6 +178,8 @@ class VerbsControlClient final : public feed::ControlChannel {
   std::deque<Inbound> inbound_;
   std::string last_error_;
   uint64_t connection_gen_ = 0;
+  uint64_t last_cm_check_ = 0;
+  bool armed_ = false;
 };
 
 }  // namespace mdcast::media::verbs

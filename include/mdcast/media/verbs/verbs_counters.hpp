@@ -21,6 +21,7 @@ namespace mdcast::media::verbs {
   X(completion_errors, "send completions with an error status")                          \
   X(qp_recoveries, "times the UD QP was reset and brought back to RTS")                  \
   X(loopback_received, "own datagrams looped back to the publisher's QP")                \
+  X(probe_post_errors, "ibv_post_recv failures re-posting a loopback probe buffer")      \
   X(send_only_join, "1 when the group was joined send-only (no self-delivery)")
 
 #define MDCAST_VERBS_RECEIVER_COUNTERS(X)                                                 \
