@@ -73,7 +73,12 @@ size_t PublisherMedium::poll_control(feed::ControlService& svc, uint64_t now) {
                                     sink_->device().name, sink_->failure(), sink_->last_error()));
     sink_->recover();
   }
-  if (const std::string s = sink_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
+  // Multicast errors and address changes on the data cm_id: rare, and a
+  // syscall to look for, so every 100 ms.
+  if (now - last_cm_check_ >= 100 * kNsPerMs) {
+    last_cm_check_ = now;
+    if (const std::string s = sink_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
+  }
   svc.tick(now);
   return work;
 }
@@ -105,6 +110,10 @@ void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
     log_line(opts_.log, fmt::format("UD receive path on {} failed ({}); resetting the QP and re-posting the ring",
                                     receiver_->device().name, receiver_->failure()));
     receiver_->recover();
+  }
+  if (now - last_cm_check_ >= 100 * kNsPerMs) {
+    last_cm_check_ = now;
+    if (const std::string s = receiver_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
   }
   // The publisher says it is at sequence N, yet not one datagram arrived:
   // the device drops what does not match our QP (QKey, group), or the path

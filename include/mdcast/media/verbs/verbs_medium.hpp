@@ -73,6 +73,7 @@ class PublisherMedium {
   Options opts_;
   std::unique_ptr<VerbsSink> sink_;             // destroyed last: the server borrows its PD and ring MR
   std::unique_ptr<VerbsControlServer> server_;
+  uint64_t last_cm_check_ = 0;
 };
 
 class SubscriberMedium {
@@ -137,6 +138,7 @@ class SubscriberMedium {
   std::unique_ptr<VerbsControlClient> control_;
   uint64_t last_data_ = 0;
   uint64_t silent_since_ = 0;
+  uint64_t last_cm_check_ = 0;
   bool silent_reported_ = false;
 };
 
