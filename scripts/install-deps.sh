@@ -11,8 +11,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev librdmacm-dev ibverbs-providers
   iproute2 procps
+  qemu-system-x86 kmod xz-utils       # the Soft-RoCE VM (tools/softroce-vm): never rdma-core (it pulls udev)
 )
-# The Soft-RoCE VM (tools/softroce-vm) adds its own packages when it first runs.
 
 missing=()
 for p in "${PKGS[@]}"; do

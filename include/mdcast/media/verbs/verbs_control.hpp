@@ -1,0 +1,185 @@
+// The control plane over RC queue pairs, connected through rdma_cm.
+//
+// Frames (mdcast/wire/control.hpp) travel as a byte stream: the sender packs
+// queued frames into SENDs of at most `send_chunk` bytes (64 KiB), the
+// receiver keeps `recv_slots` buffers of that size posted and reassembles with
+// wire::FrameAssembler. RNR retry is unlimited, so a receiver that is slow to
+// re-post only delays its own connection.
+//
+// VerbsControlServer (publisher): listens on control_ip:control_port, one RC
+// QP per client, all on one CQ per device; hands whole frames to the
+// ControlService and queues its replies per client. A client whose queued
+// replies pass `max_client_backlog` is cut off (the publisher never waits for
+// anyone); a client whose stream is malformed, or that the service gives up
+// on, gets an error frame and is cut after a short grace. Nothing a client
+// does reaches another client. The accept's private data carries the
+// retransmit ring's {addr, rkey, slot_size, slots} (RingAdvert) unless
+// rdma_read is off.
+//
+// VerbsControlClient (subscriber, a feed::ControlChannel): connects and
+// reconnects on its own (non-blocking, paced by reconnect_interval). It
+// intercepts the engine's RetransmitRequest frames and, when the publisher
+// advertised its ring, serves them with RDMA READ - no publisher CPU:
+//   READ the requested slots (contiguous slots in one READ, two where the
+//   range wraps), then, fenced behind them, READ the ring's reserved_seq word.
+//   Slot s is valid iff its slot header says s, its datagram header says s
+//   and the request's session, and reserved_seq < s + slots (the publisher
+//   had not started to overwrite it when the READ finished).
+// The valid prefix becomes a RetransmitReply frame (RetransmitReplyBuilder),
+// delivered to the engine exactly like a reply from the publisher. Anything
+// else - nothing valid, no ring, no READ buffer free, a READ error - forwards
+// the request over RC unchanged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mdcast/feed/control_service.hpp"
+#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/verbs/verbs_counters.hpp"
+#include "mdcast/media/verbs/verbs_handles.hpp"
+#include "mdcast/media/verbs/verbs_options.hpp"
+
+namespace mdcast::media::verbs {
+
+// The retransmit ring as a remote reader sees it. Travels in the accept's
+// private data (at most 196 bytes on IB/RoCE), little-endian:
+//   u32 magic "MDRR", u16 version, u16 flags, u64 addr, u32 rkey, u32 slot_size, u64 slots
+struct RingAdvert {
+  static constexpr uint32_t kMagic = 0x5252444d;
+  static constexpr uint16_t kVersion = 1;
+  static constexpr size_t kSize = 32;
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+  uint32_t slot_size = 0;
+  uint64_t slots = 0;
+
+  void encode(std::byte* out) const noexcept;
+  [[nodiscard]] static std::optional<RingAdvert> decode(std::span<const std::byte> in) noexcept;
+};
+
+// The client's hello in the connect's private data: u32 magic "MDCC", u16 version.
+// A connection request without it is rejected (not an mdcast client).
+inline constexpr uint32_t kHelloMagic = 0x4343444d;
+inline constexpr uint16_t kHelloVersion = 1;
+inline constexpr size_t kHelloSize = 8;
+
+class VerbsControlServer final : public feed::ReplySink {
+ public:
+  // The retransmit ring as the sink registered it. The control QPs of clients
+  // on the same device share its PD, so the rkey is valid for them; clients on
+  // another device get the ring registered in a PD of that device.
+  struct Ring {
+    ibv_context* context = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_mr* mr = nullptr;
+    std::span<std::byte> memory;
+  };
+
+  // Binds and listens; throws Error naming the address and errno.
+  VerbsControlServer(const Options& opts, const Ring& ring);
+  ~VerbsControlServer() override;
+  VerbsControlServer(const VerbsControlServer&) = delete;
+  VerbsControlServer& operator=(const VerbsControlServer&) = delete;
+
+  // Accepts, receives, serves, sends, cuts. Never blocks. Returns the
+  // number of events, completions and frames handled (0: idle).
+  size_t poll(feed::ControlService& svc, uint64_t now);
+
+  // ReplySink: queues a frame for a client (the service calls this).
+  void send(feed::ClientId client, std::vector<std::byte> frame) override;
+
+  [[nodiscard]] size_t clients() const noexcept { return conns_.size(); }
+  [[nodiscard]] const ServerCounters& counters() const noexcept { return counters_; }
+  [[nodiscard]] uint16_t port() const noexcept;
+
+  class Connection;  // one client (src/media/verbs/verbs_control_server.cpp)
+  struct DeviceCtx;
+
+ private:
+  void on_cm_event(feed::ControlService& svc, uint64_t now);
+  void accept(feed::ControlService& svc, rdma_cm_id* id, std::span<const std::byte> private_data, uint64_t now);
+  size_t poll_cq(DeviceCtx& d, feed::ControlService& svc, uint64_t now);
+  void cut(feed::ClientId c, feed::ControlService& svc, const char* why, Counter& reason);
+  DeviceCtx& device_for(ibv_context* ctx);
+  void log(std::string_view s) const;
+
+  Options opts_;
+  Ring ring_;
+  ServerCounters counters_;
+  EventChannel channel_;
+  CmId listen_;
+  std::vector<std::unique_ptr<DeviceCtx>> devices_;
+  std::unordered_map<feed::ClientId, std::unique_ptr<Connection>> conns_;
+  std::vector<feed::ClientId> to_cut_;  // decided inside service callbacks, acted on after them
+  uint64_t last_cm_check_ = 0;
+  feed::ClientId next_id_ = 1;
+};
+
+class VerbsControlClient final : public feed::ControlChannel {
+ public:
+  // Starts connecting to control_ip:control_port; never throws for an absent
+  // publisher (it retries), only for bad options.
+  explicit VerbsControlClient(const Options& opts);
+  ~VerbsControlClient() override;
+  VerbsControlClient(const VerbsControlClient&) = delete;
+  VerbsControlClient& operator=(const VerbsControlClient&) = delete;
+
+  // feed::ControlChannel: queues one frame (false while disconnected).
+  // RetransmitRequests may be served by RDMA READ instead (see above).
+  bool send(std::span<const std::byte> frame) override;
+
+  // Progresses connection setup, sends, receives and READs. Never blocks.
+  size_t poll(uint64_t now);
+
+  // What the engine must see, in order.
+  struct Inbound {
+    enum class Kind : uint8_t { kConnected, kDisconnected, kFrame } kind;
+    std::vector<std::byte> frame;  // kFrame only
+  };
+  bool next(Inbound& out);
+
+  // fds to sleep on in adaptive mode (cm events, control completions); -1 if none.
+  [[nodiscard]] int cm_fd() const noexcept;
+  [[nodiscard]] int completion_fd() const noexcept;
+  // Arms the control CQ's completion event; false if work is already waiting.
+  bool arm() noexcept;
+
+  [[nodiscard]] bool connected() const noexcept;
+  // Request bytes queued but not yet posted (they leave as SENDs complete).
+  [[nodiscard]] size_t outbound_backlog() const noexcept;
+  [[nodiscard]] std::optional<RingAdvert> ring() const noexcept;
+  [[nodiscard]] const ClientCounters& counters() const noexcept { return counters_; }
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  struct Conn;  // one connection attempt/lifetime (src/media/verbs/verbs_control_client.cpp)
+
+ private:
+  void start_connect(uint64_t now);
+  void on_cm_event(uint64_t now);
+  void drop_connection(const std::string& why, uint64_t now);
+  size_t poll_cq(uint64_t now);
+  bool try_read(std::span<const std::byte> frame);
+  void finish_read(uint32_t idx, bool ok);
+  bool queue_rc(std::span<const std::byte> frame);
+  void log(std::string_view s) const;
+
+  Options opts_;
+  ClientCounters counters_;
+  std::unique_ptr<Conn> conn_;
+  uint64_t next_attempt_ = 0;
+  std::deque<Inbound> inbound_;
+  std::string last_error_;
+  uint64_t connection_gen_ = 0;
+  uint64_t last_cm_check_ = 0;
+  bool armed_ = false;
+};
+
+}  // namespace mdcast::media::verbs

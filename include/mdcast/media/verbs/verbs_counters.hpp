@@ -1,0 +1,82 @@
+// Counters of the verbs medium (see mdcast/core/counter.hpp): what the data
+// path did and what failed there. The data path only counts; the control
+// code (PublisherMedium::poll_control, SubscriberMedium::poll) reads the
+// failure state and acts (QP recovery, reconnect, an Error to the caller).
+#pragma once
+
+#include "mdcast/core/counter.hpp"
+
+namespace mdcast::media::verbs {
+
+#define MDCAST_VERBS_SINK_COUNTERS(X)                                                     \
+  X(datagrams_posted, "datagrams posted to the UD send queue")                           \
+  X(bytes_posted, "payload bytes posted")                                                \
+  X(inline_sends, "sends posted inline (payload copied into the WQE)")                   \
+  X(zero_copy_sends, "sends posted straight from a registered retransmit-ring slot")     \
+  X(staged_sends, "sends copied into a registered staging slot (heartbeats)")            \
+  X(signaled, "signaled sends (one every signal_every)")                                 \
+  X(completions, "send completions reaped")                                              \
+  X(send_queue_full, "sends refused because the send queue was full (back-pressure)")    \
+  X(post_send_errors, "ibv_post_send failures")                                          \
+  X(completion_errors, "send completions with an error status")                          \
+  X(qp_recoveries, "times the UD QP was reset and brought back to RTS")                  \
+  X(loopback_received, "own datagrams looped back to the publisher's QP")                \
+  X(probe_post_errors, "ibv_post_recv failures re-posting a loopback probe buffer")      \
+  X(send_only_join, "1 when the group was joined send-only (no self-delivery)")
+
+#define MDCAST_VERBS_RECEIVER_COUNTERS(X)                                                 \
+  X(completions, "receive completions polled")                                           \
+  X(datagrams, "datagrams handed to the engine")                                         \
+  X(bytes, "payload bytes handed to the engine (GRH excluded)")                          \
+  X(imm_gaps, "jumps in the immediate data (quick gap detection)")                       \
+  X(imm_missing, "datagrams missing according to the immediate data")                    \
+  X(imm_mismatch, "immediate data disagreeing with the header sequence")                 \
+  X(unsequenced, "datagrams without immediate data (heartbeats)")                        \
+  X(short_completions, "completions shorter than the GRH (dropped)")                     \
+  X(completion_errors, "receive completions with an error status")                       \
+  X(post_recv_errors, "ibv_post_recv failures (slots retried on the next poll)")         \
+  X(reposted, "receive buffers re-posted")                                               \
+  X(posted_low, "fewest receive buffers posted at a poll (ring headroom)")               \
+  X(injected_drops, "completions dropped by the loss injector (tests)")                  \
+  X(blocking_waits, "waits on the completion channel (adaptive mode)")                   \
+  X(wakeups, "completion events that ended a wait")                                      \
+  X(qp_recoveries, "times the UD QP was reset and its ring re-posted")
+
+#define MDCAST_VERBS_SERVER_COUNTERS(X)                                                   \
+  X(connect_requests, "control connection requests")                                     \
+  X(rejected, "connection requests rejected (bad private data, no resources)")           \
+  X(clients_connected, "control clients connected now")                                  \
+  X(disconnects, "control clients gone (any reason)")                                    \
+  X(cut_slow, "clients cut off: replies beyond the per-client byte limit")               \
+  X(cut_malformed, "clients cut off: malformed stream or too many errors")               \
+  X(cut_errors, "clients cut off: a completion or post error on their QP")               \
+  X(frames_in, "control frames received")                                                \
+  X(frames_out, "control frames queued to clients")                                      \
+  X(bytes_out, "reply bytes sent")                                                       \
+  X(sends_posted, "RC SENDs posted (chunks of <= send_chunk bytes)")                     \
+  X(post_errors, "ibv_post_send/recv failures on control QPs")                           \
+  X(ring_advertised, "connections accepted with the ring's rkey in private data")
+
+#define MDCAST_VERBS_CLIENT_COUNTERS(X)                                                   \
+  X(connects, "control connections established")                                         \
+  X(disconnects, "control connections lost")                                             \
+  X(connect_failures, "connection attempts that failed (retried)")                       \
+  X(frames_sent, "control frames sent over RC")                                          \
+  X(frames_received, "control frames received over RC")                                  \
+  X(send_dropped, "frames refused while disconnected or over the queue limit")           \
+  X(read_requests, "retransmit requests served by RDMA READ")                            \
+  X(read_wrs, "RDMA READ work requests posted")                                          \
+  X(read_bytes, "bytes fetched by RDMA READ")                                            \
+  X(read_validated, "datagrams fetched by RDMA READ and validated")                      \
+  X(read_invalid, "slots read that failed validation (overwritten, not yet written)")    \
+  X(read_fallbacks, "retransmit requests forwarded over RC after a READ attempt")        \
+  X(read_errors, "RDMA READ completions with an error status")                           \
+  X(rc_retransmit_requests, "retransmit requests forwarded to the publisher over RC")    \
+  X(post_errors, "ibv_post_send/recv failures")
+
+MDCAST_DEFINE_COUNTER_STRUCT(SinkCounters, MDCAST_VERBS_SINK_COUNTERS);
+MDCAST_DEFINE_COUNTER_STRUCT(ReceiverCounters, MDCAST_VERBS_RECEIVER_COUNTERS);
+MDCAST_DEFINE_COUNTER_STRUCT(ServerCounters, MDCAST_VERBS_SERVER_COUNTERS);
+MDCAST_DEFINE_COUNTER_STRUCT(ClientCounters, MDCAST_VERBS_CLIENT_COUNTERS);
+
+}  // namespace mdcast::media::verbs

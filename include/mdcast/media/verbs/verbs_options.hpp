@@ -1,0 +1,84 @@
+// Options of the verbs medium: one struct for both sides, so a command line or
+// a TOML table maps onto it one to one. Every field has a default that works
+// on Soft-RoCE and on a real HCA; only group/control addresses usually change.
+//
+// Addresses: rdma_cm picks the device from the local IP address. Give
+// `local_ip`, or give `device` (+ `port`, `gid_index`) and the IPv4 address of
+// that GID is used (RoCE). On InfiniBand give `local_ip` (the IPoIB address).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "mdcast/core/clock.hpp"
+
+namespace mdcast::media::verbs {
+
+// Where setup and control messages go (never called on the data path).
+using LogFn = std::function<void(std::string_view)>;
+
+// Test hook: completions the receiver throws away as if the fabric had lost
+// them (counted as injected_drops), applied to sequenced datagrams only.
+struct LossInjection {
+  uint64_t drop_every = 0;     // every Nth sequenced datagram (0: off)
+  uint64_t burst_after = 0;    // after this many sequenced datagrams ...
+  uint32_t burst_length = 0;   // ... drop this many in a row (0: off)
+  [[nodiscard]] bool active() const noexcept { return drop_every != 0 || burst_length != 0; }
+};
+
+enum class JoinMode : uint8_t {
+  kSendOnly,  // publisher default: send-only full member, never hears itself (falls back to kFull, logged)
+  kFull,      // full member with the QP attached: hears every datagram, its own included
+};
+
+struct Options {
+  // ---- where (both sides)
+  std::string device;                  // "" = the device that owns local_ip; else checked against it
+  uint8_t port = 1;                    // with device: the port whose GID gives local_ip
+  int gid_index = 1;                   // RoCE v2 + IPv4 is GID index 1 on rxe and mlx5 default tables
+  std::string local_ip;                // "" = the IPv4 address of (device, port, gid_index)
+  std::string group_ip = "239.77.0.1"; // the channel's multicast group
+  uint32_t qkey = 0x4d44434d;          // shared by every member; below 0x80000000 (no controlled QKey)
+  std::string control_ip;              // publisher: listen address ("" = local_ip); subscriber: the publisher's
+  uint16_t control_port = 7471;
+  int setup_timeout_ms = 5000;         // each rdma_cm step (address, route, join, connect)
+
+  // ---- publisher data path
+  JoinMode join = JoinMode::kSendOnly;
+  size_t max_datagram = 0;             // 0: the port's active MTU (at most 4096); else at most that
+  size_t retransmit_bytes = 64u << 20; // the retransmit ring, registered once for sends and RDMA READ
+  uint32_t send_queue_depth = 512;
+  uint32_t signal_every = 32;          // one signaled send per this many (at most send_queue_depth / 4)
+  uint32_t max_inline = 256;           // asked of the device; smaller datagrams are sent inline
+
+  // ---- subscriber data path
+  double rate = 50'000;                // peak datagrams/s: the receive ring holds ~100 ms of it
+  uint32_t min_ring = 256;             // receive ring bounds (also capped by the device's max_qp_wr)
+  uint32_t max_ring = 16384;
+  bool adaptive = false;               // block on a completion channel after an idle spell
+  uint64_t idle_before_blocking_ns = kNsPerMs;
+  int blocking_timeout_ms = 10;        // one wait; control work is checked at least this often
+  JoinMode subscriber_join = JoinMode::kFull;
+  LossInjection loss;                  // tests only
+
+  // ---- control plane (RC)
+  size_t send_chunk = 64u << 10;       // largest RC SEND; the peer's receive buffers are this size
+  uint32_t send_slots = 4;             // SENDs in flight per connection
+  uint32_t recv_slots = 8;             // receive buffers posted per connection
+  size_t max_client_backlog = 8u << 20;// replies queued for one client before it is cut off (publisher)
+  uint64_t malformed_grace_ns = 100 * kNsPerMs;  // a cut client gets this long to receive its error
+  bool rdma_read = true;               // publisher: advertise the ring; subscriber: fetch retransmits by READ.
+                                       // Publisher: set false when entitlements restrict instruments (the
+                                       // ring holds unfiltered datagrams; READ would bypass the filter).
+  uint32_t read_max_slots = 64;        // slots fetched per retransmit request by READ (the rest: asked again)
+  uint32_t read_in_flight = 4;         // READ-served requests outstanding at once
+  uint64_t reconnect_interval_ns = 200 * kNsPerMs;
+  size_t max_outbound_backlog = 1u << 20;  // subscriber: request bytes queued before send() says no
+
+  LogFn log;                           // null: stderr, prefixed "mdcast-verbs: "
+};
+
+}  // namespace mdcast::media::verbs

@@ -1,0 +1,153 @@
+// PublisherMedium / SubscriberMedium: the verbs pieces put together, and the
+// control duty that watches them (recovery, diagnostics).
+#include "mdcast/media/verbs/verbs_medium.hpp"
+
+
+#include "mdcast/core/error.hpp"
+#include "mdcast/feed/retransmit_ring.hpp"
+#include "verbs_setup.hpp"
+
+namespace mdcast::media::verbs {
+
+using detail::log_line;
+
+Options resolve_options(Options o, bool publisher) {
+  if (o.local_ip.empty()) {
+    if (o.device.empty()) {
+      // Nothing configured: the first RoCE IPv4 GID on the host, if there is exactly one device.
+      const auto all = local_addresses();
+      for (const auto& a : all)
+        if (a.gid_index == o.gid_index && a.port == o.port) {
+          o.local_ip = a.ip;
+          o.device = a.device;
+          break;
+        }
+      if (o.local_ip.empty())
+        fail("no local address: set local_ip, or device/port/gid_index of a RoCE GID that maps an IPv4 address "
+             "({} RDMA device(s) with IPv4 GIDs found here)",
+             all.size());
+    } else {
+      auto ip = address_of(o.device, o.port, o.gid_index);
+      if (!ip)
+        fail("device {} port {} GID index {} maps no IPv4 address (InfiniBand, or no address on the netdev): "
+             "set local_ip",
+             o.device, o.port, o.gid_index);
+      o.local_ip = *ip;
+    }
+  }
+  if (o.control_ip.empty()) {
+    if (!publisher) fail("control_ip (the publisher's control address) is required for a subscriber");
+    o.control_ip = o.local_ip;
+  }
+  return o;
+}
+
+// ------------------------------------------------------------- publisher --
+
+PublisherMedium::PublisherMedium(const Options& opts) : opts_(resolve_options(opts, true)) {
+  sink_ = std::make_unique<VerbsSink>(opts_);
+  VerbsControlServer::Ring ring{sink_->context(), sink_->pd(), sink_->ring_mr(), sink_->ring_memory()};
+  server_ = std::make_unique<VerbsControlServer>(opts_, ring);
+  log_line(opts_.log, describe());
+}
+
+feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig cfg) const {
+  cfg.max_datagram = sink_->max_datagram();
+  cfg.retransmit_bytes = sink_->ring_memory().size();
+  // A ring slot must not be rewritten while a send from it may be in flight:
+  // the ring outruns the send queue plus everything the engine holds back.
+  const size_t slots = (sink_->ring_memory().size() - feed::RetransmitRing::kControlSize) /
+                       feed::RetransmitRing::slot_size_for(cfg.max_datagram);
+  if (slots <= size_t{cfg.max_unsent} + opts_.send_queue_depth + 1)
+    fail("retransmit ring of {} slots is too small for max_unsent {} + send_queue_depth {}: raise retransmit_bytes",
+         slots, cfg.max_unsent, opts_.send_queue_depth);
+  return cfg;
+}
+
+size_t PublisherMedium::poll_control(feed::ControlService& svc, uint64_t now) {
+  size_t work = server_->poll(svc, now);
+  work += static_cast<size_t>(sink_->reap());
+  if (sink_->failed()) {
+    log_line(opts_.log, fmt::format("UD send path on {} failed ({}, error {}); resetting the QP (subscribers "
+                                    "recover the lost datagrams)",
+                                    sink_->device().name, sink_->failure(), sink_->last_error()));
+    sink_->recover();
+  }
+  // Multicast errors and address changes on the data cm_id: rare, and a
+  // syscall to look for, so every 100 ms.
+  if (now - last_cm_check_ >= 100 * kNsPerMs) {
+    last_cm_check_ = now;
+    if (const std::string s = sink_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
+  }
+  svc.tick(now);
+  return work;
+}
+
+std::string PublisherMedium::describe() const {
+  return fmt::format("publisher on {}: group {} {}, qkey 0x{:x}, max_datagram {}, inline <= {}, ring {} bytes ({}), "
+                     "control {}:{}{}",
+                     sink_->device().describe(), opts_.group_ip, sink_->send_only() ? "send-only" : "full member",
+                     opts_.qkey, sink_->max_datagram(), sink_->max_inline(), sink_->ring_memory().size(),
+                     sink_->ring_huge_pages() ? "huge pages" : "4 KiB pages", opts_.control_ip, server_->port(),
+                     opts_.rdma_read ? ", RDMA READ retransmits" : "");
+}
+
+// ------------------------------------------------------------ subscriber --
+
+SubscriberMedium::SubscriberMedium(const Options& opts) : opts_(resolve_options(opts, false)) {
+  receiver_ = std::make_unique<VerbsReceiver>(opts_);
+  control_ = std::make_unique<VerbsControlClient>(opts_);
+  log_line(opts_.log, describe());
+}
+
+feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig cfg) const {
+  cfg.max_datagram = receiver_->max_datagram();
+  return cfg;
+}
+
+void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
+  if (receiver_->failed()) {
+    log_line(opts_.log, fmt::format("UD receive path on {} failed ({}); resetting the QP and re-posting the ring",
+                                    receiver_->device().name, receiver_->failure()));
+    receiver_->recover();
+  }
+  if (now - last_cm_check_ >= 100 * kNsPerMs) {
+    last_cm_check_ = now;
+    if (const std::string s = receiver_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
+  }
+  // The publisher says it is at sequence N, yet not one datagram arrived:
+  // the device drops what does not match our QP (QKey, group), or the path
+  // MTU is too small. Say so once, in words.
+  if (!silent_reported_ && highest_seen > 0 && receiver_->counters().datagrams.get() == 0) {
+    if (silent_since_ == 0) silent_since_ = now;
+    if (now - silent_since_ >= kNsPerSec) {
+      silent_reported_ = true;
+      log_line(opts_.log,
+               fmt::format("no multicast datagram received on {} from group {} although the publisher is at "
+                           "sequence {}: check that publisher and subscribers use the same QKey (ours 0x{:x}) "
+                           "and group, that the MTUs match, and that 224.0.0.0/4 routes to the RDMA netdev",
+                           receiver_->device().name, opts_.group_ip, highest_seen, opts_.qkey));
+    }
+  }
+}
+
+void SubscriberMedium::arm() {
+  (void)receiver_->arm();
+  (void)control_->arm();
+}
+
+void SubscriberMedium::sleep_until_work() {
+  // Data, control completions and control connection events all wake us;
+  // the timeout bounds how late the engine's own timers run.
+  const int also[] = {control_->completion_fd(), control_->cm_fd()};
+  (void)receiver_->wait(opts_.blocking_timeout_ms, also);
+}
+
+std::string SubscriberMedium::describe() const {
+  return fmt::format("subscriber on {}: group {}, qkey 0x{:x}, receive ring {} x {} bytes, control {}:{}{}",
+                     receiver_->device().describe(), opts_.group_ip, opts_.qkey, receiver_->ring_size(),
+                     receiver_->max_datagram() + kGrhBytes, opts_.control_ip, opts_.control_port,
+                     opts_.adaptive ? ", adaptive polling" : "");
+}
+
+}  // namespace mdcast::media::verbs

@@ -1,0 +1,275 @@
+// mdcast-verbs-probe: a small driver of the verbs medium, and the runnable
+// example of its API (see mdcast/media/verbs/verbs_medium.hpp).
+//
+//   mdcast-verbs-probe info
+//       devices, ports, MTU, multicast limits, RoCE IPv4 addresses (exit 77: no device)
+//   mdcast-verbs-probe publish --local-ip 10.77.0.1 [--subscribers 3] [--messages N] [--rate msg/s] ...
+//       waits for N subscribed control clients, publishes a synthetic feed,
+//       ends the session, serves retransmits until every subscriber left
+//   mdcast-verbs-probe subscribe --local-ip 10.77.0.1 --control-ip 10.77.0.1 [--drop-every N] ...
+//       receives until the session ended and everything is delivered, then
+//       checks the books against a local replay of the same seed
+//
+// Both write `--result FILE` (key value lines: verdict and every counter) for
+// the system tests, and exit 0 on success, 1 on a failed check, 2 on error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
+#include "mdcast/feed/control_service.hpp"
+#include "mdcast/feed/publisher.hpp"
+#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/verbs/verbs_medium.hpp"
+#include "verbs_test_util.hpp"
+
+namespace mv = mdcast::media::verbs;
+namespace tv = mdcast::test::verbs;
+using namespace mdcast;
+
+namespace {
+
+template <class C>
+void put_counters(std::map<std::string, std::string>& kv, const std::string& prefix, const C& c) {
+  for (size_t i = 0; i < C::kCount; ++i) kv[prefix + std::string(C::kInfo[i].name)] = std::to_string(c.at(i).get());
+}
+
+int info() {
+  if (!mv::rdma_device_present()) {
+    std::puts("no RDMA device (/sys/class/infiniband is empty)");
+    return 77;
+  }
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  for (int i = 0; list && i < n; ++i) {
+    ibv_context* ctx = ibv_open_device(list[i]);
+    if (!ctx) continue;
+    ibv_device_attr da{};
+    (void)ibv_query_device(ctx, &da);
+    for (uint8_t p = 1; p <= da.phys_port_cnt; ++p) {
+      try {
+        fmt::print("{}\n", mv::query_device(ctx, p).describe());
+      } catch (const Error& e) {
+        fmt::print("{}\n", e.what());
+      }
+    }
+    ibv_close_device(ctx);
+  }
+  if (list) ibv_free_device_list(list);
+  for (const auto& a : mv::local_addresses())
+    fmt::print("  {} port {} gid {}: {} (RoCE v2)\n", a.device, a.port, a.gid_index, a.ip);
+  return 0;
+}
+
+struct Common {
+  mv::Options o;
+  tv::Scenario sc;
+  std::string result;
+  double timeout_s = 120;
+  std::string join = "send-only";
+  bool no_read = false;
+};
+
+void add_common(CLI::App* app, Common& c) {
+  app->add_option("--local-ip", c.o.local_ip, "local address on the RDMA netdev");
+  app->add_option("--device", c.o.device, "RDMA device (derives --local-ip from its GID)");
+  app->add_option("--group", c.o.group_ip, "multicast group");
+  app->add_option("--control-port", c.o.control_port, "control port");
+  app->add_option("--qkey", c.o.qkey, "QKey of the group");
+  app->add_option("--messages", c.sc.messages, "messages in the feed");
+  app->add_option("--seed", c.sc.seed, "generator seed");
+  app->add_option("--instruments", c.sc.instruments, "instruments");
+  app->add_option("--result", c.result, "write key/value results here");
+  app->add_option("--timeout", c.timeout_s, "give up after this many seconds");
+  app->add_flag("--no-read", c.no_read, "no RDMA READ retransmission (RC only)");
+}
+
+int publish(Common& c, uint32_t want_subscribers, double rate, double linger_s) {
+  std::map<std::string, std::string> kv;
+  c.o.rdma_read = !c.no_read;
+  c.o.join = c.join == "full" ? mv::JoinMode::kFull : mv::JoinMode::kSendOnly;
+  c.o.retransmit_bytes = 16u << 20;
+  mv::PublisherMedium medium(c.o);
+  auto pc = medium.configure(tv::publisher_config(c.sc, medium.max_datagram()));
+  if (rate > 0) pc.pacing = {feed::PacingMode::kFixed, rate, 200, 10'000, 2 * kNsPerSec};
+  feed::Publisher<mv::VerbsSink> pub(pc, medium.sink(), medium.ring_memory());
+  feed::ControlService svc({}, pub.core());
+  const uint64_t t0 = monotonic_ns();
+  const uint64_t deadline = t0 + static_cast<uint64_t>(c.timeout_s * 1e9);
+  std::string verdict = "PASS", reason;
+
+  auto subscribed = [&] {
+    uint32_t n = 0;
+    for (const auto& v : svc.client_views()) n += v.subscribed;
+    return n;
+  };
+  while (subscribed() < want_subscribers) {
+    const uint64_t now = monotonic_ns();
+    pub.poll(now);
+    medium.poll_control(svc, now);
+    if (now > deadline) {
+      verdict = "FAIL";
+      reason = fmt::format("only {} of {} subscribers arrived", subscribed(), want_subscribers);
+      break;
+    }
+  }
+  const uint64_t t_start = monotonic_ns();
+  book::Generator gen(tv::generator_config(c.sc));
+  wire::Message m;
+  bool pending = false;
+  for (uint64_t i = 0; verdict == "PASS" && i < c.sc.messages;) {
+    const uint64_t now = monotonic_ns();
+    if (!pending) gen.next(m);
+    const auto r = pub.publish(m, now);
+    if (r == feed::PublishResult::kOk) {
+      pending = false;
+      ++i;
+      if (i % 32 == 0) medium.poll_control(svc, now);
+    } else if (r == feed::PublishResult::kBackPressured) {
+      pending = true;
+      pub.poll(now);
+      medium.poll_control(svc, now);
+    } else {
+      verdict = "FAIL";
+      reason = "the book refused a generated message";
+    }
+    if (now > deadline) {
+      verdict = "FAIL";
+      reason = "timed out publishing";
+    }
+  }
+  const uint64_t t_published = monotonic_ns();
+  // End the session, then serve retransmits until every subscriber is done
+  // (they disconnect) - re-announcing the end in case a heartbeat was lost.
+  uint64_t last_end = 0;
+  bool ended = false;
+  const uint64_t linger_end = monotonic_ns() + static_cast<uint64_t>(linger_s * 1e9);
+  for (;;) {
+    const uint64_t now = monotonic_ns();
+    pub.poll(now);
+    medium.poll_control(svc, now);
+    if (now - last_end > 50 * kNsPerMs) {
+      ended = pub.end_session(now) || ended;
+      last_end = now;
+    }
+    if (ended && svc.clients() == 0) break;
+    if (now > linger_end || now > deadline) {
+      if (svc.clients()) reason += fmt::format(" ({} subscribers still connected at the end)", svc.clients());
+      break;
+    }
+  }
+  kv["verdict"] = verdict;
+  kv["reason"] = reason.empty() ? "-" : reason;
+  kv["device"] = medium.device().name;
+  kv["max_datagram"] = std::to_string(medium.max_datagram());
+  kv["max_mcast_grp"] = std::to_string(medium.device().max_mcast_grp);
+  kv["max_mcast_qp_attach"] = std::to_string(medium.device().max_mcast_qp_attach);
+  kv["global_checksum"] = fmt::format("{:x}", pub.core().books().global_checksum());
+  kv["publish_seconds"] = fmt::format("{:.2f}", static_cast<double>(t_published - t_start) / 1e9);
+  kv["total_seconds"] = fmt::format("{:.2f}", static_cast<double>(monotonic_ns() - t0) / 1e9);
+  put_counters(kv, "pub.", pub.core().counters());
+  put_counters(kv, "ctl.", svc.counters());
+  put_counters(kv, "sink.", medium.sink().counters());
+  put_counters(kv, "server.", medium.server().counters());
+  if (!c.result.empty()) tv::write_result(c.result, kv);
+  fmt::print("publisher: {} {} - {} datagrams, {} messages in {}s; loopback {}; retransmits over RC {}, clients cut {}\n",
+             verdict, reason, kv["pub.datagrams_sent"], kv["pub.messages_published"], kv["publish_seconds"],
+             kv["sink.loopback_received"], kv["ctl.retransmit_requests"],
+             medium.server().counters().cut_slow.get() + medium.server().counters().cut_malformed.get());
+  return verdict == "PASS" ? 0 : 1;
+}
+
+int subscribe(Common& c) {
+  std::map<std::string, std::string> kv;
+  c.o.rdma_read = !c.no_read;
+  mv::SubscriberMedium medium(c.o);
+  auto scfg = medium.configure(tv::subscriber_config(c.sc, 0));
+  tv::Recorder rec(scfg.books.max_instruments);
+  feed::Subscriber<tv::Recorder> sub(scfg, rec, &medium.control());
+  const uint64_t t0 = monotonic_ns();
+  const uint64_t deadline = t0 + static_cast<uint64_t>(c.timeout_s * 1e9);
+  std::string verdict = "PASS", reason;
+  for (;;) {
+    const uint64_t now = monotonic_ns();
+    if (c.o.adaptive) medium.poll_blocking(sub, now);
+    else medium.poll(sub, now);
+    if (sub.session_ended() && sub.caught_up()) break;
+    if (now > deadline) {
+      verdict = "FAIL";
+      reason = fmt::format("timed out: next {} highest {} session_ended {}", sub.next_sequence(),
+                           sub.highest_sequence(), sub.session_ended());
+      break;
+    }
+  }
+  const uint64_t t1 = monotonic_ns();
+  if (verdict == "PASS") {
+    const tv::Expected e = tv::replay(c.sc);
+    reason = tv::verify(e, rec, sub.books());
+    if (!reason.empty()) verdict = "FAIL";
+    kv["expected_checksum"] = fmt::format("{:x}", e.global_checksum);
+  }
+  kv["verdict"] = verdict;
+  kv["reason"] = reason.empty() ? "-" : reason;
+  kv["global_checksum"] = sub.books() ? fmt::format("{:x}", sub.books()->global_checksum()) : "-";
+  kv["delivered_messages"] = std::to_string(rec.delivered);
+  kv["recovered_messages"] = std::to_string(rec.recovered);
+  kv["seconds"] = fmt::format("{:.2f}", static_cast<double>(t1 - t0) / 1e9);
+  kv["receive_ring"] = std::to_string(medium.receiver().ring_size());
+  kv["data_silent"] = medium.data_silent() ? "1" : "0";
+  put_counters(kv, "sub.", sub.counters());
+  put_counters(kv, "rx.", medium.receiver().counters());
+  put_counters(kv, "client.", medium.control().counters());
+  if (!c.result.empty()) tv::write_result(c.result, kv);
+  fmt::print("subscriber: {} {} - {} messages ({} recovered), {} datagrams, {} gaps; injected drops {}; "
+             "READ {} requests/{} datagrams, RC retransmit requests {}; snapshots {}\n",
+             verdict, kv["reason"], rec.delivered, rec.recovered, kv["rx.datagrams"], kv["sub.gaps"],
+             kv["rx.injected_drops"], kv["client.read_requests"], kv["client.read_validated"],
+             kv["client.rc_retransmit_requests"], kv["sub.snapshots_applied"]);
+  return verdict == "PASS" ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mdcast-verbs-probe: drive the verbs medium (UD multicast data, RC control, RDMA READ retransmits)"};
+  app.require_subcommand(1);
+  app.add_subcommand("info", "RDMA devices, ports, limits and RoCE addresses");
+  Common pc, sc;
+  uint32_t subscribers = 1;
+  double rate = 20'000, linger = 60;
+  auto* p = app.add_subcommand("publish", "publish a synthetic feed");
+  add_common(p, pc);
+  p->add_option("--subscribers", subscribers, "wait for this many subscribers before publishing");
+  p->add_option("--rate", rate, "messages/s (0: unpaced)");
+  p->add_option("--linger", linger, "seconds to serve retransmits after the end");
+  p->add_option("--join", pc.join, "send-only | full")->check(CLI::IsMember({"send-only", "full"}));
+  p->add_option("--max-datagram", pc.o.max_datagram, "datagram size (0: the active MTU)");
+  auto* s = app.add_subcommand("subscribe", "subscribe, receive, verify");
+  add_common(s, sc);
+  s->add_option("--control-ip", sc.o.control_ip, "the publisher's control address")->required();
+  s->add_option("--drop-every", sc.o.loss.drop_every, "inject: drop every Nth sequenced datagram");
+  s->add_option("--burst-after", sc.o.loss.burst_after, "inject: a burst after this many datagrams");
+  s->add_option("--burst-length", sc.o.loss.burst_length, "inject: burst length");
+  s->add_option("--rate", sc.o.rate, "peak datagrams/s (sizes the receive ring)");
+  s->add_flag("--adaptive", sc.o.adaptive, "sleep on the completion channel when idle");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (app.got_subcommand("info")) return info();
+    if (!mv::rdma_device_present()) {
+      std::puts("no RDMA device (/sys/class/infiniband is empty)");
+      return 77;
+    }
+    if (app.got_subcommand("publish")) return publish(pc, subscribers, rate, linger);
+    return subscribe(sc);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mdcast-verbs-probe: %s\n", e.what());
+    std::map<std::string, std::string> kv{{"verdict", "ERROR"}, {"reason", e.what()}};
+    const std::string& r = app.got_subcommand("publish") ? pc.result : sc.result;
+    if (!r.empty()) tv::write_result(r, kv);
+    return 2;
+  }
+}
