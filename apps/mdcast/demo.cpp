@@ -21,6 +21,7 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "result.hpp"
 #include "runners.hpp"
+#include "verbs_driver.hpp"
 
 extern char** environ;
 
@@ -97,8 +98,25 @@ bool reap(Child& c, bool block) {
 }  // namespace
 
 int run_demo(Settings& s, const DemoArgs& a) {
-  if (s.feed.medium != MediumKind::kAuto && s.feed.medium != MediumKind::kShm)
-    fail("this build's demo runs over shm (medium '{}' is not available here)", to_string(s.feed.medium));
+  const MediumKind medium = s.feed.medium == MediumKind::kAuto ? MediumKind::kShm : s.feed.medium;
+  std::string medium_name(to_string(medium));
+  std::string verbs_ip;
+#ifdef MDCAST_HAVE_VERBS
+  if (medium == MediumKind::kVerbs) {
+    // Every process of the demo runs on this host's RDMA device: the publisher
+    // listens on its address, the subscribers connect to it.
+    auto o = media::verbs::resolve_options(verbs_options(s), true);
+    verbs_ip = o.local_ip;
+  }
+#endif
+  if (medium != MediumKind::kShm && verbs_ip.empty())
+    fail("the demo runs over shm{} (medium '{}' is not available in this build)",
+#ifdef MDCAST_HAVE_VERBS
+         " or verbs",
+#else
+         "",
+#endif
+         to_string(medium));
   bool name_given = false, idle_given = false;
   for (const auto& [k, v] : a.settings) {
     name_given |= k == "feed.name";
@@ -124,15 +142,17 @@ int run_demo(Settings& s, const DemoArgs& a) {
       if (!for_pub && k.rfind("publisher.", 0) == 0) continue;
       args.insert(args.end(), {"--set", k + "=" + v});
     }
-    args.insert(args.end(), {"--set", "feed.name=" + name, "--set", "feed.medium=shm", "--set", "feed.idle=" + idle});
+    args.insert(args.end(), {"--set", "feed.name=" + name, "--set", "feed.medium=" + medium_name, "--set", "feed.idle=" + idle});
+    if (!verbs_ip.empty()) args.insert(args.end(), {"--set", "verbs.local_ip=" + verbs_ip, "--set", "verbs.control_ip=" + verbs_ip});
   };
 
-  fmt::print("mdcast demo: 1 publisher + {} subscribers over shared memory, {:.0f} msg/s over {} instruments for {}\n", n,
+  fmt::print("mdcast demo: 1 publisher + {} subscribers over {}, {:.0f} msg/s over {} instruments for {}\n", n,
+             medium == MediumKind::kShm ? "shared memory" : "RDMA (UD multicast data, RC control) on " + verbs_ip,
              s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
   if (s.demo.loss > 0) fmt::print("             subscriber 1 drops {:.1f}% of datagrams on arrival (recovered through the control plane)\n", s.demo.loss * 100);
   if (crowded && !idle_given)
-    fmt::print("             {} processes on {} cores: idle subscribers block on the ring instead of spinning, so latency\n"
-               "             includes a wake-up (`mdcast bench` measures pinned, busy-polling latency)\n",
+    fmt::print("             {} processes on {} cores: idle processes sleep until data arrives instead of spinning, so\n"
+               "             latency includes a wake-up (`mdcast bench` measures pinned, busy-polling latency)\n",
                n + 1, cores);
   fmt::print("             run directory {}\n\n", dir);
 
@@ -152,12 +172,14 @@ int run_demo(Settings& s, const DemoArgs& a) {
     for (auto& c : kids)
       if (!c.done) ::kill(c.pid, sig);
   };
-  // The ring must exist before subscribers start looking for it.
+  // The publisher must be up (its counters file says running) before
+  // subscribers look for it.
   const uint64_t wait_end = monotonic_ns() + 15 * kNsPerSec;
   for (;;) {
     try {
-      media::shm::RingReader probe(media::shm::find_ring(name, s.shm.dir));
-      break;
+      if (stats::read_counters(fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), kids[0].pid)).state ==
+          stats::ProcessState::kRunning)
+        break;
     } catch (const Error&) {
     }
     if (reap(kids[0], false) || monotonic_ns() > wait_end) {
@@ -182,7 +204,9 @@ int run_demo(Settings& s, const DemoArgs& a) {
   }
 
   // Live progress from the counters files, until everyone has exited.
-  const bool tty = isatty(STDOUT_FILENO);
+  // Redraw one line on a terminal; a dumb one (a VM's serial console) gets a line per second.
+  const char* term = std::getenv("TERM");
+  const bool tty = isatty(STDOUT_FILENO) && !(term && std::string_view(term) == "dumb");
   const uint64_t t0 = monotonic_ns();
   const uint64_t deadline = t0 + s.pub.duration_ns + s.pub.linger_ns + 60 * kNsPerSec;
   uint64_t last_print = 0;

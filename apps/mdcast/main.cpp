@@ -58,6 +58,13 @@ void feed_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--idle", "feed.idle", "spin | yield | backoff | sleep | block");
   flag(app, f, "--control", "feed.control", "control address override (unix:@name, tcp:host:port)");
   flag(app, f, "--shm-slots", "shm.slots", "shm ring slots");
+  flag(app, f, "--device", "verbs.device", "verbs: RDMA device (default: the one owning --local-ip)");
+  flag(app, f, "--gid-index", "verbs.gid_index", "verbs: GID index (1 = RoCE v2 IPv4 on rxe/mlx5)");
+  flag(app, f, "--local-ip", "verbs.local_ip", "verbs: local IPv4 address of the RDMA netdev");
+  flag(app, f, "--group", "verbs.group", "verbs: multicast group address");
+  flag(app, f, "--qkey", "verbs.qkey", "verbs: QKey shared by the group");
+  flag(app, f, "--control-ip", "verbs.control_ip", "verbs: publisher's control address");
+  flag(app, f, "--control-port", "verbs.control_port", "verbs: RC control port");
   flag(app, f, "--shm-dir", "shm.dir", "shm ring directory");
 }
 

@@ -17,6 +17,7 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "result.hpp"
 #include "shm_driver.hpp"
+#include "verbs_driver.hpp"
 
 namespace mdcast::app {
 
@@ -44,7 +45,8 @@ std::vector<std::pair<std::string, uint64_t>> dump(const Counters& c, const std:
 }
 
 MediumKind resolve_medium(MediumKind m) {
-  // Without an RDMA device or a configured UDP group, the best medium on one host is shm.
+  // On one host shared memory beats any network medium; verbs and UDP are for
+  // reaching other hosts and are chosen explicitly.
   return m == MediumKind::kAuto ? MediumKind::kShm : m;
 }
 
@@ -65,6 +67,7 @@ int publish_loop(Settings& s, Driver& drv, uint32_t session, const char* medium)
   pc.pacing.rate = s.pub.pacing_rate;
   pc.pacing.min_rate = s.pub.pacing_min_rate;
   pc.books = book_config(s);
+  pc = drv.configure(pc);
   if (s.pub.instruments > s.feed.max_instruments)
     fail("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
   feed::ControlConfig cc;
@@ -268,6 +271,7 @@ int subscribe_loop(Settings& s, Driver& drv, const char* medium) {
   sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
   sc.request_timeout_ns = 100 * kNsPerMs;
   sc.max_datagram = wire::kMaxDatagram;
+  sc = drv.configure(sc);
 
   stats::CountersFile cf("subscriber", s.feed.name, medium,
                          {{"sub", feed::SubscriberCounters::kInfo}, {"app", AppSubCounters::kInfo}});
@@ -369,6 +373,12 @@ int run_publish(Settings& s) {
       ShmPublisherDriver drv(s, session);
       return publish_loop(s, drv, session, "shm");
     }
+#ifdef MDCAST_HAVE_VERBS
+    case MediumKind::kVerbs: {
+      VerbsPublisherDriver drv(s, session);
+      return publish_loop(s, drv, session, "verbs");
+    }
+#endif
     default:
       fail("medium '{}' is not available in this build", to_string(m));
   }
@@ -381,6 +391,12 @@ int run_subscribe(Settings& s) {
       ShmSubscriberDriver drv(s, static_cast<uint64_t>(::getpid()));
       return subscribe_loop(s, drv, "shm");
     }
+#ifdef MDCAST_HAVE_VERBS
+    case MediumKind::kVerbs: {
+      VerbsSubscriberDriver drv(s, static_cast<uint64_t>(::getpid()));
+      return subscribe_loop(s, drv, "verbs");
+    }
+#endif
     default:
       fail("medium '{}' is not available in this build", to_string(m));
   }

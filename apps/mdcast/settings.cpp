@@ -195,6 +195,31 @@ const std::map<std::string, Key>& registry() {
     });
     add("shm.huge_pages", "use hugetlbfs when available", [](Settings& s, const std::string& v) { s.shm.huge_pages = parse_bool(v); });
     add("shm.dir", "ring directory (default /dev/hugepages or /dev/shm)", [](Settings& s, const std::string& v) { s.shm.dir = v; });
+    // [verbs]
+    add("verbs.device", "RDMA device (default: the one owning local_ip)", [](Settings& s, const std::string& v) { s.verbs.device = v; });
+    add("verbs.port", "device port", [](Settings& s, const std::string& v) { s.verbs.port = parse_uint<uint8_t>(v, 1, 255); });
+    add("verbs.gid_index", "GID index (RoCE v2 + IPv4: 1 on rxe and mlx5)", [](Settings& s, const std::string& v) {
+      s.verbs.gid_index = parse_uint<int>(v, 0, 255);
+    });
+    add("verbs.local_ip", "local IPv4 address of the RDMA netdev", [](Settings& s, const std::string& v) { s.verbs.local_ip = v; });
+    add("verbs.group", "multicast group IPv4 address", [](Settings& s, const std::string& v) { s.verbs.group = v; });
+    add("verbs.qkey", "QKey shared by the group (below 0x80000000)", [](Settings& s, const std::string& v) {
+      const auto q = std::stoull(v, nullptr, 0);
+      if (q >= 0x80000000ull) fail("'{}' is not a usable QKey (below 0x80000000)", v);
+      s.verbs.qkey = static_cast<uint32_t>(q);
+    });
+    add("verbs.control_ip", "publisher: listen address; subscriber: the publisher's", [](Settings& s, const std::string& v) {
+      s.verbs.control_ip = v;
+    });
+    add("verbs.control_port", "RC control port", [](Settings& s, const std::string& v) {
+      s.verbs.control_port = parse_uint<uint16_t>(v, 1, 65535);
+    });
+    add("verbs.rdma_read", "retransmit by RDMA READ of the publisher's ring", [](Settings& s, const std::string& v) {
+      s.verbs.rdma_read = parse_bool(v);
+    });
+    add("verbs.rate", "peak datagrams/s the receive ring is sized for (100 ms)", [](Settings& s, const std::string& v) {
+      s.verbs.rate = parse_rate(v);
+    });
     // [demo]
     add("demo.subscribers", "subscriber processes", [](Settings& s, const std::string& v) {
       s.demo.subscribers = parse_uint<uint32_t>(v, 1, 256);

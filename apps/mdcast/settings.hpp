@@ -74,6 +74,19 @@ struct ShmOptions {
   std::string dir;
 };
 
+struct VerbsSettings {
+  std::string device;                // "" = the device that owns local_ip
+  uint8_t port = 1;
+  int gid_index = 1;                 // RoCE v2 / IPv4
+  std::string local_ip;              // "" = the IPv4 address of (device, port, gid_index)
+  std::string group = "239.77.0.1";
+  uint32_t qkey = 0x4d44434d;
+  std::string control_ip;            // publisher: listen address; subscriber: the publisher's
+  uint16_t control_port = 7471;
+  bool rdma_read = true;             // retransmissions by RDMA READ of the publisher's ring
+  double rate = 100'000;             // peak datagrams/s: the receive ring holds ~100 ms of it
+};
+
 struct DemoOptions {
   uint32_t subscribers = 4;
   double loss = 0;                   // injected into subscriber 1
@@ -86,6 +99,7 @@ struct Settings {
   PublisherOptions pub;
   SubscriberOptions sub;
   ShmOptions shm;
+  VerbsSettings verbs;
   DemoOptions demo;
 };
 

@@ -36,6 +36,7 @@ class ShmPublisherDriver {
   Sink& sink() noexcept { return sink_; }
   std::span<std::byte> ring_memory() noexcept { return {}; }  // the engine allocates its own
   size_t max_datagram() const noexcept { return ring_.max_datagram(); }
+  feed::PublisherConfig configure(feed::PublisherConfig c) const { return c; }
   void poll_control(feed::ControlService& svc, uint64_t now) {
     server_.poll(svc, now);
     ring_.touch(now);
@@ -78,6 +79,7 @@ class ShmSubscriberDriver {
   }
 
   feed::ControlChannel& control() noexcept { return *client_; }
+  feed::SubscriberConfig configure(feed::SubscriberConfig c) const { return c; }
 
   // Called when the loop starts (after the engine is built, which can take a
   // while for large books): read from the writer's current position on;

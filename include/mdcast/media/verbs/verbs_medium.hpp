@@ -128,11 +128,14 @@ class SubscriberMedium {
   [[nodiscard]] bool data_silent() const noexcept { return silent_reported_; }
   [[nodiscard]] std::string describe() const;
 
- private:
+  // The pieces of poll()/poll_blocking(), for callers that run their own loop
+  // (the command line): recovery and diagnostics, arming the completion
+  // channels, and sleeping on them.
   void upkeep(uint64_t highest_seen, uint64_t now);
   void arm();
   void sleep_until_work();
 
+ private:
   Options opts_;
   std::unique_ptr<VerbsReceiver> receiver_;
   std::unique_ptr<VerbsControlClient> control_;
