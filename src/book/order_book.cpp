@@ -49,6 +49,8 @@ std::string_view to_string(ApplyResult r) noexcept {
     case ApplyResult::kOrdersFull: return "order capacity reached";
     case ApplyResult::kLevelsFull: return "price-level capacity reached";
     case ApplyResult::kIgnored: return "not a book message";
+    case ApplyResult::kBadField: return "field out of range (side or trading status)";
+    case ApplyResult::kNotPublishable: return "message type not publishable by applications";
   }
   return "?";
 }
@@ -207,6 +209,7 @@ ApplyResult BookSet::check(const wire::Message& m) const noexcept {
   const OrderBook& b = books_[m.instrument];
   switch (m.type) {
     case wire::MsgType::kAddOrder: {
+      if (static_cast<uint8_t>(m.add.side) > static_cast<uint8_t>(wire::Side::kSell)) return ApplyResult::kBadField;
       if (m.add.order_id == 0) return ApplyResult::kBadOrderId;
       if (m.add.quantity == 0) return ApplyResult::kBadQuantity;
       if (lookup(m.add.order_id) != kNil) return ApplyResult::kDuplicateOrder;
@@ -240,6 +243,9 @@ ApplyResult BookSet::check(const wire::Message& m) const noexcept {
       return ApplyResult::kOk;
     }
     case wire::MsgType::kTradingStatus:
+      return static_cast<uint8_t>(m.status.status) <= static_cast<uint8_t>(wire::TradingStatus::kClosed)
+                 ? ApplyResult::kOk
+                 : ApplyResult::kBadField;
     case wire::MsgType::kInstrumentDefinition:
       return ApplyResult::kOk;
     case wire::MsgType::kOpaque:

@@ -199,12 +199,15 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Snapshot
     for (uint32_t i = 0; i < n_inst; ++i)
       if (cl.subscribed_set[i] && (books.book(i).instrument_seq() > 0 || books.book(i).defined())) ids.push_back(i);
   } else {
+    std::vector<bool> seen(n_inst, false);  // repeats are served once: a list cannot multiply the work
     for (uint32_t i : r.instruments.ids) {
+      if (i < n_inst && seen[i]) continue;
       if (i >= n_inst || !entitled(cl, i)) {
         out.send(c, encode_control(rid, SnapshotDone{core_.session(), SnapshotStatus::kNotEntitled, 0, 0}));
         return reject(c, cl, rid, i >= n_inst ? ErrorCode::kMalformed : ErrorCode::kNotEntitled,
                       fmt::format("snapshot of instrument {} refused", i), out);
       }
+      seen[i] = true;
       ids.push_back(i);
     }
   }

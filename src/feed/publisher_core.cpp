@@ -84,6 +84,14 @@ PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
     counters_->messages_back_pressured.add();
     return PublishResult::kBackPressured;
   }
+  // Heartbeats, fragments and snapshot chunks are the protocol's own: an
+  // application message of those types would make a datagram no subscriber
+  // accepts (and a hole in the instrument's sequence).
+  if (m.type == MsgType::kHeartbeat || m.type == MsgType::kFragment || m.type == MsgType::kSnapshotChunk) {
+    last_reject_ = book::ApplyResult::kNotPublishable;
+    counters_->messages_rejected.add();
+    return PublishResult::kRejected;
+  }
   const size_t size = encoded_size(m);
   if (size == 0 || size > cfg_.max_message) return PublishResult::kTooLarge;
   if (!books_.valid_instrument(m.instrument)) {

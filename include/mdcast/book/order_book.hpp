@@ -37,6 +37,8 @@ enum class ApplyResult : uint8_t {
   kOrdersFull,      // max_orders reached
   kLevelsFull,      // max_levels reached on that side
   kIgnored,         // a message type that does not change a book (opaque, ...)
+  kBadField,        // an enum field out of range (side, trading status)
+  kNotPublishable,  // a type only the protocol itself sends (heartbeat, fragment, snapshot chunk)
 };
 [[nodiscard]] std::string_view to_string(ApplyResult r) noexcept;
 

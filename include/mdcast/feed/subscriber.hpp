@@ -163,7 +163,8 @@ class Subscriber {
   void store(std::span<const std::byte> d, uint64_t seq, Rail rail, uint64_t now) noexcept;
   void drain(uint64_t now) noexcept;
   void note_gap(uint64_t now) noexcept;
-  void deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now, bool recovered) noexcept;
+  void deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received, uint64_t now,
+               bool recovered) noexcept;
   void process(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
   void hold(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept;
   void rail_first(Rail r) noexcept {

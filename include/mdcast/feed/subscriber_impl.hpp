@@ -25,7 +25,10 @@ Subscriber<H>::Subscriber(const SubscriberConfig& cfg, H& handler, ControlChanne
   if (!cfg.all_instruments)
     for (uint32_t i : cfg.instruments) filter_[i] = 1;
   std::fill_n(irec_of_.get(), n_inst_, kNoRec);
-  slot_bytes_ = (cfg.max_datagram + 63) / 64 * 64;
+  // Slots hold the largest datagram the protocol allows, not the configured
+  // one: a publisher with a larger MTU (or a retransmit reply) must not be
+  // able to spill into the next slot.
+  slot_bytes_ = (wire::kMaxDatagram + 63) / 64 * 64;
   n_slots_ = cfg.window_bytes / slot_bytes_;
   window_ = std::make_unique<std::byte[]>(n_slots_ * slot_bytes_);
   meta_ = std::make_unique<Meta[]>(n_slots_);
@@ -97,7 +100,7 @@ void Subscriber<H>::on_datagram(std::span<const std::byte> d, Rail rail, uint64_
   if (mode_ == Mode::kLive && seq == next_seq_) {
     // The common case: in order, delivered straight from the medium's buffer.
     rail_first(rail);
-    deliver(d, h, now, rail == Rail::kRecovery);
+    deliver(d, h, now, now, rail == Rail::kRecovery);
     ++next_seq_;
     drain(now);
     return;
@@ -169,7 +172,7 @@ void Subscriber<H>::drain(uint64_t now) noexcept {
     const std::span<const std::byte> d{&window_[slot_of(next_seq_) * slot_bytes_], m.len};
     const wire::DatagramHeader h = wire::read_header(d.data());
     m.seq = 0;
-    deliver(d, h, m.recv, true);
+    deliver(d, h, m.recv, now, true);
     ++next_seq_;
   }
   counters_->next_sequence.set(next_seq_);
@@ -181,10 +184,11 @@ void Subscriber<H>::drain(uint64_t now) noexcept {
 }
 
 template <SubscriberHandler H>
-void Subscriber<H>::deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now,
-                            bool recovered) noexcept {
+void Subscriber<H>::deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
+                            uint64_t now, bool recovered) noexcept {
   counters_->datagrams_delivered.add();
-  const Delivery dl{h.sequence, h.send_time_ns, now, recovered};
+  // `received` is when the datagram arrived (latency); `now` drives timers.
+  const Delivery dl{h.sequence, h.send_time_ns, received, recovered};
   wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
   wire::MessageView v;
   while (cur.next(v)) {
@@ -492,8 +496,10 @@ void Subscriber<H>::apply_snapshot_run(std::span<const std::byte> run, int irec)
   wire::MessageCursor cur(run.data(), run.size());
   wire::MessageView v;
   while (cur.next(v)) {
+    // The type first: an unknown (forward-compatible) message may be 4 bytes.
+    if (!wire::is_market_data(v.type())) continue;
     const uint32_t inst = v.instrument();
-    if (!wants(inst) || !wire::is_market_data(v.type())) continue;
+    if (!wants(inst)) continue;
     if (irec >= 0 && inst != irecs_[static_cast<size_t>(irec)].inst) continue;
     if (v.type() == wire::MsgType::kInstrumentDefinition) {
       if (books_) books_->set_definition(inst, wire::decode(v).definition);
