@@ -147,6 +147,16 @@ TEST(WireControl, RetransmitReplyBuilderRespectsMaxFrame) {
   EXPECT_EQ(parse_as<RetransmitReply>(f, 1).datagrams.size(), 2u);
 }
 
+TEST(WireControl, RetransmitReplyMayCarryAnEmptyEntry) {
+  // Not something the service sends, but the builder must not invoke UB on it
+  // (memcpy from a null span), and the parser must keep the framing.
+  RetransmitReplyBuilder b(1, 1, RetransmitStatus::kOk, 1, 1);
+  ASSERT_TRUE(b.add({}));
+  const auto r = parse_as<RetransmitReply>(std::move(b).finish(), 1);
+  ASSERT_EQ(r.datagrams.size(), 1u);
+  EXPECT_TRUE(r.datagrams[0].empty());
+}
+
 TEST(WireControl, SnapshotDataRoundTrips) {
   SnapshotDataBuilder b(7, 55);
   EXPECT_TRUE(b.empty());
