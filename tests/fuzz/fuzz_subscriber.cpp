@@ -12,7 +12,8 @@
 //
 // Input: byte 0 picks the configuration; then operations, each
 //   u8 op, u16 length, `length` payload bytes
-// op % 8:
+// op % 8 (on datagram ops 0, 1, 4, bit 0x80 means "lost on the wire": kept
+// only for retransmit answers):
 //   0, 1  raw datagram on rail A / B
 //   2     raw control frame
 //   3     poll after advancing the clock by payload u32 ns
@@ -20,12 +21,14 @@
 //         u8 session pick, messages (header fields made consistent, CRC sealed)
 //   5     control frame built around a body: payload = u8 type, u8 rid, body
 //   6     control connected (payload[0] odd) or disconnected
-//   7     answer the subscriber's latest request: a retransmit with the
-//         datagrams seen so far (status from payload[0]), a snapshot with
-//         payload[1..] as its message run, a subscribe with an ack
+//   7     answer one of the subscriber's latest requests (payload[0]: which,
+//         and the status): a retransmit with the datagrams seen so far, a
+//         snapshot with payload[2..] as its message run (or empty books at
+//         iseq payload[1]), a subscribe with an ack
 #include <array>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "fuzz_support.hpp"
 #include "mdcast/feed/subscriber.hpp"
@@ -159,6 +162,29 @@ bool known_bug_frame(std::span<const std::byte> f) {
   return false;
 }
 
+// MDCAST_FUZZ_STATS=1: sum every input's counters and print them at exit,
+// to see which recovery paths a corpus reaches (e.g. with -runs=0).
+struct Stats {
+  std::array<uint64_t, feed::SubscriberCounters::kCount> sum{};
+  uint64_t inputs = 0;
+  bool on = [] {
+    const char* e = std::getenv("MDCAST_FUZZ_STATS");
+    return e && *e == '1';
+  }();
+  void add(const feed::SubscriberCounters& c) {
+    if (!on) return;
+    ++inputs;
+    for (size_t i = 0; i < feed::SubscriberCounters::kCount; ++i) sum[i] += c.at(i).get();
+  }
+  ~Stats() {
+    if (!on) return;
+    std::fprintf(stderr, "subscriber counters summed over %llu inputs:\n", static_cast<unsigned long long>(inputs));
+    for (size_t i = 0; i < feed::SubscriberCounters::kCount; ++i)
+      std::fprintf(stderr, "  %-22.*s %llu\n", static_cast<int>(feed::SubscriberCounters::kInfo[i].name.size()),
+                   feed::SubscriberCounters::kInfo[i].name.data(), static_cast<unsigned long long>(sum[i]));
+  }
+} g_stats;
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -175,12 +201,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t next = 1;
   sub.on_control_connected(now);
 
-  auto rx = [&](std::span<const std::byte> d, feed::Rail r) {
+  auto rx = [&](std::span<const std::byte> d, feed::Rail r, bool lost) {
     if (known_bug(d, cfg)) return;
     DatagramHeader hd;
     if (validate_datagram(d, hd) == DatagramCheck::kOk && hd.sequenced() && seen.size() < 4096)
       seen[hd.sequence].assign(d.begin(), d.end());
-    sub.on_datagram(d, r, now);
+    if (!lost) sub.on_datagram(d, r, now);
   };
   auto frame = [&](std::span<const std::byte> f) {
     if (known_bug_frame(f)) return;
@@ -194,7 +220,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (op % 8) {
       case 0:
       case 1:
-        rx(p.rest(), op % 8 ? feed::Rail::kB : feed::Rail::kA);
+        rx(p.rest(), op % 8 ? feed::Rail::kB : feed::Rail::kA, op & 0x80);
         break;
       case 2:
         frame(p.rest());
@@ -204,7 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         sub.poll(now);
         break;
       case 4:
-        rx(datagram_around(p), feed::Rail::kA);
+        rx(datagram_around(p), feed::Rail::kA, op & 0x80);
         break;
       case 5:
         frame(frame_around(p, 1));
@@ -214,10 +240,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         else sub.on_control_disconnected();
         break;
       case 7: {
-        if (ctl.sent.empty()) break;
-        const auto req = parse_control(ctl.sent.back(), nullptr);
-        FUZZ_CHECK(req.has_value(), "the subscriber sent a malformed frame");
+        // Answers the k-th most recent request (status reports skipped), so
+        // recovery completes without the fuzzer guessing request ids.
         const uint8_t st = p.u8();
+        std::optional<ControlFrame> req;
+        for (size_t i = ctl.sent.size(), k = (st >> 4) % 4; i-- > 0;) {
+          auto f = parse_control(ctl.sent[i], nullptr);
+          FUZZ_CHECK(f.has_value(), "the subscriber sent a malformed frame");
+          if (std::holds_alternative<StatusReport>(f->body) || std::holds_alternative<Unsubscribe>(f->body)) continue;
+          if (k-- == 0) {
+            req = std::move(f);
+            break;
+          }
+        }
+        if (!req) break;
         if (const auto* r = std::get_if<RetransmitRequest>(&req->body)) {
           RetransmitReplyBuilder b(req->request_id, st & 8 ? r->session + 1 : r->session,
                                    static_cast<RetransmitStatus>(st % 4), r->from_seq, 1);
@@ -228,17 +264,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               b.add(it->second);
             }
           frame(std::move(b).finish());
-        } else if (std::get_if<SnapshotRequest>(&req->body)) {
+        } else if (const auto* q = std::get_if<SnapshotRequest>(&req->body)) {
+          const uint64_t snap = seen.empty() ? 0 : seen.rbegin()->first;
+          const uint8_t iseq = p.u8();
           SnapshotDataBuilder b(req->request_id, kSession);
           auto run = p.rest();
-          if (validate_message_run(run.data(), run.size()) >= 0 && !run.empty())
+          if (!run.empty() && validate_message_run(run.data(), run.size()) >= 0) {
             std::memcpy(b.reserve(run.size()), run.data(), run.size());
+          } else {
+            // No usable run in the input: empty books at `iseq` for what was asked.
+            std::vector<uint32_t> ids = q->instruments.ids;
+            if (q->instruments.all)
+              for (uint32_t i = 0; i < kInstruments; ++i) ids.push_back(i);
+            for (uint32_t i : ids)
+              write_snapshot_chunk_header(b.reserve(snapshot_chunk::kOrders), i, iseq, snap, 0, 1, 0,
+                                          TradingStatus::kTrading);
+          }
           frame(std::move(b).finish());
-          const uint64_t snap = seen.empty() ? 0 : seen.rbegin()->first;
           frame(encode_control(req->request_id, SnapshotDone{kSession, static_cast<SnapshotStatus>(st % 3),
                                                              kInstruments, st & 4 ? snap : st}));
         } else if (std::get_if<Subscribe>(&req->body)) {
-          frame(encode_control(req->request_id, SubscribeAck{kSession, st, 1, ctl::kAll}));
+          frame(encode_control(req->request_id, SubscribeAck{kSession, uint64_t{st} & 0x0fu, 1, ctl::kAll}));
         }
         break;
       }
@@ -257,5 +303,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                static_cast<unsigned long long>(sub.highest_sequence()));
   }
   if (sub.books()) check_books(*sub.books());
+  g_stats.add(sub.counters());
   return 0;
 }

@@ -55,6 +55,8 @@ struct World {
   feed::PublisherConfig cfg;
   std::unique_ptr<feed::PublisherCore> core;
   std::vector<Bytes> datagrams;  // by sequence - 1
+  std::unique_ptr<book::Generator> gen;
+  uint64_t now = 1'000'000;
   explicit World(uint32_t messages, size_t max_datagram = 512, bool crc = true) {
     cfg.session = 100;
     cfg.sender_id = 5;
@@ -71,22 +73,25 @@ struct World {
     g.max_orders = 10;
     g.price_band_ticks = 3;
     g.halt_probability = 0.01;
-    book::Generator gen(g);
-    uint64_t now = 1'000'000;
-    for (uint32_t i = 0; i < messages; ++i) {
+    gen = std::make_unique<book::Generator>(g);
+    more(messages);
+  }
+  // Publishes n more generated messages and commits them.
+  void more(uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
       Message m;
-      gen.next(m);
+      gen->next(m);
       if (core->stage(m, now += 100) != feed::PublishResult::kOk) std::abort();
       take(now);
     }
     core->commit_open(now);
     take(now);
   }
-  void take(uint64_t now) {
+  void take(uint64_t at) {
     for (uint64_t s = core->next_unsent(); s <= core->last_committed(); ++s) {
       const auto d = core->datagram(s);
       datagrams.emplace_back(d.begin(), d.end());
-      core->mark_sent(s, d.size(), now);
+      core->mark_sent(s, d.size(), at);
     }
   }
   Bytes opaque(uint32_t inst, size_t n) {
@@ -167,18 +172,42 @@ void subscriber_seeds() {
     Bytes s = byte(0);
     append(s, op(7, byte(0)));  // answers the subscribe
     for (size_t i = 0; i < w.datagrams.size(); ++i)
-      if (i % 5 != 2) append(s, op(i % 2 ? 1 : 0, w.datagrams[i]));
+      append(s, op(static_cast<uint8_t>((i % 2 ? 1 : 0) | (i % 5 == 2 ? 0x80 : 0)), w.datagrams[i]));  // 0x80: lost
     for (int k = 0; k < 6; ++k) {
       append(s, op(3, u32(0)));
-      append(s, op(7, byte(0)));
+      for (uint8_t j = 0; j < 3; ++j) append(s, op(7, byte(static_cast<uint8_t>(j << 4))));  // each outstanding one
     }
     append(s, op(0, w.heartbeat()));
+    // Then a gap the publisher no longer holds.
+    const size_t before = w.datagrams.size();
+    w.more(60);
+    for (size_t i = before; i < w.datagrams.size(); ++i)
+      append(s, op(static_cast<uint8_t>(i == before ? 0x80 : 0), w.datagrams[i]));
     const auto snap = w.snapshot(9, SnapshotRequest{});
-    Bytes answer = byte(4);  // snapshot status ok, snap seq = newest seen
+    Bytes answer = cat({byte(6), byte(0)});  // status ok (6 % 3), snapshot at the newest seen; iseq unused
     append(answer, Bytes(snap[0].begin() + 16, snap[0].end()));
     append(s, op(3, u32(5000)));
     append(s, op(7, byte(1)));  // too old: forces the snapshot
     append(s, op(7, answer));
+    write("fuzz_subscriber", s);
+  }
+  // A checksum mismatch recovered by a single-instrument snapshot, while
+  // other instruments flow (synthesised empty book at iseq 0 -> replays).
+  {
+    World w(80);
+    Bytes s = byte(0);
+    append(s, op(7, byte(0)));
+    for (const auto& d : w.datagrams) append(s, op(0, d));
+    Bytes hb = w.heartbeat();
+    const size_t first = dgram::kHeaderSize + heartbeat::kEntries;
+    if (first + heartbeat::kEntrySize <= hb.size())
+      hb[first + heartbeat::kEntryChecksum] ^= std::byte{0x20};  // the first entry's checksum disagrees
+    append(s, op(4, cat({byte(kFlagUnsequenced), byte(static_cast<uint8_t>(w.datagrams.size())), byte(0), run_of(hb)})));
+    const size_t before = w.datagrams.size();
+    w.more(60);
+    for (size_t i = before; i < w.datagrams.size(); ++i) append(s, op(0, w.datagrams[i]));
+    for (uint8_t k = 0; k < 4; ++k) append(s, op(7, cat({byte(static_cast<uint8_t>(k << 4)), byte(0)})));
+    append(s, op(3, u32(500)));
     write("fuzz_subscriber", s);
   }
   // Fragments, a filter, a session change, a checksum mismatch.
