@@ -206,11 +206,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     DatagramHeader hd;
     if (validate_datagram(d, hd) == DatagramCheck::kOk && hd.sequenced() && seen.size() < 4096)
       seen[hd.sequence].assign(d.begin(), d.end());
-    if (!lost) sub.on_datagram(d, r, now);
+    // An exact-size copy: ASan then sees any read past the end (builders
+    // and the input buffer may have bytes after it).
+    const std::vector<std::byte> exact(d.begin(), d.end());
+    if (!lost) sub.on_datagram(exact, r, now);
   };
   auto frame = [&](std::span<const std::byte> f) {
     if (known_bug_frame(f)) return;
-    sub.on_control_frame(f, now);
+    const std::vector<std::byte> exact(f.begin(), f.end());
+    sub.on_control_frame(exact, now);
   };
 
   for (int ops = 0; !in.empty() && ops < 512; ++ops) {
