@@ -328,7 +328,7 @@ bool RetransmitReplyBuilder::add(std::span<const std::byte> d, size_t max_frame)
   const size_t at = buf_.size();
   buf_.resize(at + 2 + d.size());
   store_le<uint16_t>(buf_.data() + at, static_cast<uint16_t>(d.size()));
-  std::memcpy(buf_.data() + at + 2, d.data(), d.size());
+  if (!d.empty()) std::memcpy(buf_.data() + at + 2, d.data(), d.size());  // null data() when empty
   ++count_;
   return true;
 }

@@ -233,7 +233,8 @@ size_t write_fragment(std::byte* out, uint32_t instrument, uint32_t message_id, 
   store_le<uint16_t>(out + fragment::kIndex, index);
   store_le<uint16_t>(out + fragment::kCount, count);
   store_le<uint32_t>(out + fragment::kTotalLength, total_length);
-  std::memcpy(out + fragment::kPayload, piece.data(), piece.size());
+  // memcpy from an empty span's null data() is undefined even for 0 bytes.
+  if (!piece.empty()) std::memcpy(out + fragment::kPayload, piece.data(), piece.size());
   return len;
 }
 
