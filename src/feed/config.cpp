@@ -20,8 +20,7 @@ void PublisherConfig::validate() const {
 void SubscriberConfig::validate() const {
   if (max_datagram < wire::kMinDatagram || max_datagram > wire::kMaxDatagram)
     fail("max_datagram {} outside [{}, {}]", max_datagram, wire::kMinDatagram, wire::kMaxDatagram);
-  if (window_bytes < 16 * wire::kMaxDatagram)
-    fail("window_bytes {} must hold at least 16 datagrams of {} bytes", window_bytes, wire::kMaxDatagram);
+  if (window_bytes < 16 * max_datagram) fail("window_bytes {} must hold at least 16 datagrams", window_bytes);
   if (max_message < 64 || max_message > wire::kMaxMessage)
     fail("max_message {} outside [64, {}]", max_message, wire::kMaxMessage);
   if (request_timeout_ns == 0) fail("request_timeout must be positive");

@@ -51,17 +51,6 @@ class Reader {
   size_t n_;
 };
 
-// Known bugs (each has a DISABLED_ unit test and is in tests/fuzz/README.md)
-// are stepped around by default, so a fuzz run keeps looking for new ones.
-// MDCAST_FUZZ_NO_GUARDS=1 removes the guards to reproduce them.
-inline bool guards_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("MDCAST_FUZZ_NO_GUARDS");
-    return !(e && *e == '1');
-  }();
-  return on;
-}
-
 // Recomputes a BookSet's checksums and levels from its orders; aborts on any
 // disagreement with the incrementally maintained state.
 inline void check_books(const book::BookSet& b) {

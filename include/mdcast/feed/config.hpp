@@ -68,7 +68,7 @@ struct SubscriberConfig {
   std::string credential;
   bool all_instruments = true;
   std::vector<uint32_t> instruments;  // the filter when !all_instruments
-  size_t max_datagram = wire::kMaxDatagram;
+  size_t max_datagram = wire::kMaxDatagram;  // largest datagram accepted (window slot size)
   size_t window_bytes = 16u << 20; // out-of-order / recovery buffer
   bool maintain_books = true;      // apply messages to local books (needed for checksum checks)
   book::BookConfig books;

@@ -41,6 +41,7 @@ namespace mdcast::feed {
   X(messages_filtered, "messages skipped by the instrument filter")               \
   X(malformed, "datagrams failing validation (dropped, recovered as gaps)")       \
   X(crc_errors, "datagrams with a CRC mismatch (subset of malformed)")            \
+  X(oversized, "datagrams above max_datagram (subset of malformed)")         \
   X(foreign_channel, "datagrams for another channel")                             \
   X(dropped_own, "own looped-back datagrams dropped")                             \
   X(stale_session, "datagrams of an older session dropped")                       \

@@ -25,10 +25,7 @@ Subscriber<H>::Subscriber(const SubscriberConfig& cfg, H& handler, ControlChanne
   if (!cfg.all_instruments)
     for (uint32_t i : cfg.instruments) filter_[i] = 1;
   std::fill_n(irec_of_.get(), n_inst_, kNoRec);
-  // Slots hold the largest datagram the protocol allows, not the configured
-  // one: a publisher with a larger MTU (or a retransmit reply) must not be
-  // able to spill into the next slot.
-  slot_bytes_ = (wire::kMaxDatagram + 63) / 64 * 64;
+  slot_bytes_ = (cfg.max_datagram + 63) / 64 * 64;
   n_slots_ = cfg.window_bytes / slot_bytes_;
   window_ = std::make_unique<std::byte[]>(n_slots_ * slot_bytes_);
   meta_ = std::make_unique<Meta[]>(n_slots_);
@@ -64,6 +61,13 @@ void Subscriber<H>::on_datagram(std::span<const std::byte> d, Rail rail, uint64_
   if (chk != wire::DatagramCheck::kOk) {
     counters_->malformed.add();
     if (chk == wire::DatagramCheck::kBadCrc) counters_->crc_errors.add();
+    return;
+  }
+  if (d.size() > cfg_.max_datagram) {
+    // Larger than this subscriber was configured for (its window slots):
+    // a configuration mismatch with the publisher, counted, never copied.
+    counters_->malformed.add();
+    counters_->oversized.add();
     return;
   }
   if (h.channel != cfg_.channel) {
