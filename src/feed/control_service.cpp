@@ -284,7 +284,7 @@ void ControlService::tick(uint64_t now) {
   counters_->slowest_capacity.set(slowest);
   if (p.mode == PacingMode::kSlowest) {
     const double rate = slowest ? std::max(p.min_rate, static_cast<double>(slowest)) : p.rate;
-    core_.pacer().set_rate(rate);
+    if (rate != core_.pacer().rate()) core_.set_pacing_rate(rate);
   }
 }
 

@@ -1,6 +1,6 @@
 // Shared pieces of the fuzz targets: a reader that carves the input into
 // fields, a check that aborts (libFuzzer reports it as a crash, with the
-// input), and the switch for known-bug guards.
+// input).
 #pragma once
 
 #include <cstddef>

@@ -577,6 +577,27 @@ TEST_F(SubscriberTest, WindowOverflowGoesToSnapshot) {
   expect_books_equal();
 }
 
+// A valid datagram with an absurd sequence (a rogue sender on a medium
+// without CRC) forces one snapshot, not an endless series of them.
+TEST_F(SubscriberTest, FarAheadSequenceCostsOneSnapshotNotAnEndlessRecovery) {
+  start();
+  publish_pairs(5);
+  rx(feed_.dg(1));
+  rx(DatagramBuilder(~uint64_t{0} - 1, kSession, kChannel, kPubSender).add(feed_.add(9)).build());
+  EXPECT_TRUE(sub_->in_snapshot());
+  reply(feed_.snapshot(ctl_.all<SnapshotRequest>().at(0).first, feed_.instruments_with_data()));
+  EXPECT_FALSE(sub_->in_snapshot());
+  EXPECT_EQ(sub_->next_sequence(), 6u);
+  EXPECT_EQ(sub_->highest_sequence(), 5u) << "the bogus sequence is forgotten";
+  publish_pairs(1);
+  rx(feed_.dg(6));
+  ctl_.clear();
+  poll();
+  EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty());
+  EXPECT_TRUE(sub_->caught_up());
+  expect_books_equal();
+}
+
 TEST_F(SubscriberTest, GapWiderThanTheRetransmitSpanGoesToSnapshot) {
   auto c = sub_config();
   c.max_retransmit_span = 5;

@@ -75,7 +75,11 @@ class PublisherCore {
   [[nodiscard]] uint32_t session() const noexcept { return session_; }
   [[nodiscard]] const book::BookSet& books() const noexcept { return books_; }
   [[nodiscard]] const RetransmitRing& ring() const noexcept { return ring_; }
-  [[nodiscard]] Pacer& pacer() noexcept { return pacer_; }
+  [[nodiscard]] const Pacer& pacer() const noexcept { return pacer_; }
+  void set_pacing_rate(double r) noexcept {
+    pacer_.set_rate(r);
+    counters_->pacing_rate.set(static_cast<uint64_t>(r));
+  }
   [[nodiscard]] book::ApplyResult last_reject() const noexcept { return last_reject_; }
   [[nodiscard]] const PublisherCounters& counters() const noexcept { return *counters_; }
   [[nodiscard]] size_t datagram_capacity() const noexcept { return cfg_.max_datagram - wire::dgram::kHeaderSize; }

@@ -315,7 +315,11 @@ void Subscriber<H>::start_session(uint32_t s) noexcept {
   session_ended_ = false;
   n_reqs_ = 0;
   snap_sent_ = false;
-  for (size_t i = 0; i < n_slots_; ++i) meta_[i].seq = 0;
+  for (size_t i = 0; i < n_slots_; ++i)
+    if (meta_[i].seq != 0) {
+      meta_[i].seq = 0;
+      counters_->window_discards.add();  // the old session's: never to be delivered
+    }
   cancel_irecs();
   reasm_.reset();
   std::fill_n(last_iseq_.get(), n_inst_, 0u);
@@ -328,11 +332,11 @@ void Subscriber<H>::start_session(uint32_t s) noexcept {
 template <SubscriberHandler H>
 void Subscriber<H>::handle_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h,
                                        uint64_t now) noexcept {
+  counters_->heartbeats.add();  // per datagram: the counters' balance counts datagrams
   wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
   wire::MessageView v;
   while (cur.next(v)) {
     if (v.type() != wire::MsgType::kHeartbeat) continue;
-    counters_->heartbeats.add();
     const wire::HeartbeatView hb(v);
     const uint64_t last = hb.last_seq();
     if (last > highest_seen_) {  // tail loss: the publisher sent more than we saw
@@ -552,7 +556,14 @@ void Subscriber<H>::finish_snapshot(uint64_t snap_seq, uint64_t now) noexcept {
       counters_->window_discards.add();
     }
   }
-  if (highest_seen_ < snap_seq) highest_seen_ = snap_seq;
+  // What is still expected comes from what is buffered and the snapshot, not
+  // from a sequence seen earlier: a bogus far-ahead datagram (a rogue sender
+  // on a medium without CRC) must not keep the subscriber recovering forever.
+  // Heartbeats re-announce the true tail.
+  highest_seen_ = snap_seq;
+  for (size_t i = 0; i < n_slots_; ++i)
+    if (meta_[i].seq > highest_seen_) highest_seen_ = meta_[i].seq;
+  counters_->highest_sequence.set(highest_seen_);
   for (uint32_t i = 0; i < n_inst_; ++i)
     if (filter_[i]) handler_.on_snapshot(i, books_.get());
   gap_open_ = false;
