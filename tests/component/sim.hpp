@@ -17,38 +17,9 @@
 #include "mdcast/feed/publisher.hpp"
 #include "mdcast/feed/subscriber.hpp"
 #include "mdcast/media/mem/mem_medium.hpp"
+#include "recorder.hpp"
 
 namespace mdcast::test {
-
-uint64_t message_hash(const wire::Message& m);
-
-// What a subscriber saw, per instrument, in order: messages and snapshots.
-struct Recorder {
-  struct Event {
-    bool snapshot;
-    uint32_t iseq;
-    uint64_t hash;
-  };
-  std::vector<std::vector<Event>> per_inst;
-  uint64_t resets = 0;
-  uint64_t delivered = 0;
-  uint64_t recovered = 0;
-  std::vector<uint64_t> latencies;
-
-  explicit Recorder(uint32_t n) : per_inst(n) {}
-  void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
-    per_inst[m.instrument].push_back({false, m.instrument_seq, message_hash(m)});
-    ++delivered;
-    recovered += d.recovered;
-  }
-  void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
-    per_inst[inst].push_back({true, b ? b->book(inst).instrument_seq() : 0, 0});
-  }
-  void on_reset(uint32_t) noexcept {
-    for (auto& v : per_inst) v.clear();
-    ++resets;
-  }
-};
 
 struct SubSpec {
   std::string name = "sub";

@@ -14,6 +14,7 @@
 #include "mdcast/book/generator.hpp"
 #include "mdcast/feed/publisher.hpp"
 #include "mdcast/feed/subscriber.hpp"
+#include "recorder.hpp"
 
 namespace mdcast::test::verbs {
 
@@ -28,34 +29,8 @@ book::GeneratorConfig generator_config(const Scenario& s);
 feed::PublisherConfig publisher_config(const Scenario& s, size_t max_datagram);
 feed::SubscriberConfig subscriber_config(const Scenario& s, size_t max_datagram);
 
-uint64_t message_hash(const wire::Message& m);
-
-// What a subscriber delivered, per instrument, in order.
-struct Recorder {
-  struct Event {
-    bool snapshot;
-    uint32_t iseq;
-    uint64_t hash;
-  };
-  std::vector<std::vector<Event>> per_inst;
-  uint64_t delivered = 0;
-  uint64_t recovered = 0;
-  uint64_t resets = 0;
-
-  explicit Recorder(uint32_t n) : per_inst(n) {}
-  void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
-    per_inst[m.instrument].push_back({false, m.instrument_seq, message_hash(m)});
-    ++delivered;
-    recovered += d.recovered;
-  }
-  void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
-    per_inst[inst].push_back({true, b ? b->book(inst).instrument_seq() : 0, 0});
-  }
-  void on_reset(uint32_t) noexcept {
-    for (auto& v : per_inst) v.clear();
-    ++resets;
-  }
-};
+using test::message_hash;
+using test::Recorder;
 
 // The publication replayed without a medium: the books a subscriber must end
 // with and, per instrument, the hash of message i+1.
