@@ -64,8 +64,9 @@ void Progress::done() {
   std::fflush(stderr);
 }
 
-bool supervise(std::vector<mdcast::bench::ChildProcess>& kids, uint64_t t0, uint64_t total_ns, uint64_t deadline,
-               std::atomic<uint32_t>& abort, Progress& progress, const std::function<std::string()>& detail) {
+bool supervise(std::vector<mdcast::bench::ChildProcess>& kids, const std::atomic<uint64_t>& t0, uint64_t total_ns,
+               uint64_t deadline, std::atomic<uint32_t>& abort, Progress& progress,
+               const std::function<std::string()>& detail) {
   for (;;) {
     bool all = true;
     for (auto& k : kids) all &= k.poll();
@@ -77,8 +78,9 @@ bool supervise(std::vector<mdcast::bench::ChildProcess>& kids, uint64_t t0, uint
       progress.done();
       return false;
     }
-    progress.update((static_cast<double>(now) - static_cast<double>(t0)) / 1e9, static_cast<double>(total_ns) / 1e9,
-                    detail());
+    const uint64_t start = t0.load(std::memory_order_relaxed);
+    progress.update(start ? (static_cast<double>(now) - static_cast<double>(start)) / 1e9 : 0,
+                    static_cast<double>(total_ns) / 1e9, (start ? "" : "priming the rings; ") + detail());
     sleep_for_ns(20 * kNsPerMs);
   }
   progress.done();
@@ -119,6 +121,7 @@ struct Plan {
   int probe_steps = 6;
   size_t message_bytes = 64;
   uint64_t flush_interval_ns = 0;  // batching runs (throughput, fan-out)
+  uint64_t control_poll_ns = 0;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -167,6 +170,7 @@ Plan make_plan(const Settings& s, const BenchArgs& a) {
   p.c2c_warmup = p.c2c_round_trips / 10;
   p.probe_steps = a.quick ? 2 : 6;
   p.flush_interval_ns = s.pub.flush_interval_ns;
+  p.control_poll_ns = parse_duration(a.control_poll);
   return p;
 }
 
@@ -222,6 +226,11 @@ Histogram merged_latency(const RunResult& r) {
 double cpu_ns_per_msg(const RunResult& r) {
   return r.pub.window_messages ? static_cast<double>(r.pub.window_cpu_ns) / static_cast<double>(r.pub.window_messages)
                                : std::nan("");
+}
+double control_ns_per_msg(const RunResult& r) {
+  return r.pub.window_messages
+             ? static_cast<double>(r.pub.window_control_ns) / static_cast<double>(r.pub.window_messages)
+             : std::nan("");
 }
 double bytes_per_msg(const RunResult& r) {
   return r.pub.window_messages ? static_cast<double>(r.pub.window_bytes) / static_cast<double>(r.pub.window_messages)
@@ -300,6 +309,8 @@ void collect_metrics(Rep& rep) {
     m.emplace_back(k + ".delivered_msgs_per_s_min", min_sub_rate(f.r));
     const double c = cpu_ns_per_msg(f.r);
     m.emplace_back(k + ".pub_cpu_ns_per_msg", c);
+    m.emplace_back(k + ".pub_control_ns_per_msg", control_ns_per_msg(f.r));
+    m.emplace_back(k + ".pub_data_path_ns_per_msg", c - control_ns_per_msg(f.r));
     m.emplace_back(k + ".bytes_per_msg", bytes_per_msg(f.r));
     const Histogram h = merged_latency(f.r);
     if (h.count()) {
@@ -317,6 +328,9 @@ void collect_metrics(Rep& rep) {
     const auto* last = &rep.fan.back();
     const double a = cpu_ns_per_msg(first->r), b = cpu_ns_per_msg(last->r);
     if (!std::isnan(a) && !std::isnan(b) && a > 0) m.emplace_back("fanout.pub_cost_change_pct", 100.0 * (b / a - 1.0));
+    const double da = a - control_ns_per_msg(first->r), db = b - control_ns_per_msg(last->r);
+    if (!std::isnan(da) && !std::isnan(db) && da > 0)
+      m.emplace_back("fanout.pub_data_path_cost_change_pct", 100.0 * (db / da - 1.0));
     m.emplace_back("fanout.pub_cost_max_over_min_pct", 100.0 * (hi / lo - 1.0));
   }
 }
@@ -363,6 +377,7 @@ class Runner {
         spec.orders = plan_.orders;
         spec.books = plan_.orders;
         spec.flush_interval_ns = 0;
+        spec.control_poll_ns = plan_.control_poll_ns;
         spec.window = plan_.lat_window;
         lp.md = m_.run(spec, progress_);
         rep.lat.push_back(std::move(lp));
@@ -383,8 +398,10 @@ class Runner {
         spec.message_bytes = plan_.message_bytes;
         spec.flush_interval_ns = plan_.flush_interval_ns;
         spec.pub_idle = IdleMode::kBackoff;  // sleeps when nothing is due: its CPU time is its cost
+        spec.burst_ns = kNsPerMs;  // one wake-up per ms: CPU time is publishing, not pacing
         spec.sub_idle = f.crowded ? IdleMode::kBackoff : IdleMode::kSpin;
         spec.sample_per_datagram = true;
+        spec.control_poll_ns = plan_.control_poll_ns;
         spec.window = plan_.fan_window;
         f.r = m_.run(spec, progress_);
         rep.fan.push_back(std::move(f));
@@ -409,6 +426,7 @@ class Runner {
     spec.message_bytes = plan_.message_bytes;
     spec.flush_interval_ns = plan_.flush_interval_ns;
     spec.sample_per_datagram = true;
+    spec.control_poll_ns = plan_.control_poll_ns;
     spec.window = plan_.probe_window;
     return m_.run(spec, progress_);
   }
@@ -483,6 +501,16 @@ std::string rate_str(double v) {
   if (v >= 1e6) return fmt::format("{:.2f} M/s", v / 1e6);
   if (v >= 1e3) return fmt::format("{:.0f} k/s", v / 1e3);
   return fmt::format("{:.0f} /s", v);
+}
+
+std::string probe_verdict(const Probe& p) {
+  if (p.pass) return "ok";
+  if (!p.r.completed) return "failed: " + p.r.error;
+  if (const uint64_t l = lapped_total(p.r)) return fmt::format("lapped ({} datagrams)", l);
+  for (const auto& s : p.r.subs)
+    if (s.snapshots || s.gaps) return fmt::format("{} gaps, {} snapshots", s.gaps, s.snapshots);
+  if (lost_total(p.r)) return fmt::format("{} messages lost", lost_total(p.r));
+  return fmt::format("publisher reached only {}", rate_str(p.r.pub.rate));
 }
 
 class Summary {
@@ -620,8 +648,7 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
       fmt::print("{}\n", t->publisher_bound ? " and all delivered: the publisher is the limit"
                                             : "; the subscriber is the limit (the fastest lossless rate was searched)");
       fmt::print("  probes (run 1):");
-      for (const auto& p : t->probes)
-        fmt::print(" {}{}", p.offered == 0 ? "unpaced" : rate_str(p.offered), p.pass ? " ok" : fmt::format(" LOSS({})", lapped_total(p.r)));
+      for (const auto& p : t->probes) fmt::print(" {} {};", p.offered == 0 ? "unpaced" : rate_str(p.offered), probe_verdict(p));
       fmt::print("\n");
       if (t->best < 0) fmt::print("  no probe was lossless: see the warnings\n");
     }
@@ -629,8 +656,8 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
   }
   if (plan.fanout) {
     fmt::print("fan-out @ {} msg/s offered, {}-byte messages\n", rate_key(plan.fanout_rate), plan.message_bytes);
-    fmt::print("  {:>4} {:>16} {:>17} {:>10} {:>10} {:>10}  {}\n", "subs", "delivered/sub", "publisher CPU/msg",
-               "bytes/msg", "p50", "p99", "");
+    fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10} {:>10} {:>10}\n", "subs", "delivered/sub", "pub CPU/msg",
+               "of it control", "bytes/msg", "p50", "p99");
     for (size_t i = 0; i < plan.fanout_counts.size(); ++i) {
       const uint32_t n = plan.fanout_counts[i];
       const std::string k = fmt::format("fanout.{}", n);
@@ -641,17 +668,19 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
           crowded |= r.fan[i].crowded;
           lost += lapped_total(r.fan[i].r);
         }
-      fmt::print("  {:>4} {:>16} {:>17} {:>10.1f} {:>10} {:>10}  {:<6}{}{}\n", n, rate_str(S.median(k + ".delivered_msgs_per_s_min")),
-                 ns_str(S.median(k + ".pub_cpu_ns_per_msg")), S.median(k + ".bytes_per_msg"),
+      fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10.1f} {:>10} {:>10}  {:<6}{}{}\n", n,
+                 rate_str(S.median(k + ".delivered_msgs_per_s_min")), ns_str(S.median(k + ".pub_cpu_ns_per_msg")),
+                 ns_str(S.median(k + ".pub_control_ns_per_msg")), S.median(k + ".bytes_per_msg"),
                  ns_str(S.median(k + ".one_way_ns.p50")), ns_str(S.median(k + ".one_way_ns.p99")),
                  S.spread(k + ".pub_cpu_ns_per_msg"), crowded ? " crowded" : "",
                  lost ? fmt::format(" LAPPED {}", lost) : "");
     }
     const double change = S.median("fanout.pub_cost_change_pct");
     if (!std::isnan(change))
-      fmt::print("  publisher CPU per message, {} -> {} subscribers: {:+.1f} %\n", plan.fanout_counts.front(),
-                 plan.fanout_counts.back(), change);
-    fmt::print("  (latency columns: batching on, flush interval {}, so they include batching delay)\n\n",
+      fmt::print("  publisher CPU per message, {} -> {} subscribers: {:+.1f} % (without the control plane: {:+.1f} %)\n",
+                 plan.fanout_counts.front(), plan.fanout_counts.back(), change,
+                 S.median("fanout.pub_data_path_cost_change_pct"));
+    fmt::print("  (publishing in 1 ms bursts; batching on, flush interval {}: latency includes batching delay)\n\n",
                format_duration(plan.flush_interval_ns));
   }
   fmt::print("targets (2-core build VM, idle, median of 3)                   target                          measured\n");
@@ -764,7 +793,7 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
   j.field("latency_duration_s", static_cast<double>(plan.lat_window.duration_ns) / 1e9);
   j.field("probe_duration_s", static_cast<double>(plan.probe_window.duration_ns) / 1e9);
   j.field("fanout_duration_s", static_cast<double>(plan.fan_window.duration_ns) / 1e9);
-  j.field("c2c_round_trips", plan.c2c_round_trips);
+  j.field("c2c_round_trips", plan.c2c_round_trips).field("control_poll_ns", plan.control_poll_ns);
   j.end_object();
   j.key("warnings").begin_array();
   for (const auto& w : warnings) j.value(w);
@@ -825,6 +854,7 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
         j.field("offered", p.offered).field("pass", p.pass).field("published_msgs_per_s", p.r.pub.rate);
         j.field("delivered_msgs_per_s_min", min_sub_rate(p.r)).field("lapped", lapped_total(p.r));
         j.field("lost", lost_total(p.r)).field("preempted", static_cast<int64_t>(preempted_total(p.r)));
+        j.field("verdict", probe_verdict(p));
         if (!p.r.error.empty()) j.field("error", p.r.error);
         j.end_object();
       }
@@ -836,6 +866,7 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
       j.begin_object();
       j.field("subscribers", f.n).field("offered_rate", plan.fanout_rate).field("crowded", f.crowded);
       j.field("delivered_msgs_per_s_min", min_sub_rate(f.r)).field("publisher_cpu_ns_per_msg", cpu_ns_per_msg(f.r));
+      j.field("publisher_control_ns_per_msg", control_ns_per_msg(f.r));
       j.field("bytes_per_msg", bytes_per_msg(f.r)).field("medium_bytes_per_msg", medium_bytes_per_msg(f.r));
       j.key("run");
       json_run(j, f.r);
@@ -933,6 +964,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   b->add_option("--warmup", a.warmup, "warm-up before each measured window (default 1s; --quick 200ms)");
   b->add_option("--duration", a.duration, "measured window of the latency runs (default 5s; --quick 500ms); "
                                           "fan-out runs use half, throughput probes a quarter");
+  b->add_option("--control-poll", a.control_poll,
+                 "least time between control-plane polls in the duty loops (default 100us; 0: every idle round, "
+                 "as `mdcast publish/subscribe` do)");
   b->add_option_function<std::string>(
       "--progress", [&a](const std::string& v) { a.progress = v == "true" || v == "1" || v == "yes" ? 1 : 0; },
       "live progress line: true/false (default: when stderr is a terminal)");
@@ -998,7 +1032,9 @@ int run_bench(Settings& s, const BenchArgs& a) {
   if (load1[0] > 0.5 && load0[0] <= 0.5)
     warnings.push_back(fmt::format("load average {:.2f} at the end: other work ran meanwhile", load1[0]));
   const Summary S(reps);
-  fmt::print("clock: CLOCK_MONOTONIC read costs {:.0f} ns (each latency includes one read at each end)\n", clock_ns);
+  fmt::print("clock: CLOCK_MONOTONIC read costs {:.0f} ns (each latency includes one read at each end); "
+             "control plane polled every {}\n",
+             clock_ns, plan.control_poll_ns ? format_duration(plan.control_poll_ns) : "idle round (as mdcast publish/subscribe)");
   print_report(S, reps, plan, *medium, warnings, a.repeat);
   if (!a.json.empty()) {
     std::ofstream f(a.json);

@@ -4,11 +4,16 @@
 // Their duty loops follow runners.cpp step for step (burst of up to 256
 // messages, poll, control plane every 64 rounds or when idle; subscriber
 // batches of 64 datagrams, control every 16 rounds or when idle), so what is
-// measured is what those commands do, plus a measurement window:
+// measured is what those commands do, plus a measurement window, plus one
+// knob: RunSpec::control_poll_ns spaces control-plane polls in time (0 is
+// exactly runners.cpp). Polling costs a system call per client, and with
+// nothing else to do the runners' loops poll on every round:
 //
-//   t0 ........ t0 + warmup ................ t0 + warmup + duration
-//   publishing starts   the window opens: counts, CPU time   publishing ends
+//   go ... priming ... t0 ........ t0 + warmup ........... t0 + warmup + duration
+//                      paced publishing   the window opens: counts, CPU time   ends
 //
+// Priming writes one lap over the rings first (see RunSpec::prime_datagrams);
+// the publisher then announces t0 on the board.
 // Latency samples are taken for messages *sent* inside the window, delivery
 // rates for messages *delivered* inside it. Results go to a RunBoard in
 // memory shared with the parent.
@@ -24,6 +29,7 @@
 
 #include "bench_medium.hpp"
 #include "mdcast/bench/cpu.hpp"
+#include "mdcast/bench/tsc.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
@@ -46,6 +52,7 @@ struct alignas(64) ProcBoard {
   std::atomic<uint64_t> progress{0};  // messages published / delivered so far
   uint64_t total = 0;
   uint64_t window_messages = 0, window_datagrams = 0, window_bytes = 0, window_cpu_ns = 0, window_ns = 0;
+  uint64_t window_control_ns = 0;
   uint64_t lapped = 0, gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
   Histogram latency;
   char outcome[256]{};
@@ -128,6 +135,7 @@ int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoar
   feed::Publisher<typename Driver::Sink> pub(pc, drv.sink(), drv.ring_memory());
   feed::ControlService svc(feed::ControlConfig{}, pub.core());
   MessageSource src(s, spec);
+  const auto tsc = mdcast::bench::TscClock::calibrate();
   me.finish(ProcState::kReady);
 
   // Serve subscriptions until the parent says go.
@@ -143,34 +151,69 @@ int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoar
     pub.poll(now);
     sleep_for_ns(200 * kNsPerUs);
   }
-  const uint64_t t0 = b.t0.load();
+  const auto& pcnt = pub.core().counters();
+  uint64_t published = 0;
+  wire::Message m;
+
+  // Priming: one-message datagrams, a quarter ring ahead of the slowest
+  // subscriber at most (their progress counts messages, one per datagram here).
+  const uint64_t prime = std::max<uint64_t>(spec.prime_datagrams, pub.core().ring().slots()) + 256;
+  const uint64_t lead = std::max<uint64_t>(spec.prime_datagrams / 4, 64);
+  uint32_t nsubs = 0;
+  while (nsubs < RunBoard::kMaxSubscribers && b.subs[nsubs].get() != ProcState::kStarting) ++nsubs;
+  uint32_t prime_iter = 0;
+  while (pcnt.datagrams_sent.get() < prime && !b.stopping()) {
+    uint64_t slowest = UINT64_MAX;
+    for (uint32_t i = 0; i < nsubs; ++i) slowest = std::min(slowest, b.subs[i].progress.load(std::memory_order_relaxed));
+    const uint64_t now = monotonic_ns();
+    if (published < slowest + lead) {
+      src.next(m);
+      if (pub.publish(m, now) != feed::PublishResult::kOk) {
+        me.set_outcome("a message was refused by the publisher while priming: a bug");
+        me.finish(ProcState::kFailed);
+        return 1;
+      }
+      pub.flush(now);
+      ++published;
+    }
+    if ((++prime_iter & 63) == 0 || published >= slowest + lead) {
+      drv.poll_control(svc, now);
+      svc.tick(now);
+      me.progress.store(published, std::memory_order_relaxed);
+      if (published >= slowest + lead) sleep_for_ns(20 * kNsPerUs);
+    }
+  }
+  const uint64_t t0 = monotonic_ns() + kNsPerMs;
+  b.t0.store(t0, std::memory_order_release);
   const uint64_t warm_end = t0 + spec.window.warmup_ns;
   const uint64_t end = warm_end + spec.window.duration_ns;
+  const uint64_t primed = published;
   while (monotonic_ns() < t0) {
   }
 
   struct Mark {
-    uint64_t messages, datagrams, bytes, cpu, time;
+    uint64_t messages, datagrams, bytes, cpu, time, control_ticks;
   };
-  const auto& pcnt = pub.core().counters();
-  uint64_t published = 0;
+  uint64_t control_ticks = 0;  // spent in control-plane polls
   auto mark = [&](uint64_t now) {
-    return Mark{published, pcnt.datagrams_sent.get(), pcnt.bytes_sent.get(), mdcast::bench::process_cpu_ns(), now};
+    return Mark{published, pcnt.datagrams_sent.get(), pcnt.bytes_sent.get(), mdcast::bench::process_cpu_ns(), now,
+                control_ticks};
   };
   std::optional<Mark> w0;
 
   // The duty loop of runners.cpp publish_loop, with the window marks.
   IdleStrategy idle(spec.pub_idle);
   const double per_ns = spec.rate / 1e9;
-  wire::Message m;
   bool pending = false;
   uint32_t iter = 0;
+  uint64_t last_control = 0;
   uint64_t now = t0;
   while (!b.stopping()) {
     now = monotonic_ns();
     if (now >= end) break;
     if (!w0 && now >= warm_end) w0 = mark(now);
-    const uint64_t due = spec.rate > 0 ? static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1 : published + 256;
+    const uint64_t due =
+        spec.rate > 0 ? primed + static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1 : published + 256;
     bool worked = false;
     for (int burst = 0; published < due && burst < 256; ++burst) {
       if (!pending) {
@@ -189,17 +232,26 @@ int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoar
       worked = true;
     }
     pub.poll(now);
-    if (!worked || (++iter & 63) == 0) {
+    if ((!worked || (++iter & 63) == 0) && now - last_control >= spec.control_poll_ns) {
+      last_control = now;
+      const uint64_t c0 = mdcast::bench::TscClock::now();
       drv.poll_control(svc, now);
       svc.tick(now);
+      control_ticks += mdcast::bench::TscClock::now() - c0;
       me.progress.store(published, std::memory_order_relaxed);
     }
     if (worked) {
       idle.reset();
+    } else if (spec.pub_idle != IdleMode::kSpin && spec.rate > 0 && spec.burst_ns) {
+      // One wake-up per burst (or when the open datagram must leave): the
+      // CPU time is then publishing, not pacing.
+      uint64_t wake = t0 + static_cast<uint64_t>(static_cast<double>(published - primed) / per_ns) + spec.burst_ns;
+      if (pub.core().has_open()) wake = std::min(wake, now + spec.flush_interval_ns);
+      if (wake > now) sleep_for_ns(std::min<uint64_t>(wake - now, 10 * kNsPerMs));
     } else if (spec.pub_idle != IdleMode::kSpin && spec.rate > 0) {
       // As publish_loop: sleep until the next message is due or the open
       // datagram must leave, so CPU time is work, not waiting.
-      const auto next_due = t0 + static_cast<uint64_t>(static_cast<double>(published) / per_ns);
+      const auto next_due = t0 + static_cast<uint64_t>(static_cast<double>(published - primed) / per_ns);
       uint64_t wake = next_due;
       if (pub.core().has_open()) wake = std::min(wake, now + spec.flush_interval_ns);
       if (wake > now + 30 * kNsPerUs)
@@ -217,6 +269,7 @@ int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoar
     me.window_bytes = w1.bytes - w0->bytes;
     me.window_cpu_ns = w1.cpu - w0->cpu;
     me.window_ns = w1.time - w0->time;
+    me.window_control_ns = tsc.to_ns(w1.control_ticks - w0->control_ticks);
   }
   me.total = published;
   me.progress.store(published, std::memory_order_relaxed);
@@ -304,21 +357,29 @@ int bench_subscriber(const Settings& s, Driver& drv, const RunSpec& spec, RunBoa
     sub.poll(now);
     sleep_for_ns(200 * kNsPerUs);
   }
-  h->lo = b.t0.load() + spec.window.warmup_ns;
-  h->hi = h->lo + spec.window.duration_ns;
+  // Nothing is sampled until the publisher has primed and announced t0.
+  h->lo = h->hi = UINT64_MAX;
   const uint64_t deadline = b.deadline.load();
 
   // The duty loop of runners.cpp subscribe_loop.
   IdleStrategy idle(spec.sub_idle);
   uint32_t iter = 0, idle_rounds = 0;
+  uint64_t last_control = 0;
   std::string_view outcome = "ok";
   while (true) {
     const size_t n = drv.poll_data([&](std::span<const std::byte> d, uint64_t rx) { sub.on_datagram(d, feed::Rail::kA, rx); }, 64);
-    if (n == 0 || (++iter & 15) == 0) {
-      const uint64_t now = monotonic_ns();
+    uint64_t now = 0;
+    if ((n == 0 || (++iter & 15) == 0) && (now = monotonic_ns()) - last_control >= spec.control_poll_ns) {
+      last_control = now;
       drv.poll_control(sub, now);
       sub.poll(now);
       me.progress.store(h->delivered, std::memory_order_relaxed);
+      if (h->lo == UINT64_MAX) {
+        if (const uint64_t t0 = b.t0.load(std::memory_order_acquire)) {
+          h->lo = t0 + spec.window.warmup_ns;
+          h->hi = h->lo + spec.window.duration_ns;
+        }
+      }
       if (sub.session_ended() && sub.caught_up()) break;
       if (now > deadline) {
         outcome = "timed out";

@@ -86,10 +86,21 @@ struct RunSpec {
   bool orders = false;              // synthetic order flow instead of opaque messages
   bool books = false;               // subscribers maintain (and verify) books
   uint64_t flush_interval_ns = 0;   // 0: every message its own datagram
-  IdleMode pub_idle = IdleMode::kSpin;  // not spin: sleeps until the next message is due
+  IdleMode pub_idle = IdleMode::kSpin;  // not spin: sleeps until the next message (burst) is due
+  uint64_t burst_ns = 0;            // with a sleeping publisher: publish in bursts this far apart
   IdleMode sub_idle = IdleMode::kSpin;
   bool sample_per_datagram = false; // one latency sample per datagram instead of per message
   Window window;
+  // Before the timeline starts, the publisher writes this many one-message
+  // datagrams (at least one lap of the medium's ring and of its retransmit
+  // ring), never more than a quarter ring ahead of the slowest subscriber:
+  // the window then sees memory that has been touched, as in a feed that has
+  // run for a while. Set by the medium.
+  uint64_t prime_datagrams = 0;
+  // Least time between two polls of the control plane (a system call per
+  // client on the publisher, one on a subscriber). 0: every idle round, as
+  // runners.cpp does.
+  uint64_t control_poll_ns = 0;
 };
 
 struct SubscriberResult {
@@ -114,6 +125,7 @@ struct PublisherResult {
   uint64_t window_bytes = 0;     // datagram bytes handed to the medium inside the window
   uint64_t window_medium_bytes = 0;  // what the medium itself wrote for them (slot headers ...)
   uint64_t window_cpu_ns = 0;    // publisher process CPU time inside the window
+  uint64_t window_control_ns = 0;  // of which polling the control plane (wall time in those calls)
   double window_s = 0;
   double rate = 0;               // achieved msg/s inside the window
   long preempted = 0;
