@@ -566,7 +566,7 @@ std::vector<Target> targets(const Summary& S, const Plan& plan) {
       t.measured_ok = true;
       t.measured = ns_str(v);
       t.met = v <= 100;
-      t.verdict = t.met ? "met" : fmt::format("missed by {:.0f} ns ({:.1f}x the target)", v - 100, v / 100);
+      t.verdict = t.met ? "met" : fmt::format("missed by {} ({:.1f}x the target)", ns_str(v - 100), v / 100);
     }
     out.push_back(t);
   }
@@ -610,7 +610,10 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
                   const std::vector<std::string>& warnings, unsigned repeat) {
   const bool multi = repeat > 1;
   fmt::print("\n");
-  if (multi) fmt::print("medians of {} runs; the column after the numbers is half the min-max range of the first\n\n", repeat);
+  if (multi)
+    fmt::print("medians of {} runs; ±x% after a row: half its first number's min-max range over the runs, "
+               "relative to the median\n\n",
+               repeat);
   if (plan.c2c) {
     fmt::print("core-to-core cache line, one-way         p50       p90       p99     p99.9    p99.99       max\n");
     if (!reps[0].c2c_error.empty()) fmt::print("  not measured: {}\n", reps[0].c2c_error);
@@ -898,50 +901,68 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
   return j.str() + "\n";
 }
 
-void add_run_warnings(std::vector<std::string>& w, const std::vector<Rep>& reps, size_t ncpus) {
+void add_run_warnings(std::vector<std::string>& out, const std::vector<Rep>& reps, size_t ncpus) {
   long preempted = 0;
+  // The same warning from several runs is printed once, naming the runs.
+  std::vector<std::pair<std::string, std::vector<size_t>>> merged;
+  std::vector<std::string> w;
   for (size_t ri = 0; ri < reps.size(); ++ri) {
     const Rep& rep = reps[ri];
-    const std::string run = reps.size() > 1 ? fmt::format("run {}: ", ri + 1) : "";
+    w.clear();
     auto check = [&](const std::string& what, const RunResult& r) {
       preempted += preempted_total(r);
-      if (!r.completed || !r.error.empty()) w.push_back(fmt::format("{}{}: {}", run, what, r.error.empty() ? "did not complete" : r.error));
+      if (!r.completed || !r.error.empty()) w.push_back(fmt::format("{}: {}", what, r.error.empty() ? "did not complete" : r.error));
       if (r.busy_processes > ncpus)
-        w.push_back(fmt::format("{}{}: {} busy processes on {} CPUs: they take turns, numbers mean little", run, what,
+        w.push_back(fmt::format("{}: {} busy processes on {} CPUs: they take turns, numbers mean little", what,
                                 r.busy_processes, ncpus));
     };
     for (const auto& l : rep.lat) {
       if (l.raw) {
         preempted += l.raw->preempted;
-        if (!l.raw->ok) w.push_back(fmt::format("{}raw latency @ {}: {}", run, rate_key(l.rate), l.raw->error));
+        if (!l.raw->ok) w.push_back(fmt::format("raw latency @ {}: {}", rate_key(l.rate), l.raw->error));
       }
       if (l.md) {
         check(fmt::format("mdcast latency @ {}", rate_key(l.rate)), *l.md);
         if (l.md->completed && !l.md->lossless())
-          w.push_back(fmt::format("{}mdcast latency @ {}: the subscriber lost data (lapped {}): the latency tail includes recovery",
-                                  run, rate_key(l.rate), lapped_total(*l.md)));
+          w.push_back(fmt::format("mdcast latency @ {}: the subscriber fell a ring behind and recovered what it lost "
+                                  "(JSON: lapped): the tail includes recovery",
+                                  rate_key(l.rate)));
       }
     }
     if (rep.tp) {
       if (rep.tp->raw) {
         preempted += rep.tp->raw->preempted;
-        if (!rep.tp->raw->ok) w.push_back(fmt::format("{}raw throughput: {}", run, rep.tp->raw->error));
+        if (!rep.tp->raw->ok) w.push_back(fmt::format("raw throughput: {}", rep.tp->raw->error));
       }
       for (const auto& p : rep.tp->probes) preempted += preempted_total(p.r);
-      if (rep.tp->best < 0) w.push_back(fmt::format("{}throughput: no lossless rate found", run));
+      if (rep.tp->best < 0) w.push_back("throughput: no lossless rate found");
     }
     for (const auto& f : rep.fan) {
       check(fmt::format("fan-out {}", f.n), f.r);
       if (f.crowded)
-        w.push_back(fmt::format("{}fan-out {}: {} processes on {} CPUs: subscribers back off (sleep) instead of spinning; "
+        w.push_back(fmt::format("fan-out {}: {} processes on {} CPUs: subscribers back off (sleep) instead of spinning; "
                                 "their rates hold, latency includes wake-ups",
-                                run, f.n, f.n + 1, ncpus));
+                                f.n, f.n + 1, ncpus));
+    }
+    for (const auto& text : w) {
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& m) { return m.first == text; });
+      if (it == merged.end()) merged.push_back({text, {ri + 1}});
+      else it->second.push_back(ri + 1);
     }
   }
+  for (const auto& [text, runs] : merged) {
+    std::string prefix;
+    if (reps.size() > 1 && runs.size() < reps.size()) {
+      prefix = runs.size() == 1 ? "run " : "runs ";
+      for (size_t i = 0; i < runs.size(); ++i) prefix += (i ? "," : "") + std::to_string(runs[i]);
+      prefix += ": ";
+    }
+    out.push_back(prefix + text);
+  }
   if (preempted > 100)
-    w.push_back(fmt::format("the pinned processes were preempted {} times (involuntary context switches): other work "
-                            "shared their CPUs, tails and rates are pessimistic",
-                            preempted));
+    out.push_back(fmt::format("the pinned processes were preempted {} times (involuntary context switches): other work "
+                              "shared their CPUs, tails and rates are pessimistic",
+                              preempted));
 }
 
 }  // namespace
