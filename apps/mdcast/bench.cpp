@@ -527,10 +527,12 @@ class Summary {
     const auto it = spreads_.find(k);
     return it == spreads_.end() ? std::nan("") : it->second.median;
   }
-  [[nodiscard]] std::string spread(const std::string& k) const {
+  // "[min-max]" of a repeated number in its own unit; empty for one run.
+  template <class Fmt>
+  [[nodiscard]] std::string range(const std::string& k, Fmt&& unit) const {
     const auto it = spreads_.find(k);
     if (it == spreads_.end() || it->second.n < 2) return "";
-    return fmt::format("±{:.0f}%", it->second.spread_pct() / 2);
+    return fmt::format("[{}-{}]", unit(it->second.min), unit(it->second.max));
   }
   [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return order_; }
   [[nodiscard]] const Spread& at(const std::string& k) const { return spreads_.at(k); }
@@ -602,8 +604,8 @@ std::vector<Target> targets(const Summary& S, const Plan& plan) {
 
 void print_percentile_row(const Summary& S, const std::string& label, const std::string& key, const std::string& extra) {
   auto g = [&](const char* p) { return ns_str(S.median(key + "." + p)); };
-  fmt::print("  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {:<6} {}\n", label, g("p50"), g("p90"), g("p99"), g("p99.9"),
-             g("p99.99"), g("max"), S.spread(key + ".p50"), extra);
+  fmt::print("  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {} {}\n", label, g("p50"), g("p90"), g("p99"), g("p99.9"),
+             g("p99.99"), g("max"), extra, S.range(key + ".p50", ns_str));
 }
 
 void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& plan, const MediumBench& m,
@@ -611,9 +613,7 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
   const bool multi = repeat > 1;
   fmt::print("\n");
   if (multi)
-    fmt::print("medians of {} runs; ±x% after a row: half its first number's min-max range over the runs, "
-               "relative to the median\n\n",
-               repeat);
+    fmt::print("medians of {} runs; [min-max] over the runs of the first number of a row\n\n", repeat);
   if (plan.c2c) {
     fmt::print("core-to-core cache line, one-way         p50       p90       p99     p99.9    p99.99       max\n");
     if (!reps[0].c2c_error.empty()) fmt::print("  not measured: {}\n", reps[0].c2c_error);
@@ -638,13 +638,13 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
     if (plan.raw) {
       const double raw = S.median("throughput.raw_msgs_per_s");
       fmt::print("  {:<36} {:>10} {:>10.0f} {:>10}  {}\n", m.raw_name() + " (flow-controlled)", rate_str(raw),
-                 raw * static_cast<double>(plan.message_bytes) / 1e6, plan.message_bytes, S.spread("throughput.raw_msgs_per_s"));
+                 raw * static_cast<double>(plan.message_bytes) / 1e6, plan.message_bytes, S.range("throughput.raw_msgs_per_s", rate_str));
     }
     const double v = S.median("throughput.mdcast_msgs_per_s");
     const double ratio = S.median("throughput.ratio");
     fmt::print("  {:<36} {:>10} {:>10.0f} {:>10.1f}  {} {}\n", fmt::format("mdcast {}, 1 subscriber, books off", m.name()),
                rate_str(v), S.median("throughput.mdcast_bytes_per_s") / 1e6, S.median("throughput.bytes_per_msg"),
-               S.spread("throughput.mdcast_msgs_per_s"), std::isnan(ratio) ? "" : fmt::format("{:.2f}x raw", ratio));
+               std::isnan(ratio) ? "" : fmt::format("{:.2f}x raw", ratio), S.range("throughput.mdcast_msgs_per_s", rate_str));
     const Throughput* t = reps[0].tp ? &*reps[0].tp : nullptr;
     if (t) {
       fmt::print("  publisher unpaced: {} published", rate_str(S.median("throughput.publisher_max_msgs_per_s")));
@@ -671,11 +671,11 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
           crowded |= r.fan[i].crowded;
           lost += lapped_total(r.fan[i].r);
         }
-      fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10.1f} {:>10} {:>10}  {:<6}{}{}\n", n,
+      fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10.1f} {:>10} {:>10}  {}{}{}\n", n,
                  rate_str(S.median(k + ".delivered_msgs_per_s_min")), ns_str(S.median(k + ".pub_cpu_ns_per_msg")),
                  ns_str(S.median(k + ".pub_control_ns_per_msg")), S.median(k + ".bytes_per_msg"),
                  ns_str(S.median(k + ".one_way_ns.p50")), ns_str(S.median(k + ".one_way_ns.p99")),
-                 S.spread(k + ".pub_cpu_ns_per_msg"), crowded ? " crowded" : "",
+                 S.range(k + ".pub_cpu_ns_per_msg", ns_str), crowded ? " crowded" : "",
                  lost ? fmt::format(" LAPPED {}", lost) : "");
     }
     const double change = S.median("fanout.pub_cost_change_pct");
