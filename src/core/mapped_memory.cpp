@@ -44,8 +44,8 @@ MappedMemory MappedMemory::anonymous(size_t bytes, Pages pages) {
 MappedMemory MappedMemory::shared(int fd, size_t bytes, bool writable, const std::string& what) {
   const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
   // Populated now, at setup: otherwise the first lap over a shm ring takes a
-  // page fault per slot on the data path (13 us per datagram in a PVM guest,
-  // against 15 ns warm: BM_ShmRingFirstLap).
+  // page fault per slot on the data path (~17 us per datagram in a PVM guest
+  // against ~13 ns warm: BM_ShmRingFirstLap vs BM_ShmRingWrite/104).
   void* p = mmap(nullptr, bytes, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) fail_errno("mmap of {} ({} bytes)", what, bytes);
   return {static_cast<std::byte*>(p), bytes, false};
