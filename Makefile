@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
 .PHONY: all demo test deps release debug asan tsan fuzz-build \
-        test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench clean
+        test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench bench-micro clean
 
 all: release
 
@@ -53,8 +53,17 @@ demo-rdma: deps
 	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./scripts/demo-rdma.sh build/release $(DEMO_ARGS)
 
-bench: release
+# End-to-end numbers (docs/performance.md). The full set, 3 times: make bench BENCH_ARGS="--repeat 3 --json bench.json"
+bench: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./build/release/apps/mdcast/mdcast bench $(BENCH_ARGS)
+
+# Microbenchmarks (Google Benchmark, bench/README.md): median and spread of 5 repetitions.
+bench-micro: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target mdcast_micro
+	./build/release/bench/mdcast_micro --benchmark_repetitions=5 --benchmark_report_aggregates_only=true $(BENCH_MICRO_ARGS)
 
 clean:
 	rm -rf build

@@ -4,12 +4,14 @@
 //   demo       one publisher + N subscriber processes, live progress, report
 //   stat       live counters of running mdcast processes
 //   verify     compare result files (books identical?)
+//   bench      latency, throughput, fan-out vs the medium's raw baseline (bench.cpp)
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <map>
 
+#include "bench.hpp"
 #include "commands.hpp"
 #include "mdcast/core/error.hpp"
 #include "runners.hpp"
@@ -135,6 +137,9 @@ int main(int argc, char** argv) {
   stat->add_flag("--clean", stat_args.clean, "remove counters files of processes that are gone");
   stat->add_option("pid", stat_args.pids, "only these processes");
 
+  BenchArgs bench_args;
+  auto* bench = add_bench_command(app, bench_args);
+
   std::string verify_pub;
   std::vector<std::string> verify_subs;
   auto* verify = app.add_subcommand("verify", "compare subscriber result files with the publisher's");
@@ -166,6 +171,7 @@ int main(int argc, char** argv) {
     }
     if (stat->parsed()) return run_stat(stat_args);
     if (verify->parsed()) return run_verify(verify_pub, verify_subs);
+    if (bench->parsed()) return run_bench(s, bench_args);
   } catch (const Error& e) {
     fmt::print(stderr, "mdcast: {}\n", e.what());
     return 1;

@@ -1,0 +1,169 @@
+// What `mdcast bench` asks of a medium. One implementation per medium
+// (bench_shm.cpp today; verbs and UDP plug in the same way): a raw baseline of
+// the medium itself, and runs of the mdcast engines over it with one
+// publisher and N subscribers in separate pinned processes. The engine side
+// of a run is medium-independent (bench_feed.hpp, templates over the same
+// drivers `mdcast publish/subscribe` use); a medium adds its drivers and its
+// raw baseline.
+//
+// Setup code: virtual calls and allocation are fine here; the loops that are
+// measured are templates inside the children.
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/histogram.hpp"
+#include "mdcast/core/idle.hpp"
+#include "settings.hpp"
+
+namespace mdcast::app::bench {
+
+inline void sleep_for_ns(uint64_t ns) noexcept {
+  timespec ts{static_cast<time_t>(ns / kNsPerSec), static_cast<long>(ns % kNsPerSec)};
+  nanosleep(&ts, nullptr);
+}
+
+// Which CPU each process of a run gets: the publisher (or raw writer) the
+// first, subscriber i the (i+1)-th, wrapping around when there are fewer.
+struct Placement {
+  std::vector<int> cpus;
+  [[nodiscard]] int cpu_for(size_t process) const noexcept {
+    return cpus.empty() ? -1 : cpus[process % cpus.size()];
+  }
+};
+
+// Draws a live progress line while a run waits on its children.
+class Progress {
+ public:
+  explicit Progress(bool enabled) noexcept : enabled_(enabled) {}
+  void phase(std::string text);  // a new step: "[3/9] mdcast latency @ 100k msg/s"
+  void update(double elapsed_s, double total_s, const std::string& detail);
+  void done();                   // clears the line
+  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  uint64_t last_ = 0;
+  std::string phase_;
+};
+
+struct Window {
+  uint64_t warmup_ns = 0;
+  uint64_t duration_ns = 0;
+};
+
+// ------------------------------------------------------------------ raw --
+
+struct RawRun {
+  double rate = 0;     // offered msg/s; 0: as fast as flow control allows
+  Window window;
+};
+
+struct RawResult {
+  bool ok = false;
+  std::string error;
+  Histogram latency;        // one-way ns, messages sent inside the window
+  uint64_t messages = 0;    // received inside the window
+  double rate = 0;          // received msg/s inside the window
+  double seconds = 0;
+  long preempted = 0;       // involuntary context switches of writer + reader
+};
+
+// --------------------------------------------------------------- mdcast --
+
+struct RunSpec {
+  std::string label;
+  uint32_t subscribers = 1;
+  double rate = 0;                  // offered msg/s; 0: as fast as the publisher can
+  size_t message_bytes = 64;        // encoded size of each opaque message
+  bool orders = false;              // synthetic order flow instead of opaque messages
+  bool books = false;               // subscribers maintain (and verify) books
+  uint64_t flush_interval_ns = 0;   // 0: every message its own datagram
+  IdleMode pub_idle = IdleMode::kSpin;  // not spin: sleeps until the next message (burst) is due
+  uint64_t burst_ns = 0;            // with a sleeping publisher: publish in bursts this far apart
+  IdleMode sub_idle = IdleMode::kSpin;
+  bool sample_per_datagram = false; // one latency sample per datagram instead of per message
+  Window window;
+  // Before the timeline starts, the publisher writes this many one-message
+  // datagrams (at least one lap of the medium's ring and of its retransmit
+  // ring), never more than a quarter ring ahead of the slowest subscriber:
+  // the window then sees memory that has been touched, as in a feed that has
+  // run for a while. Set by the medium.
+  uint64_t prime_datagrams = 0;
+  // Least time between two polls of the control plane (a system call per
+  // client on the publisher, one on a subscriber). 0: every idle round, as
+  // runners.cpp does.
+  uint64_t control_poll_ns = 0;
+};
+
+struct SubscriberResult {
+  bool ok = false;
+  std::string outcome;           // "ok", "timed out", error text
+  uint64_t delivered = 0;        // messages, whole run
+  uint64_t rx_window = 0;        // messages delivered while the window was open (receive time)
+  double rate = 0;               // rx_window / window
+  Histogram latency;             // one-way ns of messages sent inside the window
+  uint64_t lapped = 0;           // datagrams the writer overwrote before this reader read them
+  uint64_t gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
+  long preempted = 0;
+  double cpu_s = 0;
+};
+
+struct PublisherResult {
+  bool ok = false;
+  std::string outcome;
+  uint64_t published = 0;        // whole run
+  uint64_t window_messages = 0;  // inside the window
+  uint64_t window_datagrams = 0;
+  uint64_t window_bytes = 0;     // datagram bytes handed to the medium inside the window
+  uint64_t window_medium_bytes = 0;  // what the medium itself wrote for them (slot headers ...)
+  uint64_t window_cpu_ns = 0;    // publisher process CPU time inside the window
+  uint64_t window_control_ns = 0;  // of which polling the control plane (wall time in those calls)
+  double window_s = 0;
+  double rate = 0;               // achieved msg/s inside the window
+  long preempted = 0;
+};
+
+struct RunResult {
+  bool completed = false;        // every process ran to its end
+  std::string error;
+  PublisherResult pub;
+  std::vector<SubscriberResult> subs;
+  uint32_t busy_processes = 0;   // processes that spin (for the crowding warning)
+
+  // Every subscriber got every message, none was ever lapped, no snapshot.
+  [[nodiscard]] bool lossless() const noexcept {
+    if (!completed || !pub.ok) return false;
+    for (const auto& s : subs)
+      if (!s.ok || s.lapped || s.snapshots || s.gaps || s.delivered != pub.published) return false;
+    return true;
+  }
+};
+
+class MediumBench {
+ public:
+  virtual ~MediumBench() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual std::string describe() const = 0;
+  // Bytes the medium itself adds per datagram (e.g. the shm slot header).
+  [[nodiscard]] virtual size_t medium_overhead_per_datagram() const = 0;
+  [[nodiscard]] virtual std::string raw_name() const = 0;
+  virtual RawResult raw(const RawRun& r, Progress& p) = 0;
+  virtual RunResult run(const RunSpec& spec, Progress& p) = 0;
+};
+
+// Throws Error "medium 'X' is not available in this build" for media this
+// binary cannot bench.
+std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where);
+
+// One medium's factory; the shm one lives in bench_shm.cpp.
+std::unique_ptr<MediumBench> make_shm_bench(const Settings& s, const Placement& where);
+
+}  // namespace mdcast::app::bench

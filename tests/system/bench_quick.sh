@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# `mdcast bench --quick` runs every section to the end and writes a JSON
+# report with the fields docs/performance.md describes. No speed is asserted:
+# tests check that the tool works, benchmarks report numbers.
+source "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read the JSON report"; exit 77; }
+
+note "mdcast bench --quick"
+"$MDCAST" bench --quick --progress false --json "$WORK/bench.json" >"$WORK/bench.log" 2>&1 \
+  || { cat "$WORK/bench.log"; fail "mdcast bench --quick failed"; }
+for section in "core-to-core" "one-way latency" "throughput, 64-byte" "fan-out @" "targets"; do
+  grep -q "$section" "$WORK/bench.log" || { cat "$WORK/bench.log"; fail "the report has no '$section' section"; }
+done
+
+python3 - "$WORK/bench.json" <<'PY' || fail "the JSON report is incomplete"
+import json, sys
+d = json.load(open(sys.argv[1]))
+def need(cond, what):
+    if not cond:
+        print("missing or wrong:", what); sys.exit(1)
+def pct(p, where):
+    for k in ("count", "p50", "p90", "p99", "p99.9", "p99.99", "max"):
+        need(isinstance(p.get(k), (int, float)), f"{where}.{k}")
+need(d.get("tool") == "mdcast bench" and d.get("medium") == "shm", "tool / medium")
+need(d["quick"] is True and d["repeat"] == 1, "quick / repeat")
+for k in ("cpus", "load_average_start", "clock_read_ns"):
+    need(k in d["host"], f"host.{k}")
+need(isinstance(d["warnings"], list), "warnings")
+need(len(d["runs"]) == 1, "one run")
+r = d["runs"][0]
+need(r["core_to_core"]["ok"], "core_to_core.ok")
+pct(r["core_to_core"]["one_way_ns"], "core_to_core.one_way_ns")
+need([l["rate"] for l in r["latency"]] == d["settings"]["latency_rates"], "a latency entry per rate")
+for l in r["latency"]:
+    need(l["raw"]["ok"], f"latency {l['rate']} raw.ok")
+    pct(l["raw"]["one_way_ns"], f"latency {l['rate']} raw.one_way_ns")
+    m = l["mdcast"]
+    need(m["completed"], f"latency {l['rate']} mdcast.completed ({m.get('error')})")
+    pct(m["one_way_ns"], f"latency {l['rate']} mdcast.one_way_ns")
+    need(m["publisher"]["bytes_per_msg"] > 0, "bytes_per_msg")
+    need(all(s["ok"] for s in m["subscribers"]), f"latency {l['rate']} subscribers ok")
+t = r["throughput"]
+need(t["raw"]["ok"] and t["raw"]["msgs_per_s"] > 0, "throughput.raw")
+need(len(t["probes"]) >= 1 and all("pass" in p and "verdict" in p for p in t["probes"]), "throughput.probes")
+need("msgs_per_s" in t and "publisher_bound" in t, "throughput.msgs_per_s")
+need([f["subscribers"] for f in r["fanout"]] == d["settings"]["fanout_subscribers"], "a fan-out entry per count")
+for f in r["fanout"]:
+    need(f["run"]["completed"], f"fan-out {f['subscribers']} completed ({f['run'].get('error')})")
+    need(len(f["run"]["subscribers"]) == f["subscribers"], f"fan-out {f['subscribers']} results per subscriber")
+    for k in ("publisher_cpu_ns_per_msg", "publisher_control_ns_per_msg", "bytes_per_msg", "delivered_msgs_per_s_min"):
+        need(isinstance(f.get(k), (int, float)), f"fanout.{k}")
+for k in ("c2c.one_way_ns.p50", "throughput.raw_msgs_per_s", "fanout.pub_cost_change_pct"):
+    need(k in d["summary"] and "median" in d["summary"][k], f"summary.{k}")
+need(len(d["targets"]) == 4, "targets")
+PY
+
+note "--repeat 2 reports a spread"
+"$MDCAST" bench --quick --repeat 2 --sections c2c --progress false --json "$WORK/repeat.json" >"$WORK/repeat.log" 2>&1 \
+  || { cat "$WORK/repeat.log"; fail "mdcast bench --repeat 2 failed"; }
+python3 -c "
+import json, sys
+d = json.load(open('$WORK/repeat.json'))
+s = d['summary']['c2c.one_way_ns.p50']
+assert len(d['runs']) == 2 and s['n'] == 2 and s['min'] <= s['median'] <= s['max'], s
+" || fail "--repeat 2 did not summarise two runs"
+
+note "unavailable media are refused cleanly"
+out=$("$MDCAST" bench --medium verbs 2>&1) && fail "--medium verbs should fail in this build"
+echo "$out" | grep -q "not available in this build" || fail "unclear error for --medium verbs: $out"
+
+note "nothing left behind"
+leftover=$(ls /dev/shm 2>/dev/null | grep -E "^mdcast-bench-" || true)
+for f in $leftover; do
+  pid=${f#mdcast-bench-}; pid=${pid%%-*}
+  if ! kill -0 "$pid" 2>/dev/null; then fail "stale ring /dev/shm/$f"; fi
+done
+echo "PASS"
