@@ -1055,7 +1055,7 @@ int run_bench(Settings& s, const BenchArgs& a) {
   const Summary S(reps);
   fmt::print("clock: CLOCK_MONOTONIC read costs {:.0f} ns (each latency includes one read at each end); "
              "control plane polled every {}\n",
-             clock_ns, plan.control_poll_ns ? format_duration(plan.control_poll_ns) : "idle round (as mdcast publish/subscribe)");
+             clock_ns, plan.control_poll_ns ? format_duration(plan.control_poll_ns) : "every idle round");
   print_report(S, reps, plan, *medium, warnings, a.repeat);
   if (!a.json.empty()) {
     std::ofstream f(a.json);

@@ -24,7 +24,7 @@ struct BenchArgs {
   std::string sections;              // empty: all
   std::string flow = "opaque";       // opaque | orders (latency runs)
   std::string warmup, duration;      // per measured run; empty: defaults (--quick: shorter)
-  std::string control_poll = "100us";  // least time between control-plane polls; 0: as runners.cpp
+  std::string control_poll = "100us";  // least time between control-plane polls (as feed.control_poll); 0: every idle round
   int progress = -1;                 // -1: when stderr is a terminal
   std::vector<std::pair<std::string, std::string>> set;  // --set key=value
 };

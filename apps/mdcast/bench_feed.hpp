@@ -2,12 +2,11 @@
 // in forked, pinned children, templates over the same medium drivers as
 // `mdcast publish` / `mdcast subscribe` (shm_driver.hpp and its siblings).
 // Their duty loops follow runners.cpp step for step (burst of up to 256
-// messages, poll, control plane every 64 rounds or when idle; subscriber
-// batches of 64 datagrams, control every 16 rounds or when idle), so what is
-// measured is what those commands do, plus a measurement window, plus one
-// knob: RunSpec::control_poll_ns spaces control-plane polls in time (0 is
-// exactly runners.cpp). Polling costs a system call per client, and with
-// nothing else to do the runners' loops poll on every round:
+// messages, poll; subscriber batches of 64 datagrams; the control plane on a
+// timer, feed.control_poll = RunSpec::control_poll_ns, 100 us by default), so
+// what is measured is what those commands do, plus a measurement window.
+// control_poll_ns 0 polls the control plane on every idle round instead, to
+// show what that costs (a system call per client per poll):
 //
 //   go ... priming ... t0 ........ t0 + warmup ........... t0 + warmup + duration
 //                      paced publishing   the window opens: counts, CPU time   ends
@@ -368,9 +367,9 @@ int bench_subscriber(const Settings& s, Driver& drv, const RunSpec& spec, RunBoa
   std::string_view outcome = "ok";
   while (true) {
     const size_t n = drv.poll_data([&](std::span<const std::byte> d, uint64_t rx) { sub.on_datagram(d, feed::Rail::kA, rx); }, 64);
-    // runners.cpp: control every 16 busy rounds or every idle round. With
-    // control_poll_ns the clock is read only every 64 idle rounds, so the
-    // spin that waits for data stays a tight loop.
+    // Control on a timer (as runners.cpp); the clock is read only every 64
+    // idle rounds, so the spin that waits for data stays a tight loop.
+    // control_poll_ns 0: every idle round.
     const bool round = spec.control_poll_ns == 0 ? (n == 0 || (++iter & 15) == 0)
                                                  : (n == 0 ? (++idle_iter & 63) == 0 : (++iter & 15) == 0);
     uint64_t now = 0;

@@ -110,8 +110,7 @@ int publish_loop(Settings& s, Driver& drv, uint32_t session, const char* medium)
   wire::Message m;
   bool pending = false;
   uint64_t published = 0;
-  uint32_t iter = 0;
-  uint64_t now = t0;
+  uint64_t now = t0, last_control = 0;
   while (!g_stop) {
     now = monotonic_ns();
     if (now >= end) break;
@@ -131,7 +130,10 @@ int publish_loop(Settings& s, Driver& drv, uint32_t session, const char* medium)
       worked = true;
     }
     pub.poll(now);
-    if (!worked || (++iter & 63) == 0) {
+    // The control plane costs a system call per poll (1-2 us here): on a
+    // timer, not per idle round, so it stays off the latency path.
+    if (now - last_control >= s.feed.control_poll_ns) {
+      last_control = now;
       drv.poll_control(svc, now);
       svc.tick(now);
       cf.touch(now);
@@ -286,14 +288,15 @@ int subscribe_loop(Settings& s, Driver& drv, const char* medium) {
   IdleStrategy idle(s.feed.idle);
   drv.start();
   const uint64_t t0 = monotonic_ns();
-  uint64_t last_data = t0, last_stats = t0, now = t0;
-  uint32_t iter = 0, idle_rounds = 0;
+  uint64_t last_data = t0, last_stats = t0, now = t0, last_control = 0;
+  uint32_t idle_rounds = 0;
   std::string outcome = "ok";
   while (!g_stop) {
     const size_t n = drv.poll_data([&](std::span<const std::byte> d, uint64_t rx) { sub.on_datagram(d, feed::Rail::kA, rx); }, 64);
     now = monotonic_ns();
     if (n) last_data = now;
-    if (n == 0 || (++iter & 15) == 0) {
+    if (now - last_control >= s.feed.control_poll_ns) {  // a system call: on a timer, off the latency path
+      last_control = now;
       drv.poll_control(sub, now);
       sub.poll(now);
       if (now - last_stats > 250 * kNsPerMs) {

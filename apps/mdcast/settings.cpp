@@ -105,6 +105,8 @@ const std::map<std::string, Key>& registry() {
     add("feed.idle", "spin | yield | backoff | sleep | block: what a loop does with no work", [](Settings& s, const std::string& v) {
       if (!IdleStrategy::parse(v, s.feed.idle)) fail("'{}' is not an idle strategy (spin, yield, backoff, sleep, block)", v);
     });
+    add("feed.control_poll", "interval between control-plane polls of a busy loop (a poll is a system call)",
+        [](Settings& s, const std::string& v) { s.feed.control_poll_ns = parse_duration(v); });
     add("feed.control", "control address override (unix:@name, tcp:host:port)", [](Settings& s, const std::string& v) {
       s.feed.control = v;
     });

@@ -27,6 +27,7 @@ struct FeedOptions {
   uint32_t max_levels = 256;
   IdleMode idle = IdleMode::kSpin;
   std::string control;               // control address override (default derived from name/medium)
+  uint64_t control_poll_ns = 100 * kNsPerUs;  // how often a busy loop looks at the control plane
 };
 
 struct PublisherOptions {
