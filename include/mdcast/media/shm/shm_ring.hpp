@@ -33,11 +33,12 @@
 
 namespace mdcast::media::shm {
 
-// The seqlock's payload is copied with relaxed 8-byte atomic accesses, not
-// memcpy: a reader racing a lapping writer then reads stale-or-new words
-// (defined behaviour, which the marker re-check rejects) instead of a data
-// race, and ThreadSanitizer can check the protocol. On x86-64 these are
-// plain 8-byte moves.
+// The seqlock's payload is copied with 8-byte atomic accesses, not memcpy: a
+// reader racing a lapping writer then reads stale-or-new words (defined
+// behaviour, which the marker re-check rejects) instead of a data race. The
+// writer's stores are release and the reader's loads acquire, which orders
+// them against the markers without standalone fences, so ThreadSanitizer can
+// check the protocol. On x86-64 all of these are plain 8-byte moves.
 inline std::atomic<uint64_t>& word(std::byte* p) noexcept { return *reinterpret_cast<std::atomic<uint64_t>*>(p); }
 inline const std::atomic<uint64_t>& word(const std::byte* p) noexcept {
   return *reinterpret_cast<const std::atomic<uint64_t>*>(p);
@@ -47,22 +48,22 @@ inline void copy_in(std::byte* slot, const std::byte* src, size_t n) noexcept {
   for (; i + 8 <= n; i += 8) {
     uint64_t v;
     std::memcpy(&v, src + i, 8);
-    word(slot + i).store(v, std::memory_order_relaxed);
+    word(slot + i).store(v, std::memory_order_release);
   }
   if (i < n) {
     uint64_t v = 0;
     std::memcpy(&v, src + i, n - i);
-    word(slot + i).store(v, std::memory_order_relaxed);
+    word(slot + i).store(v, std::memory_order_release);
   }
 }
 inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const uint64_t v = word(slot + i).load(std::memory_order_relaxed);
+    const uint64_t v = word(slot + i).load(std::memory_order_acquire);
     std::memcpy(dst + i, &v, 8);
   }
   if (i < n) {
-    const uint64_t v = word(slot + i).load(std::memory_order_relaxed);
+    const uint64_t v = word(slot + i).load(std::memory_order_acquire);
     std::memcpy(dst + i, &v, n - i);
   }
 }
@@ -122,9 +123,9 @@ class RingWriter {
     const uint64_t p = pos_;
     std::byte* s = slot(p);
     auto& marker = *reinterpret_cast<std::atomic<uint64_t>*>(s);
+    // Odd marker first; the release stores below cannot pass it.
     marker.store(2 * p + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    word(s + 8).store(d.size(), std::memory_order_relaxed);
+    word(s + 8).store(d.size(), std::memory_order_release);
     copy_in(s + kSlotHeader, d.data(), d.size());
     marker.store(2 * p + 2, std::memory_order_release);
     pos_ = p + 1;
@@ -187,10 +188,10 @@ class RingReader {
     const uint64_t want = 2 * pos_ + 2;
     const uint64_t m1 = marker.load(std::memory_order_acquire);
     if (m1 == want) {
-      auto l = static_cast<size_t>(word(s + 8).load(std::memory_order_relaxed));
+      auto l = static_cast<size_t>(word(s + 8).load(std::memory_order_acquire));
       if (l > max_datagram_) l = 0;  // torn length: the marker check below rejects it
       copy_out(buf, s + kSlotHeader, l);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // The acquire loads above keep this re-check after them.
       if (marker.load(std::memory_order_relaxed) == want) {
         len = l;
         ++pos_;
