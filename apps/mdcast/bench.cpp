@@ -986,8 +986,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   b->add_option("--duration", a.duration, "measured window of the latency runs (default 5s; --quick 500ms); "
                                           "fan-out runs use half, throughput probes a quarter");
   b->add_option("--control-poll", a.control_poll,
-                 "least time between control-plane polls in the duty loops (default 100us; 0: every idle round, "
-                 "as `mdcast publish/subscribe` do)");
+                 "least time between control-plane polls in the duty loops (default 100us, like feed.control_poll "
+                 "in `mdcast publish/subscribe`; 0: every idle round)");
   b->add_option_function<std::string>(
       "--progress", [&a](const std::string& v) { a.progress = v == "true" || v == "1" || v == "yes" ? 1 : 0; },
       "live progress line: true/false (default: when stderr is a terminal)");
