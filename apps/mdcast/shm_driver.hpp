@@ -1,7 +1,6 @@
 // How the command line drives the shared-memory medium: the ring, the
 // Unix-socket control plane, and their upkeep (liveness, reattachment after a
-// publisher restart). Publisher and subscriber loops are templates over a
-// driver like this one; other media provide the same members.
+// publisher restart). The members are those driver.hpp lists.
 #pragma once
 
 #include <fmt/format.h>
@@ -15,6 +14,7 @@
 #include "mdcast/core/rng.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
 #include "mdcast/media/stream_control.hpp"
+#include "driver.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
@@ -52,10 +52,6 @@ class ShmPublisherDriver {
   media::StreamControlServer server_;
   media::shm::RingWriter ring_;
   Sink sink_;
-};
-
-struct ShmReaderCounters {
-  uint64_t lapped = 0, reattached = 0, injected_losses = 0;
 };
 
 class ShmSubscriberDriver {
@@ -121,7 +117,7 @@ class ShmSubscriberDriver {
   // cannot block (the caller backs off instead).
   bool block(uint64_t timeout_ns) noexcept { return reader_->wait(timeout_ns); }
 
-  const ShmReaderCounters& counters() const noexcept { return counters_; }
+  const DriverCounters& counters() const noexcept { return counters_; }
   std::string describe() const { return fmt::format("shm ring {}", reader_->path()); }
   uint64_t lapped() const noexcept { return reader_->lapped(); }
 
@@ -148,7 +144,7 @@ class ShmSubscriberDriver {
   std::optional<media::shm::RingReader> reader_;
   std::unique_ptr<media::StreamControlClient> client_;
   std::unique_ptr<std::byte[]> buf_;
-  ShmReaderCounters counters_;
+  DriverCounters counters_;
   uint64_t last_check_ = 0;
 };
 

@@ -1,6 +1,5 @@
-// How the command line drives the verbs medium (media/verbs): the same
-// members as the shm drivers (shm_driver.hpp), over UD multicast, RC control
-// and RDMA READ retransmission.
+// How the command line drives the verbs medium (media/verbs): the members
+// driver.hpp lists, over UD multicast, RC control and RDMA READ retransmission.
 #pragma once
 
 #ifdef MDCAST_HAVE_VERBS
@@ -11,7 +10,7 @@
 #include "mdcast/core/rng.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
 #include "settings.hpp"
-#include "shm_driver.hpp"  // ShmReaderCounters
+#include "driver.hpp"
 
 namespace mdcast::app {
 
@@ -96,7 +95,7 @@ class VerbsSubscriberDriver {
     return true;
   }
 
-  const ShmReaderCounters& counters() const noexcept { return counters_; }
+  const DriverCounters& counters() const noexcept { return counters_; }
   uint64_t lapped() const noexcept { return 0; }  // the receive ring overflows into the engine's gap recovery
   std::string describe() const { return medium_.describe(); }
 
@@ -105,7 +104,7 @@ class VerbsSubscriberDriver {
   double loss_;
   Rng rng_;
   bool block_;
-  ShmReaderCounters counters_;
+  DriverCounters counters_;
 };
 
 }  // namespace mdcast::app

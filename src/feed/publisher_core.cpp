@@ -165,14 +165,12 @@ std::span<const std::byte> PublisherCore::build_heartbeat(uint64_t now, bool end
   const size_t want = std::min<size_t>(cfg_.heartbeat_entries, room);
   const uint32_t n_inst = books_.max_instruments();
   size_t entries = 0;
-  uint32_t active = 0;
   // Rotate over instruments that have seen traffic; one full pass at most.
   for (uint32_t scanned = 0; scanned < n_inst && entries < want; ++scanned) {
     const uint32_t i = hb_cursor_;
     hb_cursor_ = hb_cursor_ + 1 == n_inst ? 0 : hb_cursor_ + 1;
     const book::OrderBook& b = books_.book(i);
     if (b.instrument_seq() == 0) continue;
-    ++active;
     write_heartbeat_entry(hb, entries++, {i, b.instrument_seq(), b.checksum()});
   }
   const size_t mlen = write_heartbeat_header(hb, ring_.newest(), books_.global_checksum(), n_inst,
@@ -188,7 +186,6 @@ std::span<const std::byte> PublisherCore::build_heartbeat(uint64_t now, bool end
   h.length = static_cast<uint16_t>(dgram::kHeaderSize + mlen);
   write_header(d, h);
   if (cfg_.crc) seal_crc({d, h.length});
-  (void)active;
   return {d, h.length};
 }
 

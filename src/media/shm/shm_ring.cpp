@@ -245,14 +245,27 @@ RingReader::RingReader(RingReader&& o) noexcept
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
   if (this != &o) {
-    this->~RingReader();
-    new (this) RingReader(std::move(o));
+    release_slot();
+    path_ = std::move(o.path_);
+    mem_ = std::move(o.mem_);
+    ctl_ = std::move(o.ctl_);
+    slot_ = std::exchange(o.slot_, -1);
+    hdr_ = o.hdr_;
+    ino_ = o.ino_;
+    slot_size_ = o.slot_size_;
+    slots_ = o.slots_;
+    max_datagram_ = o.max_datagram_;
+    pos_ = o.pos_;
+    lapped_ = o.lapped_;
   }
   return *this;
 }
 
-RingReader::~RingReader() {
+RingReader::~RingReader() { release_slot(); }
+
+void RingReader::release_slot() noexcept {
   if (slot_ >= 0 && ctl_) slot_pid(ctl_.data(), static_cast<size_t>(slot_)).store(0, std::memory_order_release);
+  slot_ = -1;
 }
 
 bool RingReader::wait(uint64_t timeout_ns) noexcept {

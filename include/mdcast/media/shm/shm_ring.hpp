@@ -224,6 +224,7 @@ class RingReader {
 
  private:
   void skip_ahead() noexcept;
+  void release_slot() noexcept;
   const std::byte* slot(uint64_t p) const noexcept {
     return mem_.data() + kRingHeaderSize + (p % slots_) * slot_size_;
   }
