@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
 .PHONY: all demo test deps release debug asan tsan fuzz-build \
-        test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench bench-micro clean
+        test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench bench-verbs bench-micro clean
 
 all: release
 
@@ -60,6 +60,13 @@ bench: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./build/release/apps/mdcast/mdcast bench $(BENCH_ARGS)
+
+# The verbs medium's numbers with perftest's UD baseline beside them: directly
+# on an RDMA device, else in the Soft-RoCE VM (functional figures only).
+bench-verbs: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target mdcast
+	./scripts/bench-verbs.sh build/release $(BENCH_ARGS)
 
 # Microbenchmarks (Google Benchmark, bench/README.md): median and spread of 5 repetitions.
 bench-micro: deps

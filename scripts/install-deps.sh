@@ -10,6 +10,7 @@ PKGS=(
   libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev librdmacm-dev ibverbs-providers
+  perftest                            # the verbs bench's independent baseline (ib_send_lat/_bw)
   iproute2 procps
   qemu-system-x86 kmod xz-utils       # the Soft-RoCE VM (tools/softroce-vm): never rdma-core (it pulls udev)
 )

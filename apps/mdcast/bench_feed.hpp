@@ -156,7 +156,8 @@ int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoar
 
   // Priming: one-message datagrams, a quarter ring ahead of the slowest
   // subscriber at most (their progress counts messages, one per datagram here).
-  const uint64_t prime = std::max<uint64_t>(spec.prime_datagrams, pub.core().ring().slots()) + 256;
+  const uint64_t prime =
+      std::max<uint64_t>(spec.prime_datagrams, spec.prime_retransmit_ring ? pub.core().ring().slots() : 0) + 256;
   const uint64_t lead = std::max<uint64_t>(spec.prime_datagrams / 4, 64);
   uint32_t nsubs = 0;
   while (nsubs < RunBoard::kMaxSubscribers && b.subs[nsubs].get() != ProcState::kStarting) ++nsubs;

@@ -74,6 +74,8 @@ struct RawResult {
   double rate = 0;          // received msg/s inside the window
   double seconds = 0;
   long preempted = 0;       // involuntary context switches of writer + reader
+  uint64_t received = 0;    // whole run
+  uint64_t lost = 0;        // whole run: sent but never received (a medium without flow control)
 };
 
 // --------------------------------------------------------------- mdcast --
@@ -97,6 +99,10 @@ struct RunSpec {
   // the window then sees memory that has been touched, as in a feed that has
   // run for a while. Set by the medium.
   uint64_t prime_datagrams = 0;
+  // Also one lap of the retransmit ring (its pages are touched by the first
+  // lap: shm). A medium that registers the ring (verbs) has it pinned and
+  // resident from the start, so a lap would only cost time.
+  bool prime_retransmit_ring = true;
   // Least time between two polls of the control plane (a system call per
   // client on the publisher, one on a subscriber). 0: every idle round, as
   // runners.cpp does.
@@ -147,9 +153,25 @@ struct RunResult {
   }
 };
 
+// What a medium runs when the command line does not say: rates an emulated
+// device can carry are not those of a cache line.
+struct PlanDefaults {
+  std::string rates = "100k,1M";
+  std::string fanout = "1,2,4,8";
+  std::string quick_fanout = "1,2";
+  double fanout_rate = 1e6;
+  double quick_fanout_rate = 200e3;
+};
+
 class MediumBench {
  public:
   virtual ~MediumBench() = default;
+  [[nodiscard]] virtual PlanDefaults defaults() const { return {}; }
+  // A software emulation of the medium (Soft-RoCE): its figures are
+  // functional, not comparable with the design targets.
+  [[nodiscard]] virtual bool emulated() const { return false; }
+  // How the raw throughput baseline copes with a slow reader.
+  [[nodiscard]] virtual std::string raw_throughput_note() const { return "(flow-controlled)"; }
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual std::string describe() const = 0;
   // Bytes the medium itself adds per datagram (e.g. the shm slot header).
@@ -163,7 +185,8 @@ class MediumBench {
 // binary cannot bench.
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where);
 
-// One medium's factory; the shm one lives in bench_shm.cpp.
+// One factory per medium: bench_shm.cpp, bench_verbs.cpp.
 std::unique_ptr<MediumBench> make_shm_bench(const Settings& s, const Placement& where);
+std::unique_ptr<MediumBench> make_verbs_bench(const Settings& s, const Placement& where);
 
 }  // namespace mdcast::app::bench

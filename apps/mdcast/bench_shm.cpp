@@ -12,9 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bench_feed.hpp"
 #include "bench_medium.hpp"
-#include "bench_supervise.hpp"
+#include "bench_run.hpp"
 #include "mdcast/bench/process.hpp"
 #include "mdcast/bench/raw_ring.hpp"
 #include "mdcast/core/clock.hpp"
@@ -194,53 +193,16 @@ class ShmBench final : public MediumBench {
   std::string raw_name() const override { return "raw shm ring"; }
 
   RawResult raw(const RawRun& run, Progress& p) override {
-    RawResult res;
     Shared<RawBoard> b;
     std::vector<ChildProcess> kids;
     kids.push_back(ChildProcess::spawn("raw writer", where_.cpu_for(0), [&] { return raw_writer(*b, run); }));
     kids.push_back(ChildProcess::spawn("raw reader", where_.cpu_for(1), [&] { return raw_reader(*b, run); }));
-    const uint64_t ready_by = monotonic_ns() + 10 * kNsPerSec;
-    while (b->ready.load() < 2) {
-      for (auto& k : kids)
-        if (k.poll()) {
-          res.error = fmt::format("{} exited during setup (status {})", k.label(), k.status());
-          return res;
-        }
-      if (monotonic_ns() > ready_by || g_stop) {
-        res.error = "raw baseline processes did not start within 10 s";
-        return res;
-      }
-      sleep_for_ns(kNsPerMs);
-    }
-    const uint64_t total = run.window.warmup_ns + run.window.duration_ns;
-    const uint64_t t0 = monotonic_ns() + 5 * kNsPerMs;
-    b->t0 = t0;
-    b->deadline = t0 + total + 20 * kNsPerSec;
-    b->go.store(1, std::memory_order_release);
-    const bool finished = supervise(kids, b->t0, total, b->deadline.load() + kNsPerSec, b->abort, p,
-                                    [&] { return fmt::format("{:.1f} M messages", static_cast<double>(b->progress.load()) / 1e6); });
-    res.preempted = kids[0].usage().ru_nivcsw + kids[1].usage().ru_nivcsw;
-    const ProcBoard& r = b->reader;
-    if (!finished || r.get() != ProcState::kDone) {
-      res.error = finished ? fmt::format("raw reader: {}", r.outcome) : "timed out or interrupted";
-      return res;
-    }
-    res.ok = true;
-    res.latency = r.latency;
-    res.messages = r.window_messages;
-    res.seconds = static_cast<double>(r.window_ns) / 1e9;
-    res.rate = res.seconds > 0 ? static_cast<double>(r.window_messages) / res.seconds : 0;
-    return res;
+    return run_raw_pair(*b, kids, run, p);
   }
 
   RunResult run(const RunSpec& run_spec, Progress& p) override {
     RunSpec spec = run_spec;
     spec.prime_datagrams = s_.shm.slots;
-    RunResult res;
-    if (spec.subscribers == 0 || spec.subscribers > RunBoard::kMaxSubscribers)
-      fail("{} subscribers: the bench runs 1 to {}", spec.subscribers, RunBoard::kMaxSubscribers);
-    res.busy_processes = (spec.pub_idle == IdleMode::kSpin ? 1u : 0u) + (spec.sub_idle == IdleMode::kSpin ? spec.subscribers : 0u);
-    Shared<RunBoard> b;
     Settings s = s_;
     s.feed.name = fmt::format("bench-{}-{}", ::getpid(), ++runs_);
     s.feed.control.clear();
@@ -248,95 +210,7 @@ class ShmBench final : public MediumBench {
     const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
     s.pub.session = ms ? ms : 1;
     RingCleanup cleanup{s.feed.name, s.shm.dir};
-
-    std::vector<ChildProcess> kids;
-    auto setup_failed = [&](const ProcBoard& pb, ChildProcess& k) -> std::string {
-      if (pb.get() == ProcState::kFailed) return fmt::format("{}: {}", k.label(), pb.outcome);
-      return fmt::format("{} exited during setup (status {})", k.label(), k.status());
-    };
-    auto await_ready = [&](ProcBoard& pb, ChildProcess& k) -> bool {
-      const uint64_t by = monotonic_ns() + 30 * kNsPerSec;
-      while (pb.get() == ProcState::kStarting) {
-        if (k.poll() || g_stop || monotonic_ns() > by) return false;
-        sleep_for_ns(kNsPerMs);
-      }
-      return pb.get() == ProcState::kReady;
-    };
-    kids.push_back(ChildProcess::spawn("publisher", where_.cpu_for(0), [&] {
-      ShmPublisherDriver drv(s, s.pub.session);
-      return bench_publisher(s, drv, spec, *b);
-    }));
-    if (!await_ready(b->pub, kids[0])) {
-      b->abort = 1;
-      res.error = setup_failed(b->pub, kids[0]);
-      return res;
-    }
-    for (uint32_t i = 0; i < spec.subscribers; ++i) {
-      kids.push_back(ChildProcess::spawn(fmt::format("subscriber {}", i + 1), where_.cpu_for(i + 1), [&, i] {
-        ShmSubscriberDriver drv(s, i + 1);
-        return bench_subscriber(s, drv, spec, *b, b->subs[i]);
-      }));
-    }
-    for (uint32_t i = 0; i < spec.subscribers; ++i)
-      if (!await_ready(b->subs[i], kids[i + 1])) {
-        b->abort = 1;
-        res.error = setup_failed(b->subs[i], kids[i + 1]);
-        return res;
-      }
-
-    const uint64_t total = spec.window.warmup_ns + spec.window.duration_ns;
-    // Priming, the timeline, then draining and recovery: generous, it only
-    // matters when something is stuck.
-    b->deadline = monotonic_ns() + total + 60 * kNsPerSec;
-    b->go.store(1, std::memory_order_release);
-    const bool finished = supervise(kids, b->t0, total, b->deadline.load() + 2 * kNsPerSec, b->abort, p, [&] {
-      uint64_t lo = UINT64_MAX;
-      for (uint32_t i = 0; i < spec.subscribers; ++i) lo = std::min(lo, b->subs[i].progress.load());
-      return fmt::format("published {:.2f} M, delivered {:.2f} M", static_cast<double>(b->pub.progress.load()) / 1e6,
-                         static_cast<double>(lo) / 1e6);
-    });
-
-    const ProcBoard& pb = b->pub;
-    res.pub.ok = pb.get() == ProcState::kDone;
-    res.pub.outcome = pb.outcome;
-    res.pub.published = pb.total;
-    res.pub.window_messages = pb.window_messages;
-    res.pub.window_datagrams = pb.window_datagrams;
-    res.pub.window_bytes = pb.window_bytes;
-    res.pub.window_medium_bytes = pb.window_bytes + pb.window_datagrams * medium_overhead_per_datagram();
-    res.pub.window_cpu_ns = pb.window_cpu_ns;
-    res.pub.window_control_ns = pb.window_control_ns;
-    res.pub.window_s = static_cast<double>(pb.window_ns) / 1e9;
-    res.pub.rate = res.pub.window_s > 0 ? static_cast<double>(pb.window_messages) / res.pub.window_s : 0;
-    res.pub.preempted = kids[0].usage().ru_nivcsw;
-    for (uint32_t i = 0; i < spec.subscribers; ++i) {
-      const ProcBoard& sb = b->subs[i];
-      SubscriberResult r;
-      r.ok = sb.get() == ProcState::kDone;
-      r.outcome = sb.get() == ProcState::kStarting || sb.get() == ProcState::kReady
-                      ? fmt::format("ended without a result (status {})", kids[i + 1].status())
-                      : std::string(sb.outcome);
-      r.delivered = sb.total;
-      r.rx_window = sb.window_messages;
-      r.rate = sb.window_ns ? static_cast<double>(sb.window_messages) * 1e9 / static_cast<double>(sb.window_ns) : 0;
-      r.latency = sb.latency;
-      r.lapped = sb.lapped;
-      r.gaps = sb.gaps;
-      r.recovered = sb.recovered;
-      r.retransmit_requests = sb.retransmit_requests;
-      r.snapshots = sb.snapshots;
-      r.malformed = sb.malformed;
-      r.duplicates = sb.duplicates;
-      const rusage& ru = kids[i + 1].usage();
-      r.preempted = ru.ru_nivcsw;
-      r.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-      res.subs.push_back(std::move(r));
-    }
-    res.completed = finished;
-    if (!finished) res.error = g_stop ? "interrupted" : "timed out";
-    else if (!res.pub.ok) res.error = "publisher: " + res.pub.outcome;
-    return res;
+    return run_feed_processes<ShmPublisherDriver, ShmSubscriberDriver>(s, spec, where_, medium_overhead_per_datagram(), p);
   }
 
  private:

@@ -86,6 +86,7 @@ struct VerbsSettings {
   uint16_t control_port = 7471;
   bool rdma_read = true;             // retransmissions by RDMA READ of the publisher's ring
   double rate = 100'000;             // peak datagrams/s: the receive ring holds ~100 ms of it
+  bool log_setup = true;             // not a config key: the bench's children keep setup lines quiet
 };
 
 struct DemoOptions {

@@ -28,6 +28,7 @@ inline media::verbs::Options verbs_options(const Settings& s) {
   o.rdma_read = s.verbs.rdma_read && s.pub.entitlements.empty();
   o.rate = s.verbs.rate;
   o.retransmit_bytes = s.pub.retransmit_bytes;
+  if (!s.verbs.log_setup) o.log = [](std::string_view) {};  // failures still surface as errors and counters
   return o;
 }
 

@@ -2,17 +2,20 @@
 # `mdcast bench --quick` runs every section to the end and writes a JSON
 # report with the fields docs/performance.md describes. No speed is asserted:
 # tests check that the tool works, benchmarks report numbers.
+#   bench_quick.sh MDCAST [MEDIUM]   MEDIUM: shm (default) or verbs (an RDMA
+#                                    device or the Soft-RoCE VM: CTest label verbs)
 source "$(dirname "$0")/lib.sh"
+MEDIUM=${2:-shm}
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read the JSON report"; exit 77; }
 
-note "mdcast bench --quick"
-"$MDCAST" bench --quick --progress false --json "$WORK/bench.json" >"$WORK/bench.log" 2>&1 \
+note "mdcast bench --medium $MEDIUM --quick"
+"$MDCAST" bench --medium "$MEDIUM" --quick --progress false --json "$WORK/bench.json" >"$WORK/bench.log" 2>&1 \
   || { cat "$WORK/bench.log"; fail "mdcast bench --quick failed"; }
 for section in "core-to-core" "one-way latency" "throughput, 64-byte" "fan-out @" "targets"; do
   grep -q "$section" "$WORK/bench.log" || { cat "$WORK/bench.log"; fail "the report has no '$section' section"; }
 done
 
-python3 - "$WORK/bench.json" <<'PY' || fail "the JSON report is incomplete"
+python3 - "$WORK/bench.json" "$MEDIUM" <<'PY' || fail "the JSON report is incomplete"
 import json, sys
 d = json.load(open(sys.argv[1]))
 def need(cond, what):
@@ -21,7 +24,7 @@ def need(cond, what):
 def pct(p, where):
     for k in ("count", "p50", "p90", "p99", "p99.9", "p99.99", "max"):
         need(isinstance(p.get(k), (int, float)), f"{where}.{k}")
-need(d.get("tool") == "mdcast bench" and d.get("medium") == "shm", "tool / medium")
+need(d.get("tool") == "mdcast bench" and d.get("medium") == sys.argv[2], "tool / medium")
 need(d["quick"] is True and d["repeat"] == 1, "quick / repeat")
 for k in ("cpus", "load_average_start", "clock_read_ns"):
     need(k in d["host"], f"host.{k}")
@@ -41,6 +44,7 @@ for l in r["latency"]:
     need(all(s["ok"] for s in m["subscribers"]), f"latency {l['rate']} subscribers ok")
 t = r["throughput"]
 need(t["raw"]["ok"] and t["raw"]["msgs_per_s"] > 0, "throughput.raw")
+need(t["raw"]["received_total"] > 0 and t["raw"]["lost_total"] >= 0, "throughput.raw received / lost")
 need(len(t["probes"]) >= 1 and all("pass" in p and "verdict" in p for p in t["probes"]), "throughput.probes")
 need("msgs_per_s" in t and "publisher_bound" in t, "throughput.msgs_per_s")
 need([f["subscribers"] for f in r["fanout"]] == d["settings"]["fanout_subscribers"], "a fan-out entry per count")
@@ -54,6 +58,11 @@ for k in ("c2c.one_way_ns.p50", "throughput.raw_msgs_per_s", "fanout.pub_cost_ch
 need(len(d["targets"]) == 4, "targets")
 PY
 
+if [ "$MEDIUM" != shm ]; then
+  echo "PASS"
+  exit 0
+fi
+
 note "--repeat 2 reports a spread"
 "$MDCAST" bench --quick --repeat 2 --sections c2c --progress false --json "$WORK/repeat.json" >"$WORK/repeat.log" 2>&1 \
   || { cat "$WORK/repeat.log"; fail "mdcast bench --repeat 2 failed"; }
@@ -65,8 +74,12 @@ assert len(d['runs']) == 2 and s['n'] == 2 and s['min'] <= s['median'] <= s['max
 " || fail "--repeat 2 did not summarise two runs"
 
 note "unavailable media are refused cleanly"
-out=$("$MDCAST" bench --medium verbs 2>&1) && fail "--medium verbs should fail in this build"
-echo "$out" | grep -q "not available in this build" || fail "unclear error for --medium verbs: $out"
+out=$("$MDCAST" bench --medium udp 2>&1) && fail "--medium udp should fail in this build"
+echo "$out" | grep -q "not available in this build" || fail "unclear error for --medium udp: $out"
+if ! compgen -G "/sys/class/infiniband/*" >/dev/null; then
+  out=$("$MDCAST" bench --medium verbs 2>&1) && fail "--medium verbs should fail on a host without an RDMA device"
+  echo "$out" | grep -q "no RDMA device\|not available in this build" || fail "unclear error for --medium verbs: $out"
+fi
 
 note "nothing left behind"
 leftover=$(ls /dev/shm 2>/dev/null | grep -E "^mdcast-bench-" || true)
