@@ -950,7 +950,7 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
   return j.str() + "\n";
 }
 
-void add_run_warnings(std::vector<std::string>& out, const std::vector<Rep>& reps, size_t ncpus) {
+void add_run_warnings(std::vector<std::string>& out, const std::vector<Rep>& reps, size_t ncpus, double fanout_rate) {
   long preempted = 0;
   // The same warning from several runs is printed once, naming the runs.
   std::vector<std::pair<std::string, std::vector<size_t>>> merged;
@@ -988,10 +988,15 @@ void add_run_warnings(std::vector<std::string>& out, const std::vector<Rep>& rep
     }
     for (const auto& f : rep.fan) {
       check(fmt::format("fan-out {}", f.n), f.r);
+      const bool held = f.r.completed && min_sub_rate(f.r) >= 0.97 * fanout_rate;
       if (f.crowded)
         w.push_back(fmt::format("fan-out {}: {} processes on {} CPUs: subscribers back off (sleep) instead of spinning; "
-                                "their rates hold, latency includes wake-ups",
-                                f.n, f.n + 1, ncpus));
+                                "{}latency includes wake-ups",
+                                f.n, f.n + 1, ncpus, held ? "their rates hold, " : ""));
+      if (f.r.completed && f.r.pub.rate < 0.97 * fanout_rate)
+        w.push_back(fmt::format("fan-out {}: the publisher reached only {:.0f} % of the offered rate (CPU-bound: "
+                                "delivered per subscriber is what it published)",
+                                f.n, 100 * f.r.pub.rate / fanout_rate));
     }
     for (const auto& text : w) {
       auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& m) { return m.first == text; });
@@ -1098,7 +1103,7 @@ int run_bench(Settings& s, const BenchArgs& a) {
     return 130;
   }
   const auto load1 = mdcast::bench::load_average();
-  add_run_warnings(warnings, reps, cpus.size());
+  add_run_warnings(warnings, reps, cpus.size(), plan.fanout_rate);
   if (load1[0] > 0.5 && load0[0] <= 0.5)
     warnings.push_back(fmt::format("load average {:.2f} at the end: other work ran meanwhile", load1[0]));
   const Summary S(reps);
