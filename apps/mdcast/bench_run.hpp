@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,66 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
   else if (!res.pub.ok) res.error = "publisher: " + res.pub.outcome;
   return res;
 }
+
+// A raw baseline child, set up: says so and waits for the parent's go.
+// False when the run was aborted or interrupted meanwhile.
+template <class Board>
+bool raw_ready_and_wait(Board& b) noexcept {
+  b.ready.fetch_add(1);
+  while (b.go.load(std::memory_order_acquire) == 0) {
+    if (g_stop || b.abort.load()) return false;
+    sleep_for_ns(100 * kNsPerUs);
+  }
+  return true;
+}
+
+// The raw baseline reader's accounting, for any medium. Paced runs sample
+// the latency of messages stamped inside the window; unpaced runs count what
+// arrived inside it, reading the clock only now and then (sample_flat).
+class RawTally {
+ public:
+  RawTally(uint64_t t0, const RawRun& run) noexcept
+      : lo_(t0 + run.window.warmup_ns), hi_(lo_ + run.window.duration_ns), window_ns_(run.window.duration_ns),
+        paced_(run.rate > 0), h_(std::make_unique<Histogram>()) {}
+
+  [[nodiscard]] bool paced() const noexcept { return paced_; }
+  [[nodiscard]] uint64_t received() const noexcept { return received_; }
+  void add(uint64_t messages) noexcept { received_ += messages; }
+  // Paced: a message stamped `stamp`, received `now`.
+  void sample(uint64_t stamp, uint64_t now) noexcept {
+    if (stamp >= lo_ && stamp < hi_) {
+      h_->record(now > stamp ? now - stamp : 0);
+      ++in_window_;
+    }
+  }
+  // Unpaced: the count so far, at `now`.
+  void sample_flat(uint64_t now) noexcept {
+    if (!t_first_ && now >= lo_) {
+      t_first_ = now;
+      c0_ = received_;
+    }
+    if (now < hi_) {
+      t_last_ = now;
+      c1_ = received_;
+    }
+  }
+  void finish(ProcBoard& me, uint64_t lost) const noexcept {
+    me.total = received_;
+    me.gaps = lost;
+    me.window_messages = paced_ ? in_window_ : c1_ - c0_;
+    me.window_ns = paced_ ? window_ns_ : (t_last_ > t_first_ ? t_last_ - t_first_ : 0);
+    me.latency = *h_;
+    me.set_outcome("ok");
+    me.finish(ProcState::kDone);
+  }
+
+ private:
+  uint64_t lo_, hi_, window_ns_;
+  bool paced_;
+  std::unique_ptr<Histogram> h_;  // 10s of KiB: not on the stack
+  uint64_t received_ = 0, in_window_ = 0;
+  uint64_t c0_ = 0, t_first_ = 0, c1_ = 0, t_last_ = 0;
+};
 
 // The raw baseline's parent side: the writer and reader children have been
 // spawned; wait until both say ready (board.ready == 2), set the timeline,

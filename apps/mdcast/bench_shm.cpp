@@ -46,11 +46,7 @@ struct RawBoard {
 
 int raw_writer(RawBoard& b, const RawRun& run) {
   RawWriter w(b.ring);
-  b.ready.fetch_add(1);
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (g_stop || b.abort.load()) return 1;
-    sleep_for_ns(100 * kNsPerUs);
-  }
+  if (!raw_ready_and_wait(b)) return 1;
   const uint64_t t0 = b.t0.load();
   const uint64_t end = t0 + run.window.warmup_ns + run.window.duration_ns;
   while (monotonic_ns() < t0) {
@@ -88,46 +84,25 @@ int raw_writer(RawBoard& b, const RawRun& run) {
 
 int raw_reader(RawBoard& b, const RawRun& run) {
   RawReader r(b.ring);
-  auto h = std::make_unique<Histogram>();
-  b.ready.fetch_add(1);
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (g_stop || b.abort.load()) return 1;
-    sleep_for_ns(100 * kNsPerUs);
-  }
-  const uint64_t lo = b.t0.load() + run.window.warmup_ns;
-  const uint64_t hi = lo + run.window.duration_ns;
+  if (!raw_ready_and_wait(b)) return 1;
+  RawTally tally(b.t0.load(), run);
   const uint64_t deadline = b.deadline.load();
-  const bool paced = run.rate > 0;
   uint64_t out[RawRing::kPayloadWords];
-  uint64_t received = 0, in_window = 0;
-  uint64_t c0 = 0, t_first = 0, c1 = 0, t_last = 0;
   uint32_t empty = 0;
   for (;;) {
     if (r.try_read(out)) {
       if (out[6] == RawBoard::kEnd) break;
-      ++received;
-      if (paced) {
-        const uint64_t rx = monotonic_ns();
-        if (out[0] >= lo && out[0] < hi) {
-          h->record(rx - out[0]);
-          ++in_window;
-        }
-      } else if ((received & 1023) == 0) {
-        const uint64_t now = monotonic_ns();
-        if (!t_first && now >= lo) {
-          t_first = now;
-          c0 = received;
-        }
-        if (now < hi) {
-          t_last = now;
-          c1 = received;
-        }
-        b.progress.store(received, std::memory_order_relaxed);
+      tally.add(1);
+      if (tally.paced()) {
+        tally.sample(out[0], monotonic_ns());
+      } else if ((tally.received() & 1023) == 0) {
+        tally.sample_flat(monotonic_ns());
+        b.progress.store(tally.received(), std::memory_order_relaxed);
       }
       continue;
     }
     if ((++empty & 4095) == 0) {
-      b.progress.store(received, std::memory_order_relaxed);
+      b.progress.store(tally.received(), std::memory_order_relaxed);
       if (monotonic_ns() > deadline || b.abort.load() || g_stop) {
         b.reader.set_outcome("timed out");
         b.reader.finish(ProcState::kFailed);
@@ -135,18 +110,7 @@ int raw_reader(RawBoard& b, const RawRun& run) {
       }
     }
   }
-  ProcBoard& me = b.reader;
-  me.total = received;
-  if (paced) {
-    me.window_messages = in_window;
-    me.window_ns = run.window.duration_ns;
-  } else {
-    me.window_messages = c1 - c0;
-    me.window_ns = t_last > t_first ? t_last - t_first : 0;
-  }
-  me.latency = *h;
-  me.set_outcome("ok");
-  me.finish(ProcState::kDone);
+  tally.finish(b.reader, 0);  // flow-controlled: nothing is lost
   return 0;
 }
 

@@ -86,11 +86,7 @@ int raw_writer(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
   if (ring.size() < kRawSlots * kRawSlotBytes) return fail_with("raw writer: the registered ring is too small");
   // Latency: one message per datagram; throughput: MTU-sized datagrams.
   const size_t dgram = run.rate > 0 ? kRawBytes : std::min(kRawSlotBytes, sink->max_datagram()) / kRawBytes * kRawBytes;
-  b.ready.fetch_add(1);
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (g_stop || b.abort.load()) return 1;
-    sleep_for_ns(100 * kNsPerUs);
-  }
+  if (!raw_ready_and_wait(b)) return 1;
   const uint64_t t0 = b.t0.load();
   const uint64_t end = t0 + run.window.warmup_ns + run.window.duration_ns;
   while (monotonic_ns() < t0) {
@@ -149,18 +145,10 @@ int raw_reader(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
   } catch (const Error& e) {
     return fail_with(e.what());
   }
-  auto h = std::make_unique<Histogram>();
-  b.ready.fetch_add(1);
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (g_stop || b.abort.load()) return fail_with("aborted before the start");
-    sleep_for_ns(100 * kNsPerUs);
-  }
-  const uint64_t lo = b.t0.load() + run.window.warmup_ns;
-  const uint64_t hi = lo + run.window.duration_ns;
+  if (!raw_ready_and_wait(b)) return fail_with("aborted before the start");
+  RawTally tally(b.t0.load(), run);
   const uint64_t deadline = b.deadline.load();
-  const bool paced = run.rate > 0;
-  uint64_t received = 0, in_window = 0, sent_total = 0, datagrams = 0, records = 0;
-  uint64_t c0 = 0, t_first = 0, c1 = 0, t_last = 0;
+  uint64_t sent_total = 0, datagrams = 0, records = 1;
   uint32_t empty = 0;
   bool ended = false;
   while (!ended) {
@@ -175,46 +163,20 @@ int raw_reader(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
         return;
       }
       ++datagrams;
-      received += d.size() / kRawBytes;
       records = d.size() / kRawBytes;
-      if (paced) {
-        const uint64_t now = monotonic_ns();
-        if (w[1] >= lo && w[1] < hi) {
-          h->record(now > w[1] ? now - w[1] : 0);
-          ++in_window;
-        }
-      } else if ((datagrams & 15) == 0) {
-        const uint64_t now = monotonic_ns();
-        if (!t_first && now >= lo) {
-          t_first = now;
-          c0 = received;
-        }
-        if (now < hi) {
-          t_last = now;
-          c1 = received;
-        }
-      }
+      tally.add(records);
+      if (tally.paced()) tally.sample(w[1], monotonic_ns());
+      else if ((datagrams & 15) == 0) tally.sample_flat(monotonic_ns());
     });
     if (n) continue;
     if ((++empty & 1023) == 0) {
-      b.progress.store(received, std::memory_order_relaxed);
+      b.progress.store(tally.received(), std::memory_order_relaxed);
       if (rx->failed()) return fail_with(fmt::format("receive path failed: {}", rx->failure()));
       if (monotonic_ns() > deadline || b.abort.load() || g_stop)
-        return fail_with(fmt::format("timed out after {} datagrams (no end marker)", received));
+        return fail_with(fmt::format("timed out after {} messages (no end marker)", tally.received()));
     }
   }
-  me.total = received;
-  me.gaps = sent_total > datagrams ? (sent_total - datagrams) * std::max<uint64_t>(records, 1) : 0;
-  if (paced) {
-    me.window_messages = in_window;
-    me.window_ns = run.window.duration_ns;
-  } else {
-    me.window_messages = c1 - c0;
-    me.window_ns = t_last > t_first ? t_last - t_first : 0;
-  }
-  me.latency = *h;
-  me.set_outcome("ok");
-  me.finish(ProcState::kDone);
+  tally.finish(me, sent_total > datagrams ? (sent_total - datagrams) * records : 0);
   return 0;
 }
 
