@@ -20,28 +20,24 @@
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/publisher_core.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::feed {
 
-using ClientId = uint64_t;
+using media::ClientId;
+using media::ReplySink;
 
-// Where replies go. A transport that cannot queue a reply (client too slow,
-// buffer limit) disconnects that client rather than blocking.
-class ReplySink {
- public:
-  virtual ~ReplySink() = default;
-  virtual void send(ClientId client, std::vector<std::byte> frame) = 0;
-};
-
-class ControlService {
+class ControlService final : public media::ControlHandler {
  public:
   ControlService(const ControlConfig& cfg, PublisherCore& core, ControlCounters* counters = nullptr);
+  ControlService(const ControlService&) = delete;
+  ControlService& operator=(const ControlService&) = delete;
 
-  void on_connect(ClientId c, uint64_t now);
-  void on_disconnect(ClientId c);
+  void on_connect(ClientId c, uint64_t now) override;
+  void on_disconnect(ClientId c) override;
   // Handles one frame. Returns false when the client should be disconnected.
-  bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out);
+  bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) override;
   // Periodic upkeep: ages status reports, updates slowest-subscriber pacing.
   void tick(uint64_t now);
 

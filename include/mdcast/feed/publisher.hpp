@@ -1,28 +1,20 @@
-// Publisher<Sink>: PublisherCore bound to one medium. The medium is a
-// template parameter, chosen once at setup: no virtual call per datagram.
-//
-// A Sink provides
-//   SendResult send(std::span<const std::byte> datagram, uint64_t sequence) noexcept;
-//   SendResult send_unsequenced(std::span<const std::byte> datagram) noexcept;   // heartbeats
+// Publisher<Sink>: PublisherCore bound to one medium's sink (a
+// media::DatagramSink, mdcast/media/medium.hpp). The sink is a template
+// parameter, chosen once at setup: no virtual call per datagram.
 // kBackPressured means "not now": the datagram stays in the ring and is
 // offered again, in order, on the next publish()/poll().
 #pragma once
 
-#include <concepts>
 #include <cstdint>
 #include <span>
 
 #include "mdcast/feed/publisher_core.hpp"
+#include "mdcast/media/medium.hpp"
 
 namespace mdcast::feed {
 
-enum class SendResult : uint8_t { kSent, kBackPressured };
-
-template <class S>
-concept DatagramSink = requires(S& s, std::span<const std::byte> d, uint64_t seq) {
-  { s.send(d, seq) } noexcept -> std::same_as<SendResult>;
-  { s.send_unsequenced(d) } noexcept -> std::same_as<SendResult>;
-};
+using media::DatagramSink;
+using media::SendResult;
 
 template <DatagramSink Sink>
 class Publisher {
@@ -68,13 +60,30 @@ class Publisher {
 
  private:
   void drain(uint64_t now) noexcept {
-    for (uint64_t s = core_.next_unsent(); s <= core_.last_committed(); ++s) {
-      const auto d = core_.datagram(s);
-      if (sink_.send(d, s) != SendResult::kSent) {
-        core_.mark_send_back_pressured();
-        return;
+    if constexpr (media::BatchSink<Sink>) {
+      // Everything committed in one call where the medium takes batches.
+      static constexpr size_t kBatch = 32;
+      while (core_.next_unsent() <= core_.last_committed()) {
+        media::Outgoing batch[kBatch];
+        size_t n = 0;
+        for (uint64_t s = core_.next_unsent(); s <= core_.last_committed() && n < kBatch; ++s, ++n)
+          batch[n] = {core_.datagram(s), s};
+        const size_t taken = sink_.send_batch({batch, n});
+        for (size_t i = 0; i < taken; ++i) core_.mark_sent(batch[i].sequence, batch[i].bytes.size(), now);
+        if (taken < n) {
+          core_.mark_send_back_pressured();
+          return;
+        }
       }
-      core_.mark_sent(s, d.size(), now);
+    } else {
+      for (uint64_t s = core_.next_unsent(); s <= core_.last_committed(); ++s) {
+        const auto d = core_.datagram(s);
+        if (sink_.send(d, s) != SendResult::kSent) {
+          core_.mark_send_back_pressured();
+          return;
+        }
+        core_.mark_sent(s, d.size(), now);
+      }
     }
   }
 

@@ -44,6 +44,7 @@
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/reassembler.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/wire/control.hpp"
 #include "mdcast/wire/datagram.hpp"
 
@@ -66,14 +67,7 @@ enum class SubscriberEvent : uint8_t {
   kSessionChanged,
 };
 
-// How the engine talks to the publisher's control service. Not per message.
-class ControlChannel {
- public:
-  virtual ~ControlChannel() = default;
-  // Queues one frame; false if it cannot (disconnected): the request times out
-  // and is retried.
-  virtual bool send(std::span<const std::byte> frame) = 0;
-};
+using media::ControlChannel;
 
 template <class H>
 concept SubscriberHandler = requires(H& h, const wire::Message& m, const Delivery& d, uint32_t u,

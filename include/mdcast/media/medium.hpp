@@ -1,0 +1,200 @@
+// The seam between the feed engines and a medium. Everything a medium must
+// offer, and everything it may assume of the engines, is in this file.
+//
+//   publisher side                              subscriber side
+//   PublisherAgent<M: PublisherMedium>          SubscriberAgent<M: SubscriberMedium, Handler>
+//     M::Sink        DatagramSink                 M::Source      DatagramSource
+//     poll_control(ControlHandler&)               control()      ControlChannel   (engine -> publisher)
+//                    ReplySink (medium -> client) poll_control(ControlEvents&)     (medium -> engine)
+//
+// Data path: a sink's send and a source's poll are templates or concrete
+// member functions, chosen once at setup: no virtual call per datagram. They
+// are noexcept and allocation-free; "not now" (kBackPressured, nothing to
+// read) is an ordinary result. Control traffic is rare and goes through the
+// small virtual interfaces below.
+//
+// Adding a medium: a folder media/<name>/ with a PublisherMedium and a
+// SubscriberMedium that satisfy the concepts at the end of this file
+// (static_assert them there), one line in the application's registry, and
+// its tests. docs/architecture.md walks through it.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/counter.hpp"
+#include "mdcast/feed/config.hpp"
+#include "mdcast/wire/control.hpp"
+
+namespace mdcast::media {
+
+// ------------------------------------------------------------- data path --
+
+enum class SendResult : uint8_t {
+  kSent,
+  kBackPressured,  // not now: the engine keeps the datagram and offers it again, in order
+};
+
+// One datagram of a batch handed to a sink.
+struct Outgoing {
+  std::span<const std::byte> bytes;
+  uint64_t sequence;  // 0: unsequenced (a heartbeat)
+};
+
+// The publisher's side of a medium. `send` gets sequenced datagrams in order
+// (each exactly once unless it answered kBackPressured); the bytes stay valid
+// and unchanged until the engine's retransmit ring reuses their slot, so a
+// medium may send from them in place (verbs does). `send_unsequenced` gets
+// heartbeats, whose bytes are valid during the call only.
+template <class S>
+concept DatagramSink = requires(S& s, std::span<const std::byte> d, uint64_t seq) {
+  { s.send(d, seq) } noexcept -> std::same_as<SendResult>;
+  { s.send_unsequenced(d) } noexcept -> std::same_as<SendResult>;
+};
+
+// A sink that takes several datagrams at once (sendmmsg, chained work
+// requests): returns how many of the batch it took, a prefix, in order.
+template <class S>
+concept BatchSink = DatagramSink<S> && requires(S& s, std::span<const Outgoing> batch) {
+  { s.send_batch(batch) } noexcept -> std::same_as<size_t>;
+};
+
+namespace detail {
+// What a DatagramSource hands each datagram to (the concept checks against it).
+struct DatagramFnArchetype {
+  void operator()(std::span<const std::byte> /*datagram*/, uint64_t /*receive_ns*/) const noexcept {}
+};
+}  // namespace detail
+
+// The subscriber's side of a medium:
+//   size_t poll(Fn&& fn, size_t budget) noexcept
+//     hands up to `budget` datagrams to fn(std::span<const std::byte>, uint64_t receive_ns),
+//     each valid only during the call (zero copy where the medium allows);
+//     returns how many it took off the medium (0: nothing there). A datagram
+//     the medium lost on its own (a lapped ring) is counted by the medium.
+//   bool block(uint64_t timeout_ns) noexcept
+//     sleeps until data may be there or the timeout passed; false when this
+//     medium cannot sleep (the caller backs off instead).
+template <class S>
+concept DatagramSource = requires(S& s, detail::DatagramFnArchetype fn, size_t budget, uint64_t timeout_ns) {
+  { s.poll(fn, budget) } noexcept -> std::same_as<size_t>;
+  { s.block(timeout_ns) } noexcept -> std::same_as<bool>;
+};
+
+// ----------------------------------------------------------- control plane --
+
+using ClientId = uint64_t;
+
+// Where the publisher's control service sends replies to one client. A
+// transport that cannot queue a reply (client too slow, buffer limit) cuts
+// that client off rather than blocking.
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  virtual void send(ClientId client, std::vector<std::byte> frame) = 0;
+
+};
+
+// What a publisher's control transport drives (feed::ControlService).
+class ControlHandler {
+ public:
+  virtual ~ControlHandler() = default;
+  virtual void on_connect(ClientId c, uint64_t now) = 0;
+  virtual void on_disconnect(ClientId c) = 0;
+  // One whole frame from client c; false: cut the client off.
+  virtual bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) = 0;
+
+};
+
+// How a subscriber's engine talks to the publisher.
+class ControlChannel {
+ public:
+  virtual ~ControlChannel() = default;
+  // Queues one frame; false if it cannot (disconnected, backlog full): the
+  // request times out and is retried.
+  virtual bool send(std::span<const std::byte> frame) = 0;
+  // Asks for datagrams [from, from + count) of `session`. A medium that can
+  // fetch them itself (RDMA READ of the publisher's ring) overrides this and
+  // answers through ControlEvents::on_retransmitted; the default sends the
+  // request to the publisher.
+  virtual bool request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) {
+    return send(wire::encode_control(rid, wire::RetransmitRequest{session, from, count}));
+  }
+};
+
+// What a subscriber's control transport reports to the engine, on the
+// engine's thread, from inside SubscriberMedium::poll_control.
+class ControlEvents {
+ public:
+  virtual ~ControlEvents() = default;
+  virtual void on_control_connected(uint64_t now) noexcept = 0;
+  virtual void on_control_disconnected() noexcept = 0;
+  virtual void on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept = 0;
+  // The answer to request_retransmit(rid, ...) that the medium fetched
+  // itself: whole datagrams, oldest first, valid during the call. Handled as
+  // a RetransmitReply from the publisher would be, without encoding one.
+  virtual void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
+                                uint64_t now) noexcept = 0;
+
+};
+
+// ---------------------------------------------------------------- counters --
+
+// A medium's own counters, for counters files, result files and `mdcast stat`.
+struct CounterGroup {
+  std::string prefix;                 // "shm", "sink", "rx" ...
+  std::span<const CounterInfo> info;  // names
+  const Counter* values;              // info.size() counters
+};
+template <class C>
+CounterGroup counter_group(std::string prefix, const C& c) {
+  return {std::move(prefix), C::kInfo, c.begin()};
+}
+
+// --------------------------------------------------------------- a medium --
+
+// The publisher's half of a medium.
+//   Sink& sink()                     the data path
+//   span<byte> ring_memory()         where the engine's retransmit ring lives (empty: the engine allocates it)
+//   PublisherConfig configure(cfg)   what the medium decides: max_datagram, ring size; throws Error on a mismatch
+//   size_t poll_control(h, now)      accept/serve control clients and keep the medium up; returns work done
+//   size_t clients()                 control clients connected
+template <class M>
+concept PublisherMedium = requires(M& m, const M& cm, const feed::PublisherConfig& cfg, ControlHandler& h,
+                                   uint64_t now) {
+  typename M::Sink;
+  requires DatagramSink<typename M::Sink>;
+  { m.sink() } noexcept -> std::same_as<typename M::Sink&>;
+  { m.ring_memory() } noexcept -> std::same_as<std::span<std::byte>>;
+  { cm.configure(cfg) } -> std::same_as<feed::PublisherConfig>;
+  { m.poll_control(h, now) } -> std::same_as<size_t>;
+  { cm.clients() } noexcept -> std::convertible_to<size_t>;
+  { cm.describe() } -> std::convertible_to<std::string>;
+  { cm.counter_groups() } -> std::same_as<std::vector<CounterGroup>>;
+};
+
+// The subscriber's half of a medium.
+//   Source& source()                 the data path
+//   ControlChannel& control()        requests to the publisher
+//   SubscriberConfig configure(cfg)  what the medium decides (max_datagram)
+//   void start()                     the duty loop begins: position the reader (history comes by recovery)
+//   size_t poll_control(e, now)      connect, exchange frames, keep the medium up; returns work done
+template <class M>
+concept SubscriberMedium = requires(M& m, const M& cm, const feed::SubscriberConfig& cfg, ControlEvents& e,
+                                    uint64_t now) {
+  typename M::Source;
+  requires DatagramSource<typename M::Source>;
+  { m.source() } noexcept -> std::same_as<typename M::Source&>;
+  { m.control() } noexcept -> std::convertible_to<ControlChannel&>;
+  { cm.configure(cfg) } -> std::same_as<feed::SubscriberConfig>;
+  m.start();
+  { m.poll_control(e, now) } -> std::same_as<size_t>;
+  { cm.describe() } -> std::convertible_to<std::string>;
+  { cm.counter_groups() } -> std::same_as<std::vector<CounterGroup>>;
+};
+
+}  // namespace mdcast::media
