@@ -22,6 +22,7 @@
 
 #include "bench_medium.hpp"
 #include "bench_supervise.hpp"
+#include "registry.hpp"
 #include "mdcast/bench/core_to_core.hpp"
 #include "mdcast/bench/cpu.hpp"
 #include "mdcast/bench/json.hpp"
@@ -90,21 +91,7 @@ bool supervise(std::vector<mdcast::bench::ChildProcess>& kids, const std::atomic
 }
 
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where) {
-  switch (m) {
-    case MediumKind::kAuto:
-    case MediumKind::kShm:
-      return make_shm_bench(s, where);
-    case MediumKind::kUdp:
-      fail("medium 'udp' is not available in this build: `mdcast bench` measures shm here (--medium shm)");
-    case MediumKind::kVerbs:
-#ifdef MDCAST_HAVE_VERBS
-      return make_verbs_bench(s, where);
-#else
-      fail("medium 'verbs' is not available in this build (built without libibverbs-dev/librdmacm-dev: run "
-           "scripts/install-deps.sh and rebuild): `mdcast bench` measures shm here (--medium shm)");
-#endif
-  }
-  fail("unknown medium");
+  return with_medium(m, [&](auto entry) { return decltype(entry)::bench(s, where); });
 }
 
 }  // namespace bench

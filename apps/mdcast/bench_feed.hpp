@@ -1,12 +1,12 @@
 // The mdcast side of `mdcast bench`: publisher and subscriber bodies that run
-// in forked, pinned children, templates over the same medium drivers as
-// `mdcast publish` / `mdcast subscribe` (shm_driver.hpp and its siblings).
-// Their duty loops follow runners.cpp step for step (burst of up to 256
-// messages, poll; subscriber batches of 64 datagrams; the control plane on a
-// timer, feed.control_poll = RunSpec::control_poll_ns, 100 us by default), so
-// what is measured is what those commands do, plus a measurement window.
-// control_poll_ns 0 polls the control plane on every idle round instead, to
-// show what that costs (a system call per client per poll):
+// in forked, pinned children over a medium of the registry. They run the
+// library's agents and duty loops - feed::run_paced for the publisher,
+// SubscriberAgent::run for subscribers - exactly as `mdcast publish` /
+// `mdcast subscribe` do (the control plane on a timer, feed.control_poll =
+// RunSpec::control_poll_ns, 100 us by default), with hooks that open and
+// close a measurement window. control_poll_ns 0 polls the control plane on
+// every idle round instead, to show what that costs (a system call per
+// client per poll):
 //
 //   go ... priming ... t0 ........ t0 + warmup ........... t0 + warmup + duration
 //                      paced publishing   the window opens: counts, CPU time   ends
@@ -28,14 +28,13 @@
 
 #include "bench_medium.hpp"
 #include "mdcast/bench/cpu.hpp"
-#include "mdcast/bench/tsc.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
-#include "mdcast/feed/control_service.hpp"
-#include "mdcast/feed/publisher.hpp"
-#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
 
@@ -77,10 +76,6 @@ struct RunBoard {
   [[nodiscard]] bool stopping() const noexcept { return g_stop || abort.load(std::memory_order_relaxed); }
 };
 
-inline book::BookConfig bench_book_config(const Settings& s) {
-  return {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
-}
-
 // Opaque messages of a fixed encoded size over the configured instruments,
 // or the synthetic order flow of `mdcast publish`.
 class MessageSource {
@@ -89,23 +84,17 @@ class MessageSource {
       : instruments_(std::max<uint32_t>(1, s.pub.instruments)),
         payload_(std::make_unique<std::byte[]>(spec.message_bytes)),
         payload_len_(spec.message_bytes - wire::opaque::kPayload) {
-    if (spec.orders) {
-      book::GeneratorConfig gc;
-      gc.seed = s.pub.seed;
-      gc.instruments = s.pub.instruments;
-      gc.max_orders = std::min<uint32_t>(120, s.feed.max_levels);
-      gc.target_orders = std::min<uint32_t>(40, gc.max_orders);
-      gen_.emplace(gc);
-    }
+    if (spec.orders) gen_.emplace(generator_config(s));
     for (size_t i = 0; i < spec.message_bytes; ++i) payload_[i] = static_cast<std::byte>(i);
   }
-  void next(wire::Message& m) noexcept {
+  bool next(wire::Message& m) noexcept {
     if (gen_) {
       gen_->next(m);
-      return;
+      return true;
     }
     m = wire::Message::make_opaque(next_inst_, {payload_.get(), payload_len_});
     if (++next_inst_ == instruments_) next_inst_ = 0;
+    return true;
   }
 
  private:
@@ -118,46 +107,34 @@ class MessageSource {
 
 // ---------------------------------------------------------------- publisher --
 
-template <class Driver>
-int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoard& b) {
+template <class Medium>
+int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunBoard& b) {
   ProcBoard& me = b.pub;
-  feed::PublisherConfig pc;
-  pc.channel = s.feed.channel;
-  pc.session = s.pub.session;
-  pc.sender_id = s.pub.sender_id;
-  pc.max_datagram = s.pub.max_datagram ? std::min(s.pub.max_datagram, drv.max_datagram()) : drv.max_datagram();
+  auto fail_with = [&](std::string_view why) {
+    me.set_outcome(why);
+    me.finish(ProcState::kFailed);
+    return 1;
+  };
+  feed::PublisherConfig pc = publisher_config(s, s.pub.session);
   pc.flush_interval_ns = spec.flush_interval_ns;
-  pc.heartbeat_interval_ns = s.pub.heartbeat_interval_ns;
-  pc.retransmit_bytes = s.pub.retransmit_bytes;
-  pc.crc = s.pub.crc;
-  pc.books = bench_book_config(s);
-  feed::Publisher<typename Driver::Sink> pub(pc, drv.sink(), drv.ring_memory());
-  feed::ControlService svc(feed::ControlConfig{}, pub.core());
+  feed::PublisherAgent<Medium> agent(medium, pc, {}, {}, {spec.control_poll_ns});
   MessageSource src(s, spec);
-  const auto tsc = mdcast::bench::TscClock::calibrate();
   me.finish(ProcState::kReady);
 
   // Serve subscriptions until the parent says go.
   while (b.go.load(std::memory_order_acquire) == 0) {
-    if (b.stopping()) {
-      me.set_outcome("aborted before the start");
-      me.finish(ProcState::kFailed);
-      return 1;
-    }
-    const uint64_t now = monotonic_ns();
-    drv.poll_control(svc, now);
-    svc.tick(now);
-    pub.poll(now);
-    sleep_for_ns(200 * kNsPerUs);
+    if (b.stopping()) return fail_with("aborted before the start");
+    agent.do_work(monotonic_ns());
+    sleep_ns(200 * kNsPerUs);
   }
-  const auto& pcnt = pub.core().counters();
+  const auto& pcnt = agent.core().counters();
   uint64_t published = 0;
   wire::Message m;
 
   // Priming: one-message datagrams, a quarter ring ahead of the slowest
   // subscriber at most (their progress counts messages, one per datagram here).
   const uint64_t prime =
-      std::max<uint64_t>(spec.prime_datagrams, spec.prime_retransmit_ring ? pub.core().ring().slots() : 0) + 256;
+      std::max<uint64_t>(spec.prime_datagrams, spec.prime_retransmit_ring ? agent.core().ring().slots() : 0) + 256;
   const uint64_t lead = std::max<uint64_t>(spec.prime_datagrams / 4, 64);
   uint32_t nsubs = 0;
   while (nsubs < RunBoard::kMaxSubscribers && b.subs[nsubs].get() != ProcState::kStarting) ++nsubs;
@@ -168,129 +145,73 @@ int bench_publisher(const Settings& s, Driver& drv, const RunSpec& spec, RunBoar
     const uint64_t now = monotonic_ns();
     if (published < slowest + lead) {
       src.next(m);
-      if (pub.publish(m, now) != feed::PublishResult::kOk) {
-        me.set_outcome("a message was refused by the publisher while priming: a bug");
-        me.finish(ProcState::kFailed);
-        return 1;
-      }
-      pub.flush(now);
+      if (agent.publish(m, now) != feed::PublishResult::kOk)
+        return fail_with("a message was refused by the publisher while priming: a bug");
+      agent.flush(now);
       ++published;
     }
     if ((++prime_iter & 63) == 0 || published >= slowest + lead) {
-      drv.poll_control(svc, now);
-      svc.tick(now);
+      agent.poll_control(now);
       me.progress.store(published, std::memory_order_relaxed);
-      if (published >= slowest + lead) sleep_for_ns(20 * kNsPerUs);
+      if (published >= slowest + lead) sleep_ns(20 * kNsPerUs);
     }
   }
   const uint64_t t0 = monotonic_ns() + kNsPerMs;
   b.t0.store(t0, std::memory_order_release);
   const uint64_t warm_end = t0 + spec.window.warmup_ns;
-  const uint64_t end = warm_end + spec.window.duration_ns;
-  const uint64_t primed = published;
   while (monotonic_ns() < t0) {
   }
 
   struct Mark {
-    uint64_t messages, datagrams, bytes, cpu, time, control_ticks;
+    uint64_t messages, datagrams, bytes, cpu, time, control_ns;
   };
-  uint64_t control_ticks = 0;  // spent in control-plane polls
-  auto mark = [&](uint64_t now) {
-    return Mark{published, pcnt.datagrams_sent.get(), pcnt.bytes_sent.get(), mdcast::bench::process_cpu_ns(), now,
-                control_ticks};
-  };
-  std::optional<Mark> w0;
-
-  // The duty loop of runners.cpp publish_loop, with the window marks.
-  IdleStrategy idle(spec.pub_idle);
-  const double per_ns = spec.rate / 1e9;
-  bool pending = false;
-  uint32_t iter = 0;
-  uint64_t last_control = 0;
-  uint64_t now = t0;
-  while (!b.stopping()) {
-    now = monotonic_ns();
-    if (now >= end) break;
-    if (!w0 && now >= warm_end) w0 = mark(now);
-    const uint64_t due =
-        spec.rate > 0 ? primed + static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1 : published + 256;
-    bool worked = false;
-    for (int burst = 0; published < due && burst < 256; ++burst) {
-      if (!pending) {
-        src.next(m);
-        pending = true;
-      }
-      const feed::PublishResult r = pub.publish(m, now);
-      if (r == feed::PublishResult::kBackPressured) break;
-      if (r != feed::PublishResult::kOk) {
-        me.set_outcome("a message was refused by the publisher: a bug");
-        me.finish(ProcState::kFailed);
-        return 1;
-      }
-      pending = false;
-      ++published;
-      worked = true;
+  // The window marks, taken from the loop's hook as the clock passes them.
+  struct Hooks {
+    decltype(agent)& a;
+    RunBoard& b;
+    ProcBoard& me;
+    uint64_t warm_end;
+    std::optional<Mark> w0;
+    uint32_t rounds = 0;
+    Mark mark(uint64_t now, uint64_t published) const {
+      const auto& c = a.core().counters();
+      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), mdcast::bench::process_cpu_ns(), now,
+                  a.control_time_ns()};
     }
-    pub.poll(now);
-    if ((!worked || (++iter & 63) == 0) && now - last_control >= spec.control_poll_ns) {
-      last_control = now;
-      const uint64_t c0 = mdcast::bench::TscClock::now();
-      drv.poll_control(svc, now);
-      svc.tick(now);
-      control_ticks += mdcast::bench::TscClock::now() - c0;
-      me.progress.store(published, std::memory_order_relaxed);
+    bool on_round(uint64_t now, uint64_t published) noexcept {
+      if (!w0 && now >= warm_end) w0 = mark(now, published);
+      if ((++rounds & 63) == 0) me.progress.store(published, std::memory_order_relaxed);
+      return !b.stopping();
     }
-    if (worked) {
-      idle.reset();
-    } else if (spec.pub_idle != IdleMode::kSpin && spec.rate > 0 && spec.burst_ns) {
-      // One wake-up per burst (or when the open datagram must leave): the
-      // CPU time is then publishing, not pacing.
-      uint64_t wake = t0 + static_cast<uint64_t>(static_cast<double>(published - primed) / per_ns) + spec.burst_ns;
-      if (pub.core().has_open()) wake = std::min(wake, now + spec.flush_interval_ns);
-      if (wake > now) sleep_for_ns(std::min<uint64_t>(wake - now, 10 * kNsPerMs));
-    } else if (spec.pub_idle != IdleMode::kSpin && spec.rate > 0) {
-      // As publish_loop: sleep until the next message is due or the open
-      // datagram must leave, so CPU time is work, not waiting.
-      const auto next_due = t0 + static_cast<uint64_t>(static_cast<double>(published - primed) / per_ns);
-      uint64_t wake = next_due;
-      if (pub.core().has_open()) wake = std::min(wake, now + spec.flush_interval_ns);
-      if (wake > now + 30 * kNsPerUs)
-        sleep_for_ns(std::min<uint64_t>(wake - now - 20 * kNsPerUs, IdleStrategy::kMaxParkNs));
-      else
-        idle.idle();
-    } else {
-      idle.idle();
-    }
-  }
-  const Mark w1 = mark(now);
-  if (w0) {
-    me.window_messages = w1.messages - w0->messages;
-    me.window_datagrams = w1.datagrams - w0->datagrams;
-    me.window_bytes = w1.bytes - w0->bytes;
-    me.window_cpu_ns = w1.cpu - w0->cpu;
-    me.window_ns = w1.time - w0->time;
-    me.window_control_ns = tsc.to_ns(w1.control_ticks - w0->control_ticks);
+  } hooks{agent, b, me, warm_end, std::nullopt};
+  feed::Pace pace;
+  pace.rate = spec.rate;
+  pace.start_ns = t0;
+  pace.end_ns = warm_end + spec.window.duration_ns;
+  pace.already = published;
+  pace.idle = spec.pub_idle;
+  pace.burst_ns = spec.burst_ns;
+  const feed::PaceResult pr = feed::run_paced(agent, src, pace, hooks);
+  if (pr.refused != feed::PublishResult::kOk) return fail_with("a message was refused by the publisher: a bug");
+  published = pr.published;
+  const Mark w1 = hooks.mark(pr.end_ns, published);
+  if (hooks.w0) {
+    const Mark& w0 = *hooks.w0;
+    me.window_messages = w1.messages - w0.messages;
+    me.window_datagrams = w1.datagrams - w0.datagrams;
+    me.window_bytes = w1.bytes - w0.bytes;
+    me.window_cpu_ns = w1.cpu - w0.cpu;
+    me.window_ns = w1.time - w0.time;
+    me.window_control_ns = w1.control_ns - w0.control_ns;
   }
   me.total = published;
   me.progress.store(published, std::memory_order_relaxed);
 
   // End the session, then serve recovery until every subscriber has left.
   uint64_t t_end = monotonic_ns();
-  while (!pub.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
-  uint64_t empty_since = 0;
-  while (!b.stopping() && monotonic_ns() < b.deadline.load(std::memory_order_relaxed)) {
-    now = monotonic_ns();
-    pub.poll(now);
-    drv.poll_control(svc, now);
-    svc.tick(now);
-    if (drv.clients() == 0) {
-      if (!empty_since) empty_since = now;
-      if (now - empty_since > 100 * kNsPerMs) break;
-    } else {
-      empty_since = 0;
-    }
-    sleep_for_ns(200 * kNsPerUs);
-  }
+  while (!agent.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
+  agent.linger(b.deadline.load(std::memory_order_relaxed), 100 * kNsPerMs, 200 * kNsPerUs,
+               [&] { return b.stopping(); });
   me.set_outcome(b.stopping() ? "aborted" : "ok");
   me.finish(ProcState::kDone);
   return 0;
@@ -318,21 +239,16 @@ struct BenchHandler {
   void on_reset(uint32_t) noexcept {}
 };
 
-template <class Driver>
-int bench_subscriber(const Settings& s, Driver& drv, const RunSpec& spec, RunBoard& b, ProcBoard& me) {
-  feed::SubscriberConfig sc;
-  sc.channel = s.feed.channel;
-  sc.sender_id = s.sub.sender_id;
-  sc.window_bytes = s.sub.window_bytes;
-  sc.books = bench_book_config(s);
+template <class Medium>
+int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, RunBoard& b, ProcBoard& me) {
+  feed::SubscriberConfig sc = subscriber_config(s);
   sc.maintain_books = spec.books;
   sc.verify_checksums = spec.books;
-  sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
-  sc.request_timeout_ns = 100 * kNsPerMs;
-  sc.max_datagram = wire::kMaxDatagram;
   auto h = std::make_unique<BenchHandler>();
   h->per_datagram = spec.sample_per_datagram;
-  feed::Subscriber<BenchHandler> sub(sc, *h, &drv.control());
+  feed::SubscriberAgent<Medium, BenchHandler> agent(medium, sc, *h, nullptr, {spec.control_poll_ns, spec.sub_idle});
+  const auto& sub = agent.subscriber();
+  agent.start();
 
   auto fail_with = [&](std::string_view why) {
     me.set_outcome(why);
@@ -345,68 +261,49 @@ int bench_subscriber(const Settings& s, Driver& drv, const RunSpec& spec, RunBoa
     if (b.stopping()) return fail_with("aborted before the start");
     if (sub.subscribe_refused()) return fail_with("subscription refused: " + sub.last_error());
     if (now > subscribe_by) return fail_with("no subscription acknowledgement within 15 s");
-    drv.poll_control(sub, now);
-    sub.poll(now);
-    sleep_for_ns(kNsPerMs);
+    agent.poll_control(now);
+    sleep_ns(kNsPerMs);
   }
   me.finish(ProcState::kReady);
   while (b.go.load(std::memory_order_acquire) == 0) {
     if (b.stopping()) return fail_with("aborted before the start");
-    const uint64_t now = monotonic_ns();
-    drv.poll_control(sub, now);
-    sub.poll(now);
-    sleep_for_ns(200 * kNsPerUs);
+    agent.poll_control(monotonic_ns());
+    sleep_ns(200 * kNsPerUs);
   }
   // Nothing is sampled until the publisher has primed and announced t0.
   h->lo = h->hi = UINT64_MAX;
-  const uint64_t deadline = b.deadline.load();
-
-  // The duty loop of runners.cpp subscribe_loop.
-  IdleStrategy idle(spec.sub_idle);
-  uint32_t iter = 0, idle_iter = 0, idle_rounds = 0;
-  uint64_t last_control = 0;
-  std::string_view outcome = "ok";
-  while (true) {
-    const size_t n = drv.poll_data([&](std::span<const std::byte> d, uint64_t rx) { sub.on_datagram(d, feed::Rail::kA, rx); }, 64);
-    // Control on a timer (as runners.cpp); the clock is read only every 64
-    // idle rounds, so the spin that waits for data stays a tight loop.
-    // control_poll_ns 0: every idle round.
-    const bool round = spec.control_poll_ns == 0 ? (n == 0 || (++iter & 15) == 0)
-                                                 : (n == 0 ? (++idle_iter & 63) == 0 : (++iter & 15) == 0);
-    uint64_t now = 0;
-    if (round && (now = monotonic_ns()) - last_control >= spec.control_poll_ns) {
-      last_control = now;
-      drv.poll_control(sub, now);
-      sub.poll(now);
-      me.progress.store(h->delivered, std::memory_order_relaxed);
-      if (h->lo == UINT64_MAX) {
+  struct Hooks {
+    BenchHandler& h;
+    RunBoard& b;
+    ProcBoard& me;
+    const RunSpec& spec;
+    uint64_t deadline;
+    std::string_view outcome = "ok";
+    bool on_control_round(uint64_t now) noexcept {
+      me.progress.store(h.delivered, std::memory_order_relaxed);
+      if (h.lo == UINT64_MAX) {
         if (const uint64_t t0 = b.t0.load(std::memory_order_acquire)) {
-          h->lo = t0 + spec.window.warmup_ns;
-          h->hi = h->lo + spec.window.duration_ns;
+          h.lo = t0 + spec.window.warmup_ns;
+          h.hi = h.lo + spec.window.duration_ns;
         }
       }
-      if (sub.session_ended() && sub.caught_up()) break;
       if (now > deadline) {
         outcome = "timed out";
-        break;
+        return false;
       }
       if (b.stopping()) {
         outcome = "aborted";
-        break;
+        return false;
       }
+      return true;
     }
-    if (n) {
-      idle.reset();
-      idle_rounds = 0;
-    } else if (!(spec.sub_idle == IdleMode::kBlock && ++idle_rounds > 64 && drv.block(kNsPerMs))) {
-      idle.idle();
-    }
-  }
+  } hooks{*h, b, me, spec, b.deadline.load()};
+  agent.run(hooks);
   const auto& c = sub.counters();
   me.total = h->delivered;
   me.window_messages = h->rx_window;
   me.window_ns = spec.window.duration_ns;
-  me.lapped = drv.lapped();
+  if constexpr (requires { medium.lost_datagrams(); }) me.lapped = medium.lost_datagrams();
   me.gaps = c.gaps.get();
   me.recovered = c.datagrams_recovered.get();
   me.retransmit_requests = c.retransmit_requests.get();
@@ -415,9 +312,9 @@ int bench_subscriber(const Settings& s, Driver& drv, const RunSpec& spec, RunBoa
   me.duplicates = c.duplicates.get();
   me.latency = h->latency;
   me.progress.store(h->delivered, std::memory_order_relaxed);
-  me.set_outcome(outcome);
-  me.finish(outcome == "ok" ? ProcState::kDone : ProcState::kFailed);
-  return outcome == "ok" ? 0 : 1;
+  me.set_outcome(hooks.outcome);
+  me.finish(hooks.outcome == "ok" ? ProcState::kDone : ProcState::kFailed);
+  return hooks.outcome == "ok" ? 0 : 1;
 }
 
 }  // namespace mdcast::app::bench

@@ -182,11 +182,8 @@ class MediumBench {
 };
 
 // Throws Error "medium 'X' is not available in this build" for media this
-// binary cannot bench.
+// binary cannot bench. Each medium's bench (its raw baseline) is its
+// registry entry's bench(): bench_shm.cpp, bench_verbs.cpp.
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where);
-
-// One factory per medium: bench_shm.cpp, bench_verbs.cpp.
-std::unique_ptr<MediumBench> make_shm_bench(const Settings& s, const Placement& where);
-std::unique_ptr<MediumBench> make_verbs_bench(const Settings& s, const Placement& where);
 
 }  // namespace mdcast::app::bench

@@ -1,7 +1,7 @@
 // The parent's side of one `mdcast bench` run, for any medium: fork the
 // publisher and N subscribers (pinned), wait until each is ready, start the
 // timeline, supervise, and gather their boards into a RunResult. A medium
-// passes its driver types and what it adds per datagram; the bodies the
+// passes its registry entry and what it adds per datagram; the bodies the
 // children run are bench_feed.hpp's templates, so nothing here is
 // medium-specific.
 #pragma once
@@ -30,7 +30,7 @@ inline double cpu_seconds(const rusage& ru) noexcept {
 // s: the run's settings (a unique feed name and session already chosen).
 // setup_s: how long a child may take to become ready (joining a multicast
 // group and connecting the control plane take longer on RDMA than on shm).
-template <class PubDriver, class SubDriver>
+template <class Entry>
 RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Placement& where,
                              size_t medium_overhead_per_datagram, Progress& p, uint64_t setup_ns = 30 * kNsPerSec) {
   using mdcast::bench::ChildProcess;
@@ -57,8 +57,8 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
     return pb.get() == ProcState::kReady;
   };
   kids.push_back(ChildProcess::spawn("publisher", where.cpu_for(0), [&] {
-    PubDriver drv(s, s.pub.session);
-    return bench_publisher(s, drv, spec, *b);
+    auto medium = Entry::publisher(s, s.pub.session);
+    return bench_publisher(s, *medium, spec, *b);
   }));
   if (!await_ready(b->pub, kids[0])) {
     b->abort = 1;
@@ -67,8 +67,8 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
   }
   for (uint32_t i = 0; i < spec.subscribers; ++i) {
     kids.push_back(ChildProcess::spawn(fmt::format("subscriber {}", i + 1), where.cpu_for(i + 1), [&, i] {
-      SubDriver drv(s, i + 1);
-      return bench_subscriber(s, drv, spec, *b, b->subs[i]);
+      auto medium = Entry::subscriber(s);
+      return bench_subscriber(s, *medium, spec, *b, b->subs[i]);
     }));
   }
   for (uint32_t i = 0; i < spec.subscribers; ++i)

@@ -19,7 +19,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
-#include "shm_driver.hpp"
+#include "registry.hpp"
 
 namespace mdcast::app::bench {
 namespace {
@@ -174,7 +174,7 @@ class ShmBench final : public MediumBench {
     const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
     s.pub.session = ms ? ms : 1;
     RingCleanup cleanup{s.feed.name, s.shm.dir};
-    return run_feed_processes<ShmPublisherDriver, ShmSubscriberDriver>(s, spec, where_, medium_overhead_per_datagram(), p);
+    return run_feed_processes<ShmEntry>(s, spec, where_, medium_overhead_per_datagram(), p);
   }
 
  private:
@@ -185,8 +185,12 @@ class ShmBench final : public MediumBench {
 
 }  // namespace
 
-std::unique_ptr<MediumBench> make_shm_bench(const Settings& s, const Placement& where) {
-  return std::make_unique<ShmBench>(s, where);
+}  // namespace mdcast::app::bench
+
+namespace mdcast::app {
+
+std::unique_ptr<bench::MediumBench> ShmEntry::bench(const Settings& s, const bench::Placement& where) {
+  return std::make_unique<bench::ShmBench>(s, where);
 }
 
-}  // namespace mdcast::app::bench
+}  // namespace mdcast::app

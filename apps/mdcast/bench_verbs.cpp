@@ -34,7 +34,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
-#include "verbs_driver.hpp"
+#include "registry.hpp"
 
 namespace mdcast::app::bench {
 namespace {
@@ -96,7 +96,7 @@ int raw_writer(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
     std::byte* slot = ring.data() + (sent % kRawSlots) * kRawSlotBytes;
     const uint64_t w[kRawWords] = {kRawMagic, stamp, sent, word3, 0, 0, 0, 0};
     std::memcpy(slot, w, sizeof w);
-    while (sink->send({slot, dgram}, sent) != feed::SendResult::kSent) {
+    while (sink->send({slot, dgram}, sent) != media::SendResult::kSent) {
       if (sink->failed() || b.abort.load(std::memory_order_relaxed) || g_stop) return false;
       sink->reap();
     }
@@ -104,17 +104,17 @@ int raw_writer(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
     return true;
   };
   const double per_ns = run.rate / 1e9;
-  for (;;) {
+  bool posting = true;  // a failed post ends the run, not just the burst
+  while (posting) {
     const uint64_t now = monotonic_ns();
     if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop) break;
     if (run.rate > 0) {
       // Paced: one datagram when due, stamped with the clock read just now.
       if (sent >= static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1) continue;
-      if (!post(now, 0)) break;
+      posting = post(now, 0);
     } else {
       // Flat out; the clock only every 64 datagrams.
-      for (int i = 0; i < 64; ++i)
-        if (!post(now, 0)) break;
+      for (int i = 0; i < 64 && posting; ++i) posting = post(now, 0);
     }
   }
   if (sink->failed()) return fail_with(fmt::format("raw writer: send path failed: {}", sink->failure()));
@@ -124,7 +124,7 @@ int raw_writer(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
     const uint64_t w[kRawWords] = {kRawMagic, 0, total, kRawEnd, 0, 0, 0, 0};
     std::byte* slot = ring.data() + (sent % kRawSlots) * kRawSlotBytes;
     std::memcpy(slot, w, sizeof w);
-    while (sink->send({slot, kRawBytes}, sent) != feed::SendResult::kSent && !sink->failed()) sink->reap();
+    while (sink->send({slot, kRawBytes}, sent) != media::SendResult::kSent && !sink->failed()) sink->reap();
     ++sent;
     sleep_for_ns(2 * kNsPerMs);
     sink->reap();
@@ -196,7 +196,7 @@ class VerbsBench final : public MediumBench {
            "this bench inside a Soft-RoCE VM");
     // Resolve addresses here (sysfs only: no device is opened in the parent),
     // so a host without a usable device fails now, with what to set.
-    base_ = verbs::resolve_options(verbs_options(s_), true);
+    base_ = verbs::resolve_options(VerbsEntry::options(s_), true);
     s_.verbs.local_ip = base_.local_ip;
     s_.verbs.device = base_.device;
     // Soft-RoCE (the kernel's rdma_rxe) devices are named rxe<N> by
@@ -274,9 +274,7 @@ class VerbsBench final : public MediumBench {
     s.verbs.control_port = static_cast<uint16_t>(s_.verbs.control_port + runs_ % 512);
     // The receive ring holds ~100 ms at the datagram rate of this run.
     s.verbs.rate = std::max(s.verbs.rate, spec.rate > 0 ? spec.rate : 1e6);
-    return run_feed_processes<VerbsPublisherDriver, VerbsSubscriberDriver>(s, spec, where_,
-                                                                           medium_overhead_per_datagram(), p,
-                                                                           60 * kNsPerSec);
+    return run_feed_processes<VerbsEntry>(s, spec, where_, medium_overhead_per_datagram(), p, 60 * kNsPerSec);
   }
 
  private:
@@ -300,8 +298,12 @@ class VerbsBench final : public MediumBench {
 
 }  // namespace
 
-std::unique_ptr<MediumBench> make_verbs_bench(const Settings& s, const Placement& where) {
-  return std::make_unique<VerbsBench>(s, where);
+}  // namespace mdcast::app::bench
+
+namespace mdcast::app {
+
+std::unique_ptr<bench::MediumBench> VerbsEntry::bench(const Settings& s, const bench::Placement& where) {
+  return std::make_unique<bench::VerbsBench>(s, where);
 }
 
-}  // namespace mdcast::app::bench
+}  // namespace mdcast::app

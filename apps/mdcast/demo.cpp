@@ -17,11 +17,10 @@
 #include "commands.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/media/shm/shm_ring.hpp"
 #include "mdcast/stats/counters_file.hpp"
+#include "registry.hpp"
 #include "result.hpp"
 #include "runners.hpp"
-#include "verbs_driver.hpp"
 
 extern char** environ;
 
@@ -98,25 +97,15 @@ bool reap(Child& c, bool block) {
 }  // namespace
 
 int run_demo(Settings& s, const DemoArgs& a) {
-  const MediumKind medium = s.feed.medium == MediumKind::kAuto ? MediumKind::kShm : s.feed.medium;
-  std::string medium_name(to_string(medium));
-  std::string verbs_ip;
-#ifdef MDCAST_HAVE_VERBS
-  if (medium == MediumKind::kVerbs) {
-    // Every process of the demo runs on this host's RDMA device: the publisher
-    // listens on its address, the subscribers connect to it.
-    auto o = media::verbs::resolve_options(verbs_options(s), true);
-    verbs_ip = o.local_ip;
-  }
-#endif
-  if (medium != MediumKind::kShm && verbs_ip.empty())
-    fail("the demo runs over shm{} (medium '{}' is not available in this build)",
-#ifdef MDCAST_HAVE_VERBS
-         " or verbs",
-#else
-         "",
-#endif
-         to_string(medium));
+  // What the children are told beyond the user's settings, from the medium's registry entry.
+  std::string medium_name, where;
+  SettingPairs extra;
+  with_medium(s.feed.medium, [&](auto entry) {
+    using E = decltype(entry);
+    medium_name = E::kName;
+    where = E::demo_where(s);
+    extra = E::demo_settings(s);
+  });
   bool name_given = false, idle_given = false;
   for (const auto& [k, v] : a.settings) {
     name_given |= k == "feed.name";
@@ -143,11 +132,10 @@ int run_demo(Settings& s, const DemoArgs& a) {
       args.insert(args.end(), {"--set", k + "=" + v});
     }
     args.insert(args.end(), {"--set", "feed.name=" + name, "--set", "feed.medium=" + medium_name, "--set", "feed.idle=" + idle});
-    if (!verbs_ip.empty()) args.insert(args.end(), {"--set", "verbs.local_ip=" + verbs_ip, "--set", "verbs.control_ip=" + verbs_ip});
+    for (const auto& [k, v] : extra) args.insert(args.end(), {"--set", k + "=" + v});
   };
 
-  fmt::print("mdcast demo: 1 publisher + {} subscribers over {}, {:.0f} msg/s over {} instruments for {}\n", n,
-             medium == MediumKind::kShm ? "shared memory" : "RDMA (UD multicast data, RC control) on " + verbs_ip,
+  fmt::print("mdcast demo: 1 publisher + {} subscribers over {}, {:.0f} msg/s over {} instruments for {}\n", n, where,
              s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
   if (s.demo.loss > 0) fmt::print("             subscriber 1 drops {:.1f}% of datagrams on arrival (recovered through the control plane)\n", s.demo.loss * 100);
   if (crowded && !idle_given)
@@ -309,7 +297,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
         ok = false;
       }
     }
-    const uint64_t lost = r.counter("app.injected_losses") + r.counter("app.lapped");
+    const uint64_t lost = r.counter("app.lost");
     fmt::print("{:<11} {:>11} {:>7} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}  {}\n", c.label, grouped(r.messages),
                r.counter("sub.gaps"), lost, r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"),
                us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),

@@ -1,3 +1,7 @@
+// `mdcast publish` and `mdcast subscribe`: the library's agents over the
+// medium the settings name (registry.hpp), with a counters file, a result
+// file and a clean end on SIGINT/SIGTERM. The duty loops are the library's
+// (feed::run_paced, SubscriberAgent::run); this file only reports.
 #include "runners.hpp"
 
 #include <fmt/format.h>
@@ -11,13 +15,14 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
-#include "mdcast/feed/control_service.hpp"
-#include "mdcast/feed/publisher.hpp"
-#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/media/fault/fault.hpp"
 #include "mdcast/stats/counters_file.hpp"
+#include "print.hpp"
+#include "registry.hpp"
 #include "result.hpp"
-#include "shm_driver.hpp"
-#include "verbs_driver.hpp"
 
 namespace mdcast::app {
 
@@ -33,177 +38,128 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-namespace {
-
-book::BookConfig book_config(const Settings& s) { return {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels}; }
-
-template <class Counters>
-std::vector<std::pair<std::string, uint64_t>> dump(const Counters& c, const std::string& prefix) {
-  std::vector<std::pair<std::string, uint64_t>> v;
-  for (size_t i = 0; i < Counters::kCount; ++i) v.emplace_back(prefix + std::string(Counters::kInfo[i].name), c.at(i).get());
-  return v;
+uint32_t pick_session(const Settings& s) {
+  if (s.pub.session) return s.pub.session;
+  const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
+  return ms ? ms : 1;
 }
 
-MediumKind resolve_medium(MediumKind m) {
-  // On one host shared memory beats any network medium; verbs and UDP are for
-  // reaching other hosts and are chosen explicitly.
-  return m == MediumKind::kAuto ? MediumKind::kShm : m;
-}
-
-// ------------------------------------------------------------------ publish --
-
-template <class Driver>
-int publish_loop(Settings& s, Driver& drv, uint32_t session, const char* medium) {
-  feed::PublisherConfig pc;
-  pc.channel = s.feed.channel;
-  pc.session = session;
-  pc.sender_id = s.pub.sender_id;
-  pc.max_datagram = s.pub.max_datagram ? std::min(s.pub.max_datagram, drv.max_datagram()) : drv.max_datagram();
-  pc.flush_interval_ns = s.pub.flush_interval_ns;
-  pc.heartbeat_interval_ns = s.pub.heartbeat_interval_ns;
-  pc.retransmit_bytes = s.pub.retransmit_bytes;
-  pc.crc = s.pub.crc;
-  pc.pacing.mode = s.pub.pacing;
-  pc.pacing.rate = s.pub.pacing_rate;
-  pc.pacing.min_rate = s.pub.pacing_min_rate;
-  pc.books = book_config(s);
-  pc = drv.configure(pc);
-  if (s.pub.instruments > s.feed.max_instruments)
-    fail("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
-  feed::ControlConfig cc;
-  cc.entitlements = s.pub.entitlements;
-
-  stats::CountersFile cf("publisher", s.feed.name, medium,
-                         {{"pub", feed::PublisherCounters::kInfo}, {"ctl", feed::ControlCounters::kInfo}, {"app", AppPubCounters::kInfo}});
-  auto* app = cf.section<AppPubCounters>(2);
-  feed::Publisher<typename Driver::Sink> pub(pc, drv.sink(), drv.ring_memory(), cf.section<feed::PublisherCounters>(0));
-  feed::ControlService svc(cc, pub.core(), cf.section<feed::ControlCounters>(1));
+book::GeneratorConfig generator_config(const Settings& s) {
   book::GeneratorConfig gc;
   gc.seed = s.pub.seed;
   gc.instruments = s.pub.instruments;
   gc.max_orders = std::min<uint32_t>(120, s.feed.max_levels);
   gc.target_orders = std::min<uint32_t>(40, gc.max_orders);
-  book::Generator gen(gc);
+  return gc;
+}
+
+namespace {
+
+// ------------------------------------------------------------------ publish --
+
+struct GeneratorSource {
+  book::Generator gen;
+  bool next(wire::Message& m) noexcept {
+    gen.next(m);
+    return true;
+  }
+};
+
+template <class Medium>
+int publish_loop(Settings& s, Medium& medium, uint32_t session, std::string_view medium_name) {
+  MirroredCounters medium_counters(medium.counter_groups());
+  std::vector<stats::Section> sections{
+      {"pub", feed::PublisherCounters::kInfo}, {"ctl", feed::ControlCounters::kInfo}, {"app", AppPubCounters::kInfo}};
+  medium_counters.add_sections(sections);
+  stats::CountersFile cf("publisher", s.feed.name, std::string(medium_name), sections);
+  auto* app = cf.section<AppPubCounters>(2);
+  feed::PublisherAgent<Medium> agent(
+      medium, publisher_config(s, session), control_config(s),
+      {cf.section<feed::PublisherCounters>(0), cf.section<feed::ControlCounters>(1)}, {s.feed.control_poll_ns});
+  GeneratorSource src{book::Generator(generator_config(s))};
   app->target_rate.set(static_cast<uint64_t>(s.pub.rate));
   cf.set_state(stats::ProcessState::kRunning);
-  fmt::print(stderr, "mdcast publish: {}; session {}; {:.0f} msg/s over {} instruments for {}\n", drv.describe(),
-             pub.core().session(), s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
+  fmt::print(stderr, "mdcast publish: {}; session {}; {:.0f} msg/s over {} instruments for {}\n", medium.describe(),
+             agent.core().session(), s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
+
+  auto refresh = [&](uint64_t now, uint64_t t0) {
+    cf.touch(now);
+    medium_counters.refresh(cf);
+    app->generated.set(src.gen.produced());
+    app->control_clients.set(agent.clients());
+    app->control_time_us.set(agent.control_time_ns() / kNsPerUs);
+    app->elapsed_ms.set((now - t0) / kNsPerMs);
+  };
 
   if (s.pub.wait_subscribers) {
     // Subscribers that are there from the first datagram need no recovery:
     // the demo and tests start this way so a clean run shows zero gaps.
     const uint64_t give_up = monotonic_ns() + 60 * kNsPerSec;
-    while (!g_stop && svc.subscribed_clients() < s.pub.wait_subscribers) {
+    while (!g_stop && agent.subscribed_clients() < s.pub.wait_subscribers) {
       const uint64_t now = monotonic_ns();
-      if (now > give_up) fail("only {} of {} subscribers arrived within 60 s", svc.subscribed_clients(), s.pub.wait_subscribers);
-      drv.poll_control(svc, now);
-      pub.poll(now);
-      app->control_clients.set(drv.clients());
-      timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
+      if (now > give_up)
+        fail("only {} of {} subscribers arrived within 60 s", agent.subscribed_clients(), s.pub.wait_subscribers);
+      agent.do_work(now);
+      refresh(now, now);
+      sleep_ns(kNsPerMs);
     }
   }
-  IdleStrategy idle(s.feed.idle);
   const uint64_t t0 = monotonic_ns();
-  const uint64_t end = t0 + s.pub.duration_ns;
-  const double per_ns = s.pub.rate / 1e9;
-  wire::Message m;
-  bool pending = false;
-  uint64_t published = 0;
-  uint64_t now = t0, last_control = 0;
-  while (!g_stop) {
-    now = monotonic_ns();
-    if (now >= end) break;
-    const auto due = static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1;
-    bool worked = false;
-    for (int burst = 0; published < due && burst < 256; ++burst) {
-      if (!pending) {
-        gen.next(m);
-        pending = true;
+  feed::Pace pace;
+  pace.rate = s.pub.rate;
+  pace.start_ns = t0;
+  pace.end_ns = t0 + s.pub.duration_ns;
+  pace.idle = s.feed.idle;
+  uint64_t last_refresh = 0;
+  struct Hooks {
+    decltype(refresh)& r;
+    uint64_t t0;
+    uint64_t& last;
+    bool on_round(uint64_t now, uint64_t) noexcept {
+      if (now - last >= 100 * kNsPerMs) {
+        last = now;
+        r(now, t0);
       }
-      const feed::PublishResult r = pub.publish(m, now);
-      if (r == feed::PublishResult::kBackPressured) break;
-      if (r != feed::PublishResult::kOk)
-        fail("generator message refused by the publisher ({}): a bug; please report it", book::to_string(pub.core().last_reject()));
-      pending = false;
-      ++published;
-      worked = true;
+      return !g_stop;
     }
-    pub.poll(now);
-    // The control plane costs a system call per poll (1-2 us here): on a
-    // timer, not per idle round, so it stays off the latency path.
-    if (now - last_control >= s.feed.control_poll_ns) {
-      last_control = now;
-      drv.poll_control(svc, now);
-      svc.tick(now);
-      cf.touch(now);
-      app->generated.set(gen.produced());
-      app->control_clients.set(drv.clients());
-      app->elapsed_ms.set((now - t0) / kNsPerMs);
-    }
-    if (worked) {
-      idle.reset();
-    } else if (s.feed.idle != IdleMode::kSpin) {
-      // Nothing due: sleep until the next message is due or the open
-      // datagram must leave, whichever comes first (never past it).
-      const auto next_due = t0 + static_cast<uint64_t>(static_cast<double>(published) / per_ns);
-      uint64_t wake = next_due;
-      if (pub.core().has_open()) wake = std::min(wake, now + s.pub.flush_interval_ns);
-      if (wake > now + 30 * kNsPerUs) {
-        const uint64_t d = std::min<uint64_t>(wake - now - 20 * kNsPerUs, IdleStrategy::kMaxParkNs);
-        timespec ts{0, static_cast<long>(d)};
-        nanosleep(&ts, nullptr);
-      } else {
-        idle.idle();
-      }
-    } else {
-      idle.idle();
-    }
-  }
-  const double seconds = static_cast<double>(now - t0) / 1e9;
+  } hooks{refresh, t0, last_refresh};
+  const feed::PaceResult pr = feed::run_paced(agent, src, pace, hooks);
+  if (pr.refused != feed::PublishResult::kOk)
+    fail("generator message refused by the publisher ({}): a bug; please report it",
+         book::to_string(agent.core().last_reject()));
+  const double seconds = static_cast<double>(pr.end_ns - t0) / 1e9;
 
   // End the session, then keep serving recovery until every subscriber has
   // gone (they leave once caught up) or the linger time is up.
   uint64_t t_end = monotonic_ns();
-  while (!pub.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
-  const uint64_t linger_end = t_end + s.pub.linger_ns;
-  uint64_t empty_since = 0;
-  while (!g_stop) {
-    now = monotonic_ns();
-    if (now >= linger_end) break;
-    pub.poll(now);
-    drv.poll_control(svc, now);
-    svc.tick(now);
-    cf.touch(now);
-    app->control_clients.set(drv.clients());
-    if (drv.clients() == 0) {
-      if (!empty_since) empty_since = now;
-      if (now - empty_since > 300 * kNsPerMs) break;
-    } else {
-      empty_since = 0;
-    }
-    timespec ts{0, 200'000};
-    nanosleep(&ts, nullptr);
-  }
+  while (!agent.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
+  agent.linger(t_end + s.pub.linger_ns, 300 * kNsPerMs, 200 * kNsPerUs, [&] {
+    refresh(monotonic_ns(), t0);
+    return g_stop != 0;
+  });
+  refresh(monotonic_ns(), t0);
   cf.set_state(stats::ProcessState::kFinished);
 
   RunResult r;
   r.role = "publisher";
   r.name = s.feed.name;
-  r.medium = medium;
-  r.session = pub.core().session();
-  r.last_sequence = pub.core().last_committed();
+  r.medium = medium_name;
+  r.session = agent.core().session();
+  r.last_sequence = agent.core().last_committed();
   r.seconds = seconds;
-  r.messages = published;
-  r.counters = dump(pub.core().counters(), "pub.");
-  for (auto& kv : dump(svc.counters(), "ctl.")) r.counters.push_back(kv);
-  const auto& books = pub.core().books();
+  r.messages = pr.published;
+  dump_counters(agent.core().counters(), "pub.", r.counters);
+  dump_counters(agent.control().counters(), "ctl.", r.counters);
+  medium_counters.dump(r.counters);
+  const auto& books = agent.core().books();
   for (uint32_t i = 0; i < books.max_instruments(); ++i)
     if (books.book(i).instrument_seq() > 0) r.books.push_back({i, books.book(i).instrument_seq(), books.book(i).checksum()});
   if (!s.pub.result.empty()) write_result(s.pub.result, r);
-  fmt::print(stderr, "mdcast publish: {} messages in {} datagrams over {:.2f} s ({:.0f} msg/s); {} retransmit requests, {} snapshots served\n",
-             published, r.last_sequence, seconds, static_cast<double>(published) / std::max(seconds, 1e-9),
-             svc.counters().retransmit_requests.get(), svc.counters().snapshot_requests.get());
+  fmt::print(stderr,
+             "mdcast publish: {} messages in {} datagrams over {:.2f} s ({:.0f} msg/s); {} retransmit requests, {} "
+             "snapshots served\n",
+             pr.published, r.last_sequence, seconds, static_cast<double>(pr.published) / std::max(seconds, 1e-9),
+             agent.control().counters().retransmit_requests.get(), agent.control().counters().snapshot_requests.get());
   return g_stop ? 130 : 0;
 }
 
@@ -213,7 +169,6 @@ struct AppHandler {
   Histogram latency;
   uint64_t delivered = 0;
   bool print = false;
-  std::string log;
 
   void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
     ++delivered;
@@ -222,130 +177,94 @@ struct AppHandler {
   }
   void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
     if (print && b && b->book(inst).instrument_seq() > 0)
-      fmt::print("snapshot instrument={} seq={} orders={}\n", inst, b->book(inst).instrument_seq(), b->book(inst).order_count());
+      fmt::print("snapshot instrument={} seq={} orders={}\n", inst, b->book(inst).instrument_seq(),
+                 b->book(inst).order_count());
   }
   void on_reset(uint32_t session) noexcept {
     if (print) fmt::print("session {}: books reset\n", session);
   }
   void on_event(feed::SubscriberEvent e, std::string_view detail) noexcept {
-    const char* what = e == feed::SubscriberEvent::kPublisherSilent ? "publisher silent"
-                       : e == feed::SubscriberEvent::kPublisherBack  ? "publisher back"
-                       : e == feed::SubscriberEvent::kSessionEnded   ? "session ended"
-                       : e == feed::SubscriberEvent::kSessionChanged ? "new publisher session"
-                                                                     : "control error";
-    fmt::print(stderr, "mdcast subscribe: {}{}{}\n", what, detail.empty() ? "" : ": ", detail);
-  }
-  static void print_message(const wire::Message& m, const feed::Delivery& d) {
-    switch (m.type) {
-      case wire::MsgType::kAddOrder:
-        fmt::print("{} seq={} inst={}#{} add id={} {} {}@{}\n", d.sequence, d.sequence, m.instrument, m.instrument_seq,
-                   m.add.order_id, m.add.side == wire::Side::kBuy ? "buy" : "sell", m.add.quantity, m.add.price);
-        break;
-      case wire::MsgType::kModifyOrder:
-        fmt::print("{} inst={}#{} modify id={} {}@{}\n", d.sequence, m.instrument, m.instrument_seq, m.modify.order_id,
-                   m.modify.quantity, m.modify.price);
-        break;
-      case wire::MsgType::kDeleteOrder:
-        fmt::print("{} inst={}#{} delete id={}\n", d.sequence, m.instrument, m.instrument_seq, m.del.order_id);
-        break;
-      case wire::MsgType::kExecuteOrder:
-        fmt::print("{} inst={}#{} execute id={} {}@{} trade={}\n", d.sequence, m.instrument, m.instrument_seq,
-                   m.execute.order_id, m.execute.quantity, m.execute.price, m.execute.trade_id);
-        break;
-      default:
-        fmt::print("{} inst={}#{} {}\n", d.sequence, m.instrument, m.instrument_seq, wire::to_string(m.type));
-    }
+    fmt::print(stderr, "mdcast subscribe: {}{}{}\n", to_string(e), detail.empty() ? "" : ": ", detail);
   }
 };
 
-template <class Driver>
-int subscribe_loop(Settings& s, Driver& drv, const char* medium) {
-  feed::SubscriberConfig sc;
-  sc.channel = s.feed.channel;
-  sc.sender_id = s.sub.sender_id;
-  sc.credential = s.sub.credential;
-  sc.all_instruments = s.sub.all_instruments;
-  sc.instruments = s.sub.instruments;
-  sc.window_bytes = s.sub.window_bytes;
-  sc.books = book_config(s);
-  sc.verify_checksums = s.sub.verify;
-  sc.capacity = s.sub.capacity;
-  sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
-  sc.request_timeout_ns = 100 * kNsPerMs;
-  sc.max_datagram = wire::kMaxDatagram;
-  sc = drv.configure(sc);
-
-  stats::CountersFile cf("subscriber", s.feed.name, medium,
-                         {{"sub", feed::SubscriberCounters::kInfo}, {"app", AppSubCounters::kInfo}});
+template <class Medium>
+int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
+  MirroredCounters medium_counters(medium.counter_groups());
+  std::vector<stats::Section> sections{{"sub", feed::SubscriberCounters::kInfo}, {"app", AppSubCounters::kInfo}};
+  medium_counters.add_sections(sections);
+  stats::CountersFile cf("subscriber", s.feed.name, std::string(medium_name), sections);
   auto* app = cf.section<AppSubCounters>(1);
   AppHandler h;
   h.print = s.sub.print;
-  feed::Subscriber<AppHandler> sub(sc, h, &drv.control(), cf.section<feed::SubscriberCounters>(0));
+  feed::SubscriberAgent<Medium, AppHandler> agent(medium, subscriber_config(s), h,
+                                                  cf.section<feed::SubscriberCounters>(0),
+                                                  {s.feed.control_poll_ns, s.feed.idle});
+  const auto& sub = agent.subscriber();
   cf.set_state(stats::ProcessState::kRunning);
-  fmt::print(stderr, "mdcast subscribe: {}; instruments {}\n", drv.describe(),
+  fmt::print(stderr, "mdcast subscribe: {}; instruments {}\n", medium.describe(),
              s.sub.all_instruments ? std::string("all") : fmt::format("{} listed", s.sub.instruments.size()));
 
-  IdleStrategy idle(s.feed.idle);
-  drv.start();
+  agent.start();
   const uint64_t t0 = monotonic_ns();
-  uint64_t last_data = t0, last_stats = t0, now = t0, last_control = 0;
-  uint32_t idle_rounds = 0;
+  uint64_t now = t0, last_stats = t0;
   std::string outcome = "ok";
-  while (!g_stop) {
-    const size_t n = drv.poll_data([&](std::span<const std::byte> d, uint64_t rx) { sub.on_datagram(d, feed::Rail::kA, rx); }, 64);
-    now = monotonic_ns();
-    if (n) last_data = now;
-    if (now - last_control >= s.feed.control_poll_ns) {  // a system call: on a timer, off the latency path
-      last_control = now;
-      drv.poll_control(sub, now);
-      sub.poll(now);
+  auto refresh = [&] {
+    cf.touch(now);
+    medium_counters.refresh(cf);
+    app->lost.set(medium.lost_datagrams());
+    app->latency_p50_ns.set(h.latency.percentile(50));
+    app->latency_p99_ns.set(h.latency.percentile(99));
+    app->latency_max_ns.set(h.latency.max());
+  };
+  struct Hooks {
+    decltype(agent)& a;
+    const Settings& s;
+    uint64_t t0;
+    uint64_t& now;
+    uint64_t& last_stats;
+    std::string& outcome;
+    decltype(refresh)& update;
+    bool on_control_round(uint64_t t) {
+      now = t;
       if (now - last_stats > 250 * kNsPerMs) {
         last_stats = now;
-        cf.touch(now);
-        app->lapped.set(drv.lapped());
-        app->reattached.set(drv.counters().reattached);
-        app->injected_losses.set(drv.counters().injected_losses);
-        app->latency_p50_ns.set(h.latency.percentile(50));
-        app->latency_p99_ns.set(h.latency.percentile(99));
-        app->latency_max_ns.set(h.latency.max());
+        update();
       }
-      if (sub.session_ended() && sub.caught_up()) break;
+      if (g_stop) return false;
       if (s.sub.duration_ns && now - t0 >= s.sub.duration_ns) {
         outcome = "duration";
-        break;
+        return false;
       }
-      if (sub.subscribe_refused()) {
-        outcome = "error: " + sub.last_error();
-        break;
+      if (a.subscriber().subscribe_refused()) {
+        outcome = "error: " + a.subscriber().last_error();
+        return false;
       }
-      if (now - last_data > s.sub.give_up_ns) {
+      if (now - a.last_data_ns() > s.sub.give_up_ns) {
         outcome = "publisher-lost";
-        break;
+        return false;
       }
+      return true;
     }
-    if (n) {
-      idle.reset();
-      idle_rounds = 0;
-    } else if (!(s.feed.idle == IdleMode::kBlock && ++idle_rounds > 64 && drv.block(kNsPerMs))) {
-      idle.idle();
-    }
-  }
+  } hooks{agent, s, t0, now, last_stats, outcome, refresh};
+  agent.run(hooks);
+  now = monotonic_ns();
+  refresh();
   cf.set_state(outcome == "ok" || outcome == "duration" ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
 
   RunResult r;
   r.role = "subscriber";
   r.name = s.feed.name;
-  r.medium = medium;
+  r.medium = medium_name;
   r.outcome = g_stop ? "interrupted" : outcome;
   r.session = sub.session();
   r.last_sequence = sub.next_sequence() - 1;
   r.seconds = static_cast<double>(now - t0) / 1e9;
   r.messages = h.delivered;
   r.all_instruments = s.sub.all_instruments;
-  r.counters = dump(sub.counters(), "sub.");
-  r.counters.emplace_back("app.lapped", drv.lapped());
-  r.counters.emplace_back("app.reattached", drv.counters().reattached);
-  r.counters.emplace_back("app.injected_losses", drv.counters().injected_losses);
+  dump_counters(sub.counters(), "sub.", r.counters);
+  r.counters.emplace_back("app.lost", medium.lost_datagrams());
+  medium_counters.dump(r.counters);
   r.latency = h.latency;
   if (const auto* b = sub.books())
     for (uint32_t i = 0; i < b->max_instruments(); ++i)
@@ -353,56 +272,34 @@ int subscribe_loop(Settings& s, Driver& drv, const char* medium) {
   if (!s.sub.result.empty()) write_result(s.sub.result, r);
   const auto& c = sub.counters();
   fmt::print(stderr,
-             "mdcast subscribe: {} ({}): {} messages, {} gaps, {} datagrams recovered, {} snapshots; latency p50 {} ns p99 {} ns\n",
+             "mdcast subscribe: {} ({}): {} messages, {} gaps, {} datagrams recovered, {} snapshots; latency p50 {} ns "
+             "p99 {} ns\n",
              r.outcome, r.session, h.delivered, c.gaps.get(), c.datagrams_recovered.get(), c.snapshots_applied.get(),
              h.latency.percentile(50), h.latency.percentile(99));
   if (g_stop) return 130;
   return outcome == "ok" || outcome == "duration" ? 0 : outcome == "publisher-lost" ? 3 : 1;
 }
 
-uint32_t pick_session(const Settings& s) {
-  if (s.pub.session) return s.pub.session;
-  const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
-  return ms ? ms : 1;
-}
-
 }  // namespace
 
 int run_publish(Settings& s) {
-  const MediumKind m = resolve_medium(s.feed.medium);
-  const uint32_t session = pick_session(s);
-  switch (m) {
-    case MediumKind::kShm: {
-      ShmPublisherDriver drv(s, session);
-      return publish_loop(s, drv, session, "shm");
-    }
-#ifdef MDCAST_HAVE_VERBS
-    case MediumKind::kVerbs: {
-      VerbsPublisherDriver drv(s, session);
-      return publish_loop(s, drv, session, "verbs");
-    }
-#endif
-    default:
-      fail("medium '{}' is not available in this build", to_string(m));
-  }
+  return with_medium(s.feed.medium, [&](auto entry) {
+    using E = decltype(entry);
+    const uint32_t session = pick_session(s);
+    auto medium = E::publisher(s, session);
+    return publish_loop(s, *medium, session, E::kName);
+  });
 }
 
 int run_subscribe(Settings& s) {
-  const MediumKind m = resolve_medium(s.feed.medium);
-  switch (m) {
-    case MediumKind::kShm: {
-      ShmSubscriberDriver drv(s, static_cast<uint64_t>(::getpid()));
-      return subscribe_loop(s, drv, "shm");
-    }
-#ifdef MDCAST_HAVE_VERBS
-    case MediumKind::kVerbs: {
-      VerbsSubscriberDriver drv(s, static_cast<uint64_t>(::getpid()));
-      return subscribe_loop(s, drv, "verbs");
-    }
-#endif
-    default:
-      fail("medium '{}' is not available in this build", to_string(m));
-  }
+  return with_medium(s.feed.medium, [&](auto entry) {
+    using E = decltype(entry);
+    auto medium = E::subscriber(s);
+    // Always through the fault injector: one instantiation, and a branch per
+    // poll (not per datagram) when no fault is configured.
+    media::fault::FaultyMedium<typename E::Subscriber> faulty(*medium, injected_faults(s, static_cast<uint64_t>(::getpid())));
+    return subscribe_loop(s, faulty, E::kName);
+  });
 }
 
 }  // namespace mdcast::app

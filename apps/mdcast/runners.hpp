@@ -1,11 +1,12 @@
-// The publisher and subscriber processes: duty loops over a medium driver
-// (shm_driver.hpp and its siblings), with counters files, result files and
-// clean shutdown on SIGINT/SIGTERM.
+// The publisher and subscriber processes: the library's agents over the
+// medium the settings name (registry.hpp), with counters files, result files
+// and a clean end on SIGINT/SIGTERM.
 #pragma once
 
 #include <csignal>
 #include <string>
 
+#include "mdcast/book/generator.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
@@ -16,5 +17,10 @@ void install_signal_handlers();
 
 int run_publish(Settings& s);
 int run_subscribe(Settings& s);
+
+// publisher.session, or one derived from the wall clock.
+uint32_t pick_session(const Settings& s);
+// The synthetic order flow of `mdcast publish`.
+book::GeneratorConfig generator_config(const Settings& s);
 
 }  // namespace mdcast::app

@@ -390,6 +390,55 @@ void load_config(Settings& s, const std::string& path) {
   }
 }
 
+feed::PublisherConfig publisher_config(const Settings& s, uint32_t session) {
+  if (s.pub.instruments > s.feed.max_instruments)
+    fail("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
+  feed::PublisherConfig pc;
+  pc.channel = s.feed.channel;
+  pc.session = session;
+  pc.sender_id = s.pub.sender_id;
+  pc.max_datagram = s.pub.max_datagram;  // 0: the medium's natural size (its configure() decides)
+  pc.flush_interval_ns = s.pub.flush_interval_ns;
+  pc.heartbeat_interval_ns = s.pub.heartbeat_interval_ns;
+  pc.retransmit_bytes = s.pub.retransmit_bytes;
+  pc.crc = s.pub.crc;
+  pc.pacing.mode = s.pub.pacing;
+  pc.pacing.rate = s.pub.pacing_rate;
+  pc.pacing.min_rate = s.pub.pacing_min_rate;
+  pc.books = {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  return pc;
+}
+
+feed::ControlConfig control_config(const Settings& s) {
+  feed::ControlConfig cc;
+  cc.entitlements = s.pub.entitlements;
+  return cc;
+}
+
+feed::SubscriberConfig subscriber_config(const Settings& s) {
+  feed::SubscriberConfig sc;
+  sc.channel = s.feed.channel;
+  sc.sender_id = s.sub.sender_id;
+  sc.credential = s.sub.credential;
+  sc.all_instruments = s.sub.all_instruments;
+  sc.instruments = s.sub.instruments;
+  sc.window_bytes = s.sub.window_bytes;
+  sc.books = {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  sc.verify_checksums = s.sub.verify;
+  sc.capacity = s.sub.capacity;
+  sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
+  sc.request_timeout_ns = 100 * kNsPerMs;
+  sc.max_datagram = wire::kMaxDatagram;
+  return sc;
+}
+
+media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed) {
+  media::fault::FaultProfile f;
+  f.seed = seed;
+  f.loss = s.sub.inject_loss;
+  return f;
+}
+
 std::vector<std::pair<std::string, std::string>> known_settings() {
   std::vector<std::pair<std::string, std::string>> v;
   for (const auto& [k, e] : registry()) v.emplace_back(k, e.help);

@@ -12,6 +12,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/idle.hpp"
 #include "mdcast/feed/config.hpp"
+#include "mdcast/media/fault/fault.hpp"
 
 namespace mdcast::app {
 
@@ -112,6 +113,14 @@ void apply_setting(Settings& s, const std::string& key, const std::string& value
 void load_config(Settings& s, const std::string& path);
 // Every known key with its help text (for --help-config).
 std::vector<std::pair<std::string, std::string>> known_settings();
+
+// The engines' configurations from the settings: the one mapping, used by
+// publish, subscribe, demo and bench alike.
+feed::PublisherConfig publisher_config(const Settings& s, uint32_t session);
+feed::ControlConfig control_config(const Settings& s);
+feed::SubscriberConfig subscriber_config(const Settings& s);
+// subscriber.inject_loss as a fault profile (inactive when 0).
+media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed);
 
 // Value parsers (exposed for tests). Each throws Error with an example of a good value.
 uint64_t parse_duration(const std::string& v);

@@ -23,7 +23,7 @@ const std::vector<std::string> kMainPub = {"pub.messages_published", "pub.datagr
 const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagrams_received", "sub.next_sequence",
                                            "sub.highest_sequence", "sub.gaps", "sub.datagrams_recovered",
                                            "sub.snapshots_applied", "sub.duplicates", "sub.checksum_ok", "sub.checksum_mismatch",
-                                           "app.lapped", "app.latency_p50_ns", "app.latency_p99_ns"};
+                                           "app.lost", "app.latency_p50_ns", "app.latency_p99_ns"};
 
 bool is_rate_counter(const std::string& k) {
   return k.find("messages") != std::string::npos || k.find("datagrams") != std::string::npos || k.find("bytes") != std::string::npos;

@@ -11,7 +11,7 @@
 
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/fd.hpp"
-#include "mdcast/media/shm/shm_ring.hpp"
+#include "mdcast/core/process.hpp"
 
 namespace mdcast::stats {
 namespace {
@@ -69,7 +69,7 @@ CountersFile::CountersFile(std::string role, std::string name, std::string mediu
   h->version = kStatVersion;
   h->count = static_cast<uint32_t>(n);
   h->pid = static_cast<uint64_t>(::getpid());
-  h->start_time = media::shm::process_start_time(h->pid);
+  h->start_time = process_start_time(h->pid);
   h->labels_offset = static_cast<uint32_t>(labels_off);
   h->values_offset = static_cast<uint32_t>(values_off);
   copy_str(h->role, sizeof h->role, role);
@@ -132,7 +132,7 @@ CountersSnapshot read_counters(const std::string& path) {
   s.medium.assign(h->medium, strnlen(h->medium, sizeof h->medium));
   s.state = static_cast<ProcessState>(h->state.load(std::memory_order_relaxed));
   s.stamp_ns = h->stamp.load(std::memory_order_relaxed);
-  s.alive = media::shm::process_alive(h->pid, h->start_time);
+  s.alive = process_alive(h->pid, h->start_time);
   const auto* labels = reinterpret_cast<const char*>(m.data() + h->labels_offset);
   const auto* values = reinterpret_cast<const std::atomic<uint64_t>*>(m.data() + h->values_offset);
   s.values.reserve(n);

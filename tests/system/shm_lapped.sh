@@ -23,11 +23,11 @@ wait_pid "$PID_fast" 60 || fail "other subscriber exited non-zero"
 wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
 
 "$MDCAST" verify "$WORK/pub.toml" "$WORK/slow.toml" "$WORK/fast.toml"
-lapped=$(toml_get "$WORK/slow.toml" app.lapped)
+lapped=$(toml_get "$WORK/slow.toml" shm.lapped)
 recovered=$(( $(toml_get "$WORK/slow.toml" sub.datagrams_recovered) + $(toml_get "$WORK/slow.toml" sub.snapshots_applied) ))
 [ "$lapped" -gt 0 ] || fail "the stopped subscriber was never lapped (ring too large for the pause?)"
 [ "$recovered" -gt 0 ] || fail "the lapped subscriber recovered nothing"
 # (The running subscriber is checked by `verify` above; whether it is ever
 # lapped depends on how loaded this host is, so it is reported, not asserted.)
-note "running subscriber: lapped by $(toml_get "$WORK/fast.toml" app.lapped)"
+note "running subscriber: lapped by $(toml_get "$WORK/fast.toml" shm.lapped)"
 note "lapped by $lapped datagrams, recovered ($recovered datagrams/snapshots); books identical"

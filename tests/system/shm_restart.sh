@@ -23,6 +23,6 @@ wait_pid "$PID_pub2" 30 || fail "second publisher exited non-zero"
 for i in 1 2; do
   grep -q "publisher silent" "$WORK/sub$i.log" || fail "subscriber $i did not report the publisher's silence"
   [ "$(toml_get "$WORK/sub$i.toml" sub.session_changes)" -ge 1 ] || fail "subscriber $i did not change session"
-  [ "$(toml_get "$WORK/sub$i.toml" app.reattached)" -ge 1 ] || fail "subscriber $i did not attach the new ring"
+  [ "$(toml_get "$WORK/sub$i.toml" shm.reattached)" -ge 1 ] || fail "subscriber $i did not attach the new ring"
 done
 note "both subscribers followed the restarted publisher; books identical to its"

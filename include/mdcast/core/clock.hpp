@@ -28,4 +28,11 @@ constexpr uint64_t kNsPerUs = 1'000;
 constexpr uint64_t kNsPerMs = 1'000'000;
 constexpr uint64_t kNsPerSec = 1'000'000'000;
 
+// Sleeps about `ns` (more by the process's timer slack; see
+// set_low_timer_slack in idle.hpp). For duty loops with nothing to do.
+inline void sleep_ns(uint64_t ns) noexcept {
+  timespec ts{static_cast<time_t>(ns / kNsPerSec), static_cast<long>(ns % kNsPerSec)};
+  nanosleep(&ts, nullptr);
+}
+
 }  // namespace mdcast

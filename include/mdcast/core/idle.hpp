@@ -4,11 +4,12 @@
 #pragma once
 
 #include <sched.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+
+#include "mdcast/core/clock.hpp"
 
 namespace mdcast {
 
@@ -80,11 +81,6 @@ class IdleStrategy {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
-  }
-  static void sleep_ns(uint64_t ns) noexcept {
-    // (processes using sleeping strategies lower their timer slack, see set_low_timer_slack)
-    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    nanosleep(&ts, nullptr);
   }
   IdleMode mode_;
   uint32_t n_ = 0;

@@ -139,6 +139,10 @@ class ControlEvents {
   // a RetransmitReply from the publisher would be, without encoding one.
   virtual void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
                                 uint64_t now) noexcept = 0;
+  // The highest sequence the engine knows the publisher has sent (from data,
+  // heartbeats or the subscription's acknowledgement): a medium that hears no
+  // data while this grows can say why (wrong group or key) in words.
+  [[nodiscard]] virtual uint64_t publisher_position() const noexcept { return 0; }
 
 };
 

@@ -126,7 +126,7 @@ ControlLink& ControlHub::connect(double drop_probability) {
 
 void ControlHub::disconnect(ControlLink& l) { l.up_ = false; }
 
-void ControlHub::pump(feed::ControlService& svc, uint64_t now) {
+void ControlHub::pump(ControlHandler& svc, uint64_t now) {
   for (auto& l : links_) {
     if (!l->up_) {
       svc.on_disconnect(l->id_);
@@ -145,7 +145,7 @@ void ControlHub::pump(feed::ControlService& svc, uint64_t now) {
   }
 }
 
-void ControlHub::send(feed::ClientId c, std::vector<std::byte> frame) {
+void ControlHub::send(ClientId c, std::vector<std::byte> frame) {
   for (auto& l : links_)
     if (l->id_ == c && l->up_) l->to_sub_.push_back(std::move(frame));
 }

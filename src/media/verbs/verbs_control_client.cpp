@@ -26,12 +26,13 @@ struct VerbsControlClient::Conn {
   uint64_t tag = 0;
 
   struct Read {
-    bool busy = false;
+    bool busy = false;      // posted, or its answer not yet handed to the engine
     uint32_t rid = 0;
     uint32_t session = 0;
     uint64_t from = 0;
+    uint32_t asked = 0;     // datagrams the engine asked for
     uint32_t count = 0;     // slots read
-    std::vector<std::byte> request;  // the original frame, forwarded if the READ does not serve it
+    std::vector<std::span<const std::byte>> valid;  // the validated prefix, in the READ buffer (capacity reserved)
   };
 
   // Teardown order (reverse): stream (QP) -> CQ -> comp channel -> read MR -> memory -> PD -> id -> channel.
@@ -76,10 +77,43 @@ bool VerbsControlClient::arm() noexcept {
 }
 
 bool VerbsControlClient::next(Inbound& out) {
-  if (inbound_.empty()) return false;
-  out = std::move(inbound_.front());
-  inbound_.pop_front();
-  return true;
+  while (!inbound_.empty()) {
+    out = std::move(inbound_.front());
+    inbound_.pop_front();
+    if (out.kind != Inbound::Kind::kRetransmitted) return true;
+    release_read(out.read);  // nobody to hand it to: the request times out and is asked again
+  }
+  return false;
+}
+
+void VerbsControlClient::release_read(uint32_t idx) noexcept {
+  if (conn_ && idx < conn_->reads.size()) conn_->reads[idx].busy = false;
+}
+
+size_t VerbsControlClient::poll(ControlEvents& e, uint64_t now) {
+  size_t work = poll(now);
+  while (!inbound_.empty()) {
+    Inbound in = std::move(inbound_.front());
+    inbound_.pop_front();
+    ++work;
+    switch (in.kind) {
+      case Inbound::Kind::kConnected: e.on_control_connected(now); break;
+      case Inbound::Kind::kDisconnected: e.on_control_disconnected(); break;
+      case Inbound::Kind::kFrame: e.on_control_frame(in.frame, now); break;
+      case Inbound::Kind::kRetransmitted: {
+        // The READ buffer stays ours until the engine is done with it: the
+        // engine may ask for more (and so take READ slots) while it handles
+        // this answer, so the slot is released only afterwards.
+        if (!conn_ || in.read >= conn_->reads.size() || !conn_->reads[in.read].busy) break;
+        const Conn::Read& r = conn_->reads[in.read];
+        const uint64_t gen = conn_->tag;
+        e.on_retransmitted(r.rid, r.session, r.valid, now);
+        if (conn_ && conn_->tag == gen) release_read(in.read);
+        break;
+      }
+    }
+  }
+  return work;
 }
 
 void VerbsControlClient::start_connect(uint64_t now) {
@@ -119,6 +153,8 @@ void VerbsControlClient::drop_connection(const std::string& why, uint64_t now) {
                       opts_.control_port, why, opts_.reconnect_interval_ns / kNsPerMs));
   }
   last_error_ = why;
+  // READ answers not yet handed over point into this connection's buffers.
+  std::erase_if(inbound_, [](const Inbound& in) { return in.kind == Inbound::Kind::kRetransmitted; });
   conn_.reset();
   armed_ = false;
   next_attempt_ = now + opts_.reconnect_interval_ns;
@@ -197,6 +233,7 @@ void VerbsControlClient::on_cm_event(uint64_t now) {
             c.ring.reset();
           } else {
             c.reads.assign(opts_.read_in_flight, {});
+            for (auto& r : c.reads) r.valid.reserve(opts_.read_max_slots);
           }
         }
         counters_.connects.add();
@@ -246,30 +283,30 @@ bool VerbsControlClient::send(std::span<const std::byte> frame) {
     counters_.send_dropped.add();
     return false;
   }
-  if (frame.size() >= wire::ctl::kHeaderSize &&
-      static_cast<wire::CtlType>(load_le<uint8_t>(frame.data() + wire::ctl::kType)) ==
-          wire::CtlType::kRetransmitRequest) {
-    if (try_read(frame)) return true;
-    counters_.rc_retransmit_requests.add();
-  }
   return queue_rc(frame);
 }
 
-bool VerbsControlClient::try_read(std::span<const std::byte> frame) {
+bool VerbsControlClient::request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) {
+  if (!connected()) {
+    counters_.send_dropped.add();
+    return false;
+  }
+  if (try_read(rid, session, from, count)) return true;
+  counters_.rc_retransmit_requests.add();
+  return queue_rc(wire::encode_control(rid, wire::RetransmitRequest{session, from, count}));
+}
+
+bool VerbsControlClient::try_read(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) {
   Conn& c = *conn_;
-  if (!c.ring) return false;
-  auto parsed = wire::parse_control(frame, nullptr);
-  if (!parsed) return false;
-  const auto* req = std::get_if<wire::RetransmitRequest>(&parsed->body);
-  if (!req || req->from_seq == 0 || req->count == 0) return false;
+  if (!c.ring || from == 0 || count == 0) return false;
   uint32_t idx = 0;
   while (idx < c.reads.size() && c.reads[idx].busy) ++idx;
   if (idx == c.reads.size()) return false;  // every READ buffer busy: RC takes this one
 
   const RingAdvert& ring = *c.ring;
-  const auto n = static_cast<uint32_t>(std::min<uint64_t>({req->count, opts_.read_max_slots, ring.slots}));
+  const auto n = static_cast<uint32_t>(std::min<uint64_t>({count, opts_.read_max_slots, ring.slots}));
   std::byte* base = c.read_mem.data() + idx * c.read_region;
-  const uint64_t first = req->from_seq % ring.slots;
+  const uint64_t first = from % ring.slots;
   const uint64_t run1 = std::min<uint64_t>(n, ring.slots - first);  // the range may wrap the ring's end
   const size_t ss = ring.slot_size;
 
@@ -301,11 +338,12 @@ bool VerbsControlClient::try_read(std::span<const std::byte> frame) {
   }
   auto& r = c.reads[idx];
   r.busy = true;
-  r.rid = parsed->request_id;
-  r.session = req->session;
-  r.from = req->from_seq;
+  r.rid = rid;
+  r.session = session;
+  r.from = from;
+  r.asked = count;
   r.count = n;
-  r.request.assign(frame.begin(), frame.end());
+  r.valid.clear();
   counters_.read_requests.add();
   counters_.read_wrs.add(static_cast<uint64_t>(k));
   counters_.read_bytes.add(size_t{n} * ss + sizeof(uint64_t));
@@ -316,20 +354,19 @@ void VerbsControlClient::finish_read(uint32_t idx, bool ok) {
   Conn& c = *conn_;
   if (idx >= c.reads.size() || !c.reads[idx].busy) return;
   auto& r = c.reads[idx];
-  r.busy = false;
   if (!ok) {
+    // An error completion takes the QP down with it (the caller drops the
+    // connection next): asking over RC now would be lost with the stream.
+    // The engine re-sends its outstanding requests after reconnecting.
     counters_.read_errors.add();
-    counters_.read_fallbacks.add();
-    counters_.rc_retransmit_requests.add();
-    (void)queue_rc(r.request);
+    r.busy = false;
     return;
   }
   const RingAdvert& ring = *c.ring;
   const size_t ss = ring.slot_size;
   const std::byte* base = c.read_mem.data() + idx * c.read_region;
   const uint64_t reserved = load_le<uint64_t>(base + size_t{r.count} * ss);
-  wire::RetransmitReplyBuilder b(r.rid, r.session, wire::RetransmitStatus::kOk, r.from,
-                                 reserved >= ring.slots ? reserved - ring.slots + 1 : 1);
+  r.valid.clear();
   for (uint32_t i = 0; i < r.count; ++i) {
     const uint64_t s = r.from + i;
     const std::byte* slot = base + size_t{i} * ss;
@@ -347,17 +384,18 @@ void VerbsControlClient::finish_read(uint32_t idx, bool ok) {
       counters_.read_invalid.add();
       break;
     }
-    if (!b.add({slot + feed::RetransmitRing::kSlotHeader, len})) break;
+    r.valid.emplace_back(slot + feed::RetransmitRing::kSlotHeader, len);
   }
-  if (b.count() == 0) {
+  if (r.valid.empty()) {
     // Not in the ring (too old, not yet sent, another session): the publisher answers.
+    r.busy = false;
     counters_.read_fallbacks.add();
     counters_.rc_retransmit_requests.add();
-    (void)queue_rc(r.request);
+    (void)queue_rc(wire::encode_control(r.rid, wire::RetransmitRequest{r.session, r.from, r.asked}));
     return;
   }
-  counters_.read_validated.add(b.count());
-  inbound_.push_back({Inbound::Kind::kFrame, std::move(b).finish()});
+  counters_.read_validated.add(r.valid.size());
+  inbound_.push_back({Inbound::Kind::kRetransmitted, {}, idx});
 }
 
 size_t VerbsControlClient::poll_cq(uint64_t now) {

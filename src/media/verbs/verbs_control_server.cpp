@@ -58,7 +58,7 @@ struct VerbsControlServer::DeviceCtx {
 
 class VerbsControlServer::Connection {
  public:
-  Connection(feed::ClientId cid, rdma_cm_id* id, DeviceCtx& d, const RcStream::Config& cfg)
+  Connection(ClientId cid, rdma_cm_id* id, DeviceCtx& d, const RcStream::Config& cfg)
       : id_(id), stream_(id, d.pd, d.cq.get(), cid, cfg) {
     id->context = reinterpret_cast<void*>(static_cast<uintptr_t>(cid));
   }
@@ -74,8 +74,8 @@ class VerbsControlServer::Connection {
 };
 
 namespace {
-feed::ClientId client_of(rdma_cm_id* id) noexcept {
-  return static_cast<feed::ClientId>(reinterpret_cast<uintptr_t>(id->context));
+ClientId client_of(rdma_cm_id* id) noexcept {
+  return static_cast<ClientId>(reinterpret_cast<uintptr_t>(id->context));
 }
 }  // namespace
 
@@ -145,7 +145,7 @@ VerbsControlServer::DeviceCtx& VerbsControlServer::device_for(ibv_context* ctx) 
   return *devices_.back();
 }
 
-void VerbsControlServer::send(feed::ClientId client, std::vector<std::byte> frame) {
+void VerbsControlServer::send(ClientId client, std::vector<std::byte> frame) {
   auto it = conns_.find(client);
   if (it == conns_.end() || it->second->closing) return;
   if (!it->second->stream().queue(std::move(frame))) {
@@ -160,7 +160,7 @@ void VerbsControlServer::send(feed::ClientId client, std::vector<std::byte> fram
   counters_.frames_out.add();
 }
 
-void VerbsControlServer::accept(feed::ControlService& svc, rdma_cm_id* id, std::span<const std::byte> pdata,
+void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<const std::byte> pdata,
                                 uint64_t now) {
   counters_.connect_requests.add();
   const bool hello = pdata.size() >= kHelloSize && load_le<uint32_t>(pdata.data()) == kHelloMagic &&
@@ -173,7 +173,7 @@ void VerbsControlServer::accept(feed::ControlService& svc, rdma_cm_id* id, std::
     (void)rdma_destroy_id(id);
     return;
   }
-  const feed::ClientId cid = next_id_++;
+  const ClientId cid = next_id_++;
   std::unique_ptr<Connection> conn;
   DeviceCtx* dev = nullptr;
   try {
@@ -224,7 +224,7 @@ void VerbsControlServer::accept(feed::ControlService& svc, rdma_cm_id* id, std::
   counters_.clients_connected.set(conns_.size());
 }
 
-void VerbsControlServer::cut(feed::ClientId c, feed::ControlService& svc, const char* why, Counter& reason) {
+void VerbsControlServer::cut(ClientId c, ControlHandler& svc, const char* why, Counter& reason) {
   auto it = conns_.find(c);
   if (it == conns_.end()) return;
   if (why) {
@@ -238,7 +238,7 @@ void VerbsControlServer::cut(feed::ClientId c, feed::ControlService& svc, const 
   counters_.clients_connected.set(conns_.size());
 }
 
-void VerbsControlServer::on_cm_event(feed::ControlService& svc, uint64_t now) {
+void VerbsControlServer::on_cm_event(ControlHandler& svc, uint64_t now) {
   while (auto ev = try_cm_event(channel_.get())) {
     const rdma_cm_event_type type = ev->event;
     rdma_cm_id* id = ev->id;
@@ -254,7 +254,7 @@ void VerbsControlServer::on_cm_event(feed::ControlService& svc, uint64_t now) {
         accept(svc, id, pdata, now);
         break;
       case RDMA_CM_EVENT_ESTABLISHED: {
-        const feed::ClientId c = client_of(id);
+        const ClientId c = client_of(id);
         auto it = conns_.find(c);
         if (it == conns_.end()) break;
         it->second->established = true;
@@ -265,7 +265,7 @@ void VerbsControlServer::on_cm_event(feed::ControlService& svc, uint64_t now) {
       case RDMA_CM_EVENT_UNREACHABLE:
       case RDMA_CM_EVENT_REJECTED: {
         if (id == listen_.get()) break;
-        const feed::ClientId c = client_of(id);
+        const ClientId c = client_of(id);
         if (conns_.count(c)) {
           if (type != RDMA_CM_EVENT_DISCONNECTED)
             log(fmt::format("control client {}: {} (status {})", c, rdma_event_str(type), status));
@@ -282,12 +282,12 @@ void VerbsControlServer::on_cm_event(feed::ControlService& svc, uint64_t now) {
   }
 }
 
-size_t VerbsControlServer::poll_cq(DeviceCtx& d, feed::ControlService& svc, uint64_t now) {
+size_t VerbsControlServer::poll_cq(DeviceCtx& d, ControlHandler& svc, uint64_t now) {
   ibv_wc wc[32];
   const int n = ibv_poll_cq(d.cq.get(), 32, wc);
   if (n <= 0) return 0;
   for (int i = 0; i < n; ++i) {
-    const feed::ClientId c = wr_tag(wc[i].wr_id);
+    const ClientId c = wr_tag(wc[i].wr_id);
     auto it = conns_.find(c);
     if (it == conns_.end()) continue;  // a connection already cut: its flushed work
     Connection& conn = *it->second;
@@ -347,7 +347,7 @@ size_t VerbsControlServer::poll_cq(DeviceCtx& d, feed::ControlService& svc, uint
   return static_cast<size_t>(n);
 }
 
-size_t VerbsControlServer::poll(feed::ControlService& svc, uint64_t now) {
+size_t VerbsControlServer::poll(ControlHandler& svc, uint64_t now) {
   size_t work = 0;
   // Connection events need a syscall to notice: at most every 100 us, so a
   // publisher calling this between messages does not pay one each time.
@@ -359,11 +359,11 @@ size_t VerbsControlServer::poll(feed::ControlService& svc, uint64_t now) {
   for (auto& d : devices_)
     if (d->cq) work += poll_cq(*d, svc, now);
   // Slow clients were marked inside send(): cut them now, outside the service.
-  for (const feed::ClientId c : to_cut_) cut(c, svc, nullptr, counters_.disconnects);
+  for (const ClientId c : to_cut_) cut(c, svc, nullptr, counters_.disconnects);
   to_cut_.clear();
   for (auto it = conns_.begin(); it != conns_.end();) {
     Connection& conn = *it->second;
-    const feed::ClientId c = it->first;
+    const ClientId c = it->first;
     ++it;  // cut() erases
     const uint64_t bytes0 = conn.stream().bytes_sent(), sends0 = conn.stream().sends_posted();
     const int rc = conn.stream().pump();

@@ -63,15 +63,15 @@ int VerbsSink::reap() noexcept {
   return n;
 }
 
-feed::SendResult VerbsSink::post(const std::byte* data, size_t len, uint32_t lkey, bool with_imm, uint32_t imm,
+SendResult VerbsSink::post(const std::byte* data, size_t len, uint32_t lkey, bool with_imm, uint32_t imm,
                                  bool force_signal) noexcept {
   if (failed_) [[unlikely]]
-    return feed::SendResult::kBackPressured;
+    return SendResult::kBackPressured;
   if (posted_ - completed_ >= sq_depth_) {
     reap();
     if (posted_ - completed_ >= sq_depth_) {
       counters_.send_queue_full.add();
-      return feed::SendResult::kBackPressured;
+      return SendResult::kBackPressured;
     }
   }
   ibv_sge sge{reinterpret_cast<uintptr_t>(data), static_cast<uint32_t>(len), lkey};
@@ -106,33 +106,33 @@ feed::SendResult VerbsSink::post(const std::byte* data, size_t len, uint32_t lke
   if (const int rc = ibv_post_send(qp_.get(), &wr, &bad)) [[unlikely]] {
     counters_.post_send_errors.add();
     mark_failed("ibv_post_send failed", rc);
-    return feed::SendResult::kBackPressured;
+    return SendResult::kBackPressured;
   }
   ++posted_;
   counters_.datagrams_posted.add();
   counters_.bytes_posted.add(len);
   // Keep completions flowing without a reap per send.
   if ((posted_ & 15) == 0) reap();
-  return feed::SendResult::kSent;
+  return SendResult::kSent;
 }
 
-feed::SendResult VerbsSink::send(std::span<const std::byte> d, uint64_t sequence) noexcept {
+SendResult VerbsSink::send(std::span<const std::byte> d, uint64_t sequence) noexcept {
   const auto imm = static_cast<uint32_t>(sequence);
   if (d.data() >= ring_lo_ && d.data() + d.size() <= ring_hi_) [[likely]] {
-    const feed::SendResult r = post(d.data(), d.size(), ring_mr_->lkey, true, imm, false);
-    if (r == feed::SendResult::kSent && d.size() > max_inline_) counters_.zero_copy_sends.add();
+    const SendResult r = post(d.data(), d.size(), ring_mr_->lkey, true, imm, false);
+    if (r == SendResult::kSent && d.size() > max_inline_) counters_.zero_copy_sends.add();
     return r;
   }
   // Not from the registered ring (a Publisher given other memory): stage a copy.
   const uint32_t s = next_staging_;
   if (staging_busy_until_[s] > completed_) {
     reap();
-    if (staging_busy_until_[s] > completed_) return feed::SendResult::kBackPressured;
+    if (staging_busy_until_[s] > completed_) return SendResult::kBackPressured;
   }
   std::byte* buf = aux_mem_.data() + s * slot_bytes_;
   std::memcpy(buf, d.data(), d.size());
-  const feed::SendResult r = post(buf, d.size(), aux_mr_->lkey, true, imm, true);
-  if (r == feed::SendResult::kSent) {
+  const SendResult r = post(buf, d.size(), aux_mr_->lkey, true, imm, true);
+  if (r == SendResult::kSent) {
     staging_busy_until_[s] = posted_;
     next_staging_ = (s + 1) % kStagingSlots;
     counters_.staged_sends.add();
@@ -140,19 +140,19 @@ feed::SendResult VerbsSink::send(std::span<const std::byte> d, uint64_t sequence
   return r;
 }
 
-feed::SendResult VerbsSink::send_unsequenced(std::span<const std::byte> d) noexcept {
+SendResult VerbsSink::send_unsequenced(std::span<const std::byte> d) noexcept {
   if (d.size() <= max_inline_) return post(d.data(), d.size(), 0, false, 0, false);
   // Heartbeats are built outside the ring: copy into a registered staging
   // slot, signaled, so the slot is known free again once it completes.
   const uint32_t s = next_staging_;
   if (staging_busy_until_[s] > completed_) {
     reap();
-    if (staging_busy_until_[s] > completed_) return feed::SendResult::kBackPressured;
+    if (staging_busy_until_[s] > completed_) return SendResult::kBackPressured;
   }
   std::byte* buf = aux_mem_.data() + s * slot_bytes_;
   std::memcpy(buf, d.data(), d.size());
-  const feed::SendResult r = post(buf, d.size(), aux_mr_->lkey, false, 0, true);
-  if (r == feed::SendResult::kSent) {
+  const SendResult r = post(buf, d.size(), aux_mr_->lkey, false, 0, true);
+  if (r == SendResult::kSent) {
     staging_busy_until_[s] = posted_;
     next_staging_ = (s + 1) % kStagingSlots;
     counters_.staged_sends.add();
@@ -175,17 +175,6 @@ bool VerbsReceiver::admit(uint32_t slot, uint32_t byte_len, std::optional<uint32
   if (!imm) {
     counters_.unsequenced.add();
   } else {
-    ++sequenced_seen_;
-    const LossInjection& l = opts_.loss;
-    if (l.active()) [[unlikely]] {
-      const bool every = l.drop_every && sequenced_seen_ % l.drop_every == 0;
-      const bool burst = l.burst_length && sequenced_seen_ > l.burst_after &&
-                         sequenced_seen_ <= l.burst_after + l.burst_length;
-      if (every || burst) {
-        counters_.injected_drops.add();
-        return false;  // as if the fabric had lost it: the imm check below sees the hole
-      }
-    }
     // Quick gap detection from the completion alone.
     if (have_imm_ && *imm != last_imm_ + 1) {
       const auto missing = static_cast<int32_t>(*imm - last_imm_ - 1);

@@ -3,6 +3,8 @@
 #include "mdcast/media/verbs/verbs_medium.hpp"
 
 
+#include <algorithm>
+
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/retransmit_ring.hpp"
 #include "verbs_setup.hpp"
@@ -52,7 +54,10 @@ PublisherMedium::PublisherMedium(const Options& opts) : opts_(resolve_options(op
 }
 
 feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig cfg) const {
-  cfg.max_datagram = sink_->max_datagram();
+  if (cfg.max_datagram > sink_->max_datagram())
+    fail("max_datagram {} is more than the path MTU of {} carries ({} bytes): lower it or leave it 0", cfg.max_datagram,
+         sink_->device().name, sink_->max_datagram());
+  if (cfg.max_datagram == 0) cfg.max_datagram = sink_->max_datagram();
   cfg.retransmit_bytes = sink_->ring_memory().size();
   // A ring slot must not be rewritten while a send from it may be in flight:
   // the ring outruns the send queue plus everything the engine holds back.
@@ -64,7 +69,7 @@ feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig cfg) cons
   return cfg;
 }
 
-size_t PublisherMedium::poll_control(feed::ControlService& svc, uint64_t now) {
+size_t PublisherMedium::poll_control(ControlHandler& svc, uint64_t now) {
   size_t work = server_->poll(svc, now);
   work += static_cast<size_t>(sink_->reap());
   if (sink_->failed()) {
@@ -79,8 +84,11 @@ size_t PublisherMedium::poll_control(feed::ControlService& svc, uint64_t now) {
     last_cm_check_ = now;
     if (const std::string s = sink_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
   }
-  svc.tick(now);
   return work;
+}
+
+std::vector<CounterGroup> PublisherMedium::counter_groups() const {
+  return {counter_group("sink", sink_->counters()), counter_group("server", server_->counters())};
 }
 
 std::string PublisherMedium::describe() const {
@@ -96,6 +104,7 @@ std::string PublisherMedium::describe() const {
 
 SubscriberMedium::SubscriberMedium(const Options& opts) : opts_(resolve_options(opts, false)) {
   receiver_ = std::make_unique<VerbsReceiver>(opts_);
+  source_.rx_ = receiver_.get();
   control_ = std::make_unique<VerbsControlClient>(opts_);
   log_line(opts_.log, describe());
 }
@@ -131,16 +140,41 @@ void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
   }
 }
 
+size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
+  const size_t work = control_->poll(e, now);
+  upkeep(e.publisher_position(), now);
+  return work;
+}
+
+std::vector<CounterGroup> SubscriberMedium::counter_groups() const {
+  return {counter_group("rx", receiver_->counters()), counter_group("client", control_->counters())};
+}
+
 void SubscriberMedium::arm() {
   (void)receiver_->arm();
   (void)control_->arm();
 }
 
-void SubscriberMedium::sleep_until_work() {
+void SubscriberMedium::sleep_until_work(uint64_t timeout_ns) {
   // Data, control completions and control connection events all wake us;
   // the timeout bounds how late the engine's own timers run.
   const int also[] = {control_->completion_fd(), control_->cm_fd()};
-  (void)receiver_->wait(opts_.blocking_timeout_ms, also);
+  const auto ms = static_cast<int>(std::min<uint64_t>(timeout_ns / kNsPerMs, static_cast<uint64_t>(opts_.blocking_timeout_ms)));
+  (void)receiver_->wait(std::max(ms, 1), also);
+}
+
+ReceiverSource::ReceiverSource(SubscriberMedium& m) noexcept : m_(&m) {}
+
+bool ReceiverSource::block(uint64_t timeout_ns) noexcept {
+  if (!m_->opts_.adaptive) return false;
+  if (!armed_) {
+    m_->arm();
+    armed_ = true;
+    return true;  // poll once more: a completion from before the arm raises no event
+  }
+  m_->sleep_until_work(timeout_ns);
+  armed_ = false;
+  return true;
 }
 
 std::string SubscriberMedium::describe() const {

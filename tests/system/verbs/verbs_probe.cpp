@@ -21,9 +21,9 @@
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/feed/control_service.hpp"
-#include "mdcast/feed/publisher.hpp"
-#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
 #include "verbs_test_util.hpp"
 
@@ -67,6 +67,7 @@ int info() {
 
 struct Common {
   mv::Options o;
+  media::fault::FaultProfile loss;  // subscriber: injected into sequenced datagrams
   tv::Scenario sc;
   std::string result;
   double timeout_s = 120;
@@ -94,26 +95,19 @@ int publish(Common& c, uint32_t want_subscribers, double rate, double linger_s) 
   c.o.join = c.join == "full" ? mv::JoinMode::kFull : mv::JoinMode::kSendOnly;
   c.o.retransmit_bytes = 16u << 20;
   mv::PublisherMedium medium(c.o);
-  auto pc = medium.configure(tv::publisher_config(c.sc, medium.max_datagram()));
+  auto pc = tv::publisher_config(c.sc, medium.max_datagram());
   if (rate > 0) pc.pacing = {feed::PacingMode::kFixed, rate, 200, 10'000, 2 * kNsPerSec};
-  feed::Publisher<mv::VerbsSink> pub(pc, medium.sink(), medium.ring_memory());
-  feed::ControlService svc({}, pub.core());
+  feed::PublisherAgent<mv::PublisherMedium> agent(medium, pc);
   const uint64_t t0 = monotonic_ns();
   const uint64_t deadline = t0 + static_cast<uint64_t>(c.timeout_s * 1e9);
   std::string verdict = "PASS", reason;
 
-  auto subscribed = [&] {
-    uint32_t n = 0;
-    for (const auto& v : svc.client_views()) n += v.subscribed;
-    return n;
-  };
-  while (subscribed() < want_subscribers) {
+  while (agent.subscribed_clients() < want_subscribers) {
     const uint64_t now = monotonic_ns();
-    pub.poll(now);
-    medium.poll_control(svc, now);
+    agent.do_work(now);
     if (now > deadline) {
       verdict = "FAIL";
-      reason = fmt::format("only {} of {} subscribers arrived", subscribed(), want_subscribers);
+      reason = fmt::format("only {} of {} subscribers arrived", agent.subscribed_clients(), want_subscribers);
       break;
     }
   }
@@ -124,19 +118,17 @@ int publish(Common& c, uint32_t want_subscribers, double rate, double linger_s) 
   for (uint64_t i = 0; verdict == "PASS" && i < c.sc.messages;) {
     const uint64_t now = monotonic_ns();
     if (!pending) gen.next(m);
-    const auto r = pub.publish(m, now);
+    const auto r = agent.publish(m, now);
     if (r == feed::PublishResult::kOk) {
       pending = false;
       ++i;
-      if (i % 32 == 0) medium.poll_control(svc, now);
     } else if (r == feed::PublishResult::kBackPressured) {
       pending = true;
-      pub.poll(now);
-      medium.poll_control(svc, now);
     } else {
       verdict = "FAIL";
       reason = "the book refused a generated message";
     }
+    agent.do_work(now);
     if (now > deadline) {
       verdict = "FAIL";
       reason = "timed out publishing";
@@ -150,15 +142,14 @@ int publish(Common& c, uint32_t want_subscribers, double rate, double linger_s) 
   const uint64_t linger_end = monotonic_ns() + static_cast<uint64_t>(linger_s * 1e9);
   for (;;) {
     const uint64_t now = monotonic_ns();
-    pub.poll(now);
-    medium.poll_control(svc, now);
+    agent.do_work(now);
     if (now - last_end > 50 * kNsPerMs) {
-      ended = pub.end_session(now) || ended;
+      ended = agent.end_session(now) || ended;
       last_end = now;
     }
-    if (ended && svc.clients() == 0) break;
+    if (ended && agent.clients() == 0) break;
     if (now > linger_end || now > deadline) {
-      if (svc.clients()) reason += fmt::format(" ({} subscribers still connected at the end)", svc.clients());
+      if (agent.clients()) reason += fmt::format(" ({} subscribers still connected at the end)", agent.clients());
       break;
     }
   }
@@ -168,11 +159,11 @@ int publish(Common& c, uint32_t want_subscribers, double rate, double linger_s) 
   kv["max_datagram"] = std::to_string(medium.max_datagram());
   kv["max_mcast_grp"] = std::to_string(medium.device().max_mcast_grp);
   kv["max_mcast_qp_attach"] = std::to_string(medium.device().max_mcast_qp_attach);
-  kv["global_checksum"] = fmt::format("{:x}", pub.core().books().global_checksum());
+  kv["global_checksum"] = fmt::format("{:x}", agent.core().books().global_checksum());
   kv["publish_seconds"] = fmt::format("{:.2f}", static_cast<double>(t_published - t_start) / 1e9);
   kv["total_seconds"] = fmt::format("{:.2f}", static_cast<double>(monotonic_ns() - t0) / 1e9);
-  put_counters(kv, "pub.", pub.core().counters());
-  put_counters(kv, "ctl.", svc.counters());
+  put_counters(kv, "pub.", agent.core().counters());
+  put_counters(kv, "ctl.", agent.control().counters());
   put_counters(kv, "sink.", medium.sink().counters());
   put_counters(kv, "server.", medium.server().counters());
   if (!c.result.empty()) tv::write_result(c.result, kv);
@@ -186,24 +177,26 @@ int publish(Common& c, uint32_t want_subscribers, double rate, double linger_s) 
 int subscribe(Common& c) {
   std::map<std::string, std::string> kv;
   c.o.rdma_read = !c.no_read;
+  c.loss.sequenced_only = true;
   mv::SubscriberMedium medium(c.o);
-  auto scfg = medium.configure(tv::subscriber_config(c.sc, 0));
+  media::fault::FaultyMedium<mv::SubscriberMedium> faulty(medium, c.loss);
+  const auto scfg = tv::subscriber_config(c.sc, 0);
   tv::Recorder rec(scfg.books.max_instruments);
-  feed::Subscriber<tv::Recorder> sub(scfg, rec, &medium.control());
+  using Agent = feed::SubscriberAgent<media::fault::FaultyMedium<mv::SubscriberMedium>, tv::Recorder>;
+  Agent agent(faulty, scfg, rec, nullptr, {100 * kNsPerUs, c.o.adaptive ? IdleMode::kBlock : IdleMode::kSpin});
+  const auto& sub = agent.subscriber();
   const uint64_t t0 = monotonic_ns();
   const uint64_t deadline = t0 + static_cast<uint64_t>(c.timeout_s * 1e9);
   std::string verdict = "PASS", reason;
-  for (;;) {
-    const uint64_t now = monotonic_ns();
-    if (c.o.adaptive) medium.poll_blocking(sub, now);
-    else medium.poll(sub, now);
-    if (sub.session_ended() && sub.caught_up()) break;
-    if (now > deadline) {
-      verdict = "FAIL";
-      reason = fmt::format("timed out: next {} highest {} session_ended {}", sub.next_sequence(),
-                           sub.highest_sequence(), sub.session_ended());
-      break;
-    }
+  struct Hooks {
+    uint64_t deadline;
+    bool on_control_round(uint64_t now) const noexcept { return now <= deadline; }
+  } hooks{deadline};
+  agent.start();
+  if (!agent.run(hooks)) {
+    verdict = "FAIL";
+    reason = fmt::format("timed out: next {} highest {} session_ended {}", sub.next_sequence(), sub.highest_sequence(),
+                         sub.session_ended());
   }
   const uint64_t t1 = monotonic_ns();
   if (verdict == "PASS") {
@@ -223,11 +216,13 @@ int subscribe(Common& c) {
   put_counters(kv, "sub.", sub.counters());
   put_counters(kv, "rx.", medium.receiver().counters());
   put_counters(kv, "client.", medium.control().counters());
+  put_counters(kv, "fault.", faulty.counters());
+  kv["fault.injected_drops"] = std::to_string(media::fault::injected_losses(faulty.counters()));
   if (!c.result.empty()) tv::write_result(c.result, kv);
   fmt::print("subscriber: {} {} - {} messages ({} recovered), {} datagrams, {} gaps; injected drops {}; "
              "READ {} requests/{} datagrams, RC retransmit requests {}; snapshots {}\n",
              verdict, kv["reason"], rec.delivered, rec.recovered, kv["rx.datagrams"], kv["sub.gaps"],
-             kv["rx.injected_drops"], kv["client.read_requests"], kv["client.read_validated"],
+             kv["fault.injected_drops"], kv["client.read_requests"], kv["client.read_validated"],
              kv["client.rc_retransmit_requests"], kv["sub.snapshots_applied"]);
   return verdict == "PASS" ? 0 : 1;
 }
@@ -251,9 +246,9 @@ int main(int argc, char** argv) {
   auto* s = app.add_subcommand("subscribe", "subscribe, receive, verify");
   add_common(s, sc);
   s->add_option("--control-ip", sc.o.control_ip, "the publisher's control address")->required();
-  s->add_option("--drop-every", sc.o.loss.drop_every, "inject: drop every Nth sequenced datagram");
-  s->add_option("--burst-after", sc.o.loss.burst_after, "inject: a burst after this many datagrams");
-  s->add_option("--burst-length", sc.o.loss.burst_length, "inject: burst length");
+  s->add_option("--drop-every", sc.loss.drop_every, "inject: drop every Nth sequenced datagram");
+  s->add_option("--burst-after", sc.loss.burst_start, "inject: a burst after this many datagrams");
+  s->add_option("--burst-length", sc.loss.burst_length, "inject: burst length");
   s->add_option("--rate", sc.o.rate, "peak datagrams/s (sizes the receive ring)");
   s->add_flag("--adaptive", sc.o.adaptive, "sleep on the completion channel when idle");
   CLI11_PARSE(app, argc, argv);

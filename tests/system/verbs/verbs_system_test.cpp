@@ -13,6 +13,8 @@
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/feed/control_service.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
 #include "mdcast/wire/datagram.hpp"
 #include "verbs_feed_scenario.hpp"
@@ -136,31 +138,30 @@ TEST(VerbsQKey, ReceiverWithWrongQKeyGetsNothing) {
                            wrong_o.qkey, w, wrong.counters().completions.get());
 }
 
-// An in-process publisher: medium, engine, control service, generator.
+// An in-process publisher: medium, agent (engine + control service), generator.
 struct PubWorld {
   Scenario sc;
   mv::PublisherMedium medium;
-  feed::Publisher<mv::VerbsSink> pub;
-  feed::ControlService svc;
+  feed::PublisherAgent<mv::PublisherMedium> agent;
+  feed::Publisher<mv::VerbsSink>& pub = agent.publisher();
+  feed::ControlService& svc = agent.control();
   book::Generator gen;
   uint64_t published = 0;
 
   PubWorld(const mv::Options& o, const Scenario& s, const feed::ControlConfig& ctl = {})
-      : sc(s), medium(o), pub(medium.configure(publisher_config(s, medium.max_datagram())), medium.sink(),
-                             medium.ring_memory()),
-        svc(ctl, pub.core()), gen(generator_config(s)) {}
+      : sc(s), medium(o), agent(medium, publisher_config(s, medium.max_datagram()), ctl), gen(generator_config(s)) {}
 
   void poll() {
     const uint64_t now = monotonic_ns();
     pub.poll(now);
-    medium.poll_control(svc, now);
+    agent.poll_control(now);
   }
   // Publishes n more messages, running `others` (subscribers) in between.
   void publish(uint64_t n, const std::function<void()>& others) {
     wire::Message m;
     for (uint64_t i = 0; i < n; ++i) {
       gen.next(m);
-      while (pub.publish(m, monotonic_ns()) == feed::PublishResult::kBackPressured) {
+      while (agent.publish(m, monotonic_ns()) == feed::PublishResult::kBackPressured) {
         poll();
         others();
       }
@@ -169,23 +170,22 @@ struct PubWorld {
         others();
       }
     }
-    pub.flush(monotonic_ns());
+    agent.flush(monotonic_ns());
   }
-  uint32_t subscribed() const {
-    uint32_t n = 0;
-    for (const auto& v : svc.client_views()) n += v.subscribed;
-    return n;
-  }
+  uint32_t subscribed() const { return static_cast<uint32_t>(agent.subscribed_clients()); }
 };
 
 struct SubWorld {
   mv::SubscriberMedium medium;
   Recorder rec;
-  feed::Subscriber<Recorder> sub;
+  feed::SubscriberAgent<mv::SubscriberMedium, Recorder> agent;
+  feed::Subscriber<Recorder>& sub = agent.subscriber();
   SubWorld(const mv::Options& o, const Scenario& sc)
-      : medium(o), rec(book_config(sc).max_instruments),
-        sub(medium.configure(subscriber_config(sc, 0)), rec, &medium.control()) {}
-  void poll() { medium.poll(sub, monotonic_ns()); }
+      : medium(o), rec(book_config(sc).max_instruments), agent(medium, subscriber_config(sc, 0), rec) {}
+  void poll() {
+    agent.do_work();
+    agent.poll_control(monotonic_ns());
+  }
 };
 
 // Engine level: a subscriber on the wrong QKey receives no datagram at all;

@@ -15,9 +15,7 @@
 #include <vector>
 
 #include "mdcast/core/rng.hpp"
-#include "mdcast/feed/control_service.hpp"
-#include "mdcast/feed/publisher.hpp"
-#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/wire/protocol.hpp"
 
 namespace mdcast::media::mem {
@@ -76,20 +74,20 @@ class Bus {
  public:
   Endpoint& attach(const FaultProfile& f);
   void detach(const Endpoint& e);
-  feed::SendResult send(std::span<const std::byte> d, uint64_t) noexcept {
+  SendResult send(std::span<const std::byte> d, uint64_t) noexcept {
     for (auto& e : endpoints_) e->offer(d);
-    return feed::SendResult::kSent;
+    return SendResult::kSent;
   }
-  feed::SendResult send_unsequenced(std::span<const std::byte> d) noexcept { return send(d, 0); }
+  SendResult send_unsequenced(std::span<const std::byte> d) noexcept { return send(d, 0); }
 
  private:
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
 };
-static_assert(feed::DatagramSink<Bus>);
+static_assert(DatagramSink<Bus>);
 
 // A control connection between one subscriber and the publisher's service.
 class ControlHub;
-class ControlLink : public feed::ControlChannel {
+class ControlLink : public ControlChannel {
  public:
   bool send(std::span<const std::byte> frame) override;
   [[nodiscard]] bool up() const noexcept { return up_; }
@@ -99,20 +97,20 @@ class ControlLink : public feed::ControlChannel {
  private:
   friend class ControlHub;
   ControlHub* hub_ = nullptr;
-  feed::ClientId id_ = 0;
+  ClientId id_ = 0;
   bool up_ = true;
   double drop_ = 0;  // probability a request is lost before the publisher sees it: exercises timeouts
   std::deque<std::vector<std::byte>> to_pub_, to_sub_;
 };
 
-class ControlHub : public feed::ReplySink {
+class ControlHub : public ReplySink {
  public:
   explicit ControlHub(uint64_t seed = 7) : rng_(seed) {}
   ControlLink& connect(double drop_probability = 0);
   void disconnect(ControlLink& l);  // the publisher sees a disconnect
   // Delivers queued requests to the service.
-  void pump(feed::ControlService& svc, uint64_t now);
-  void send(feed::ClientId c, std::vector<std::byte> frame) override;
+  void pump(ControlHandler& svc, uint64_t now);
+  void send(ClientId c, std::vector<std::byte> frame) override;
   // A restarted publisher: every link reconnects to a fresh service.
   void reset_service() noexcept { for (auto& l : links_) l->to_pub_.clear(), l->up_ = true; }
 
@@ -120,7 +118,7 @@ class ControlHub : public feed::ReplySink {
   friend class ControlLink;
   Rng rng_;
   std::vector<std::unique_ptr<ControlLink>> links_;
-  feed::ClientId next_ = 1;
+  ClientId next_ = 1;
 };
 
 }  // namespace mdcast::media::mem

@@ -29,7 +29,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/mapped_memory.hpp"
-#include "mdcast/feed/publisher.hpp"
+#include "mdcast/media/medium.hpp"
 
 namespace mdcast::media::shm {
 
@@ -246,22 +246,18 @@ class RingReader {
 class ShmSink {
  public:
   explicit ShmSink(RingWriter& w) noexcept : w_(w) {}
-  feed::SendResult send(std::span<const std::byte> d, uint64_t) noexcept {
+  SendResult send(std::span<const std::byte> d, uint64_t) noexcept {
     w_.write(d);
-    return feed::SendResult::kSent;
+    return SendResult::kSent;
   }
-  feed::SendResult send_unsequenced(std::span<const std::byte> d) noexcept {
+  SendResult send_unsequenced(std::span<const std::byte> d) noexcept {
     w_.write(d);
-    return feed::SendResult::kSent;
+    return SendResult::kSent;
   }
 
  private:
   RingWriter& w_;
 };
-static_assert(feed::DatagramSink<ShmSink>);
-
-// /proc/<pid>/stat start time (clock ticks since boot), 0 if the process is gone.
-[[nodiscard]] uint64_t process_start_time(uint64_t pid) noexcept;
-[[nodiscard]] bool process_alive(uint64_t pid, uint64_t start_time) noexcept;
+static_assert(DatagramSink<ShmSink>);
 
 }  // namespace mdcast::media::shm

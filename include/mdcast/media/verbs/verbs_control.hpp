@@ -16,19 +16,20 @@
 // retransmit ring's {addr, rkey, slot_size, slots} (RingAdvert) unless
 // rdma_read is off.
 //
-// VerbsControlClient (subscriber, a feed::ControlChannel): connects and
+// VerbsControlClient (subscriber, a ControlChannel): connects and
 // reconnects on its own (non-blocking, paced by reconnect_interval). It
-// intercepts the engine's RetransmitRequest frames and, when the publisher
-// advertised its ring, serves them with RDMA READ - no publisher CPU:
+// serves the engine's retransmit requests (request_retransmit), when the
+// publisher advertised its ring, with RDMA READ - no publisher CPU:
 //   READ the requested slots (contiguous slots in one READ, two where the
 //   range wraps), then, fenced behind them, READ the ring's reserved_seq word.
 //   Slot s is valid iff its slot header says s, its datagram header says s
 //   and the request's session, and reserved_seq < s + slots (the publisher
 //   had not started to overwrite it when the READ finished).
-// The valid prefix becomes a RetransmitReply frame (RetransmitReplyBuilder),
-// delivered to the engine exactly like a reply from the publisher. Anything
-// else - nothing valid, no ring, no READ buffer free, a READ error - forwards
-// the request over RC unchanged.
+// The valid prefix goes to the engine's recovery path as it lies in the READ
+// buffer (ControlEvents::on_retransmitted): no frame is built or parsed.
+// Anything else - nothing valid, no ring, no READ buffer free - asks the
+// publisher over RC. A READ error means the connection is going down: the
+// engine re-sends its requests once it is subscribed again.
 #pragma once
 
 #include <cstddef>
@@ -41,8 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mdcast/feed/control_service.hpp"
-#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/media/verbs/verbs_counters.hpp"
 #include "mdcast/media/verbs/verbs_handles.hpp"
 #include "mdcast/media/verbs/verbs_options.hpp"
@@ -71,7 +71,7 @@ inline constexpr uint32_t kHelloMagic = 0x4343444d;
 inline constexpr uint16_t kHelloVersion = 1;
 inline constexpr size_t kHelloSize = 8;
 
-class VerbsControlServer final : public feed::ReplySink {
+class VerbsControlServer final : public ReplySink {
  public:
   // The retransmit ring as the sink registered it. The control QPs of clients
   // on the same device share its PD, so the rkey is valid for them; clients on
@@ -91,10 +91,10 @@ class VerbsControlServer final : public feed::ReplySink {
 
   // Accepts, receives, serves, sends, cuts. Never blocks. Returns the
   // number of events, completions and frames handled (0: idle).
-  size_t poll(feed::ControlService& svc, uint64_t now);
+  size_t poll(ControlHandler& svc, uint64_t now);
 
   // ReplySink: queues a frame for a client (the service calls this).
-  void send(feed::ClientId client, std::vector<std::byte> frame) override;
+  void send(ClientId client, std::vector<std::byte> frame) override;
 
   [[nodiscard]] size_t clients() const noexcept { return conns_.size(); }
   [[nodiscard]] const ServerCounters& counters() const noexcept { return counters_; }
@@ -104,10 +104,10 @@ class VerbsControlServer final : public feed::ReplySink {
   struct DeviceCtx;
 
  private:
-  void on_cm_event(feed::ControlService& svc, uint64_t now);
-  void accept(feed::ControlService& svc, rdma_cm_id* id, std::span<const std::byte> private_data, uint64_t now);
-  size_t poll_cq(DeviceCtx& d, feed::ControlService& svc, uint64_t now);
-  void cut(feed::ClientId c, feed::ControlService& svc, const char* why, Counter& reason);
+  void on_cm_event(ControlHandler& svc, uint64_t now);
+  void accept(ControlHandler& svc, rdma_cm_id* id, std::span<const std::byte> private_data, uint64_t now);
+  size_t poll_cq(DeviceCtx& d, ControlHandler& svc, uint64_t now);
+  void cut(ClientId c, ControlHandler& svc, const char* why, Counter& reason);
   DeviceCtx& device_for(ibv_context* ctx);
   void log(std::string_view s) const;
 
@@ -117,13 +117,13 @@ class VerbsControlServer final : public feed::ReplySink {
   EventChannel channel_;
   CmId listen_;
   std::vector<std::unique_ptr<DeviceCtx>> devices_;
-  std::unordered_map<feed::ClientId, std::unique_ptr<Connection>> conns_;
-  std::vector<feed::ClientId> to_cut_;  // decided inside service callbacks, acted on after them
+  std::unordered_map<ClientId, std::unique_ptr<Connection>> conns_;
+  std::vector<ClientId> to_cut_;  // decided inside service callbacks, acted on after them
   uint64_t last_cm_check_ = 0;
-  feed::ClientId next_id_ = 1;
+  ClientId next_id_ = 1;
 };
 
-class VerbsControlClient final : public feed::ControlChannel {
+class VerbsControlClient final : public ControlChannel {
  public:
   // Starts connecting to control_ip:control_port; never throws for an absent
   // publisher (it retries), only for bad options.
@@ -132,17 +132,22 @@ class VerbsControlClient final : public feed::ControlChannel {
   VerbsControlClient(const VerbsControlClient&) = delete;
   VerbsControlClient& operator=(const VerbsControlClient&) = delete;
 
-  // feed::ControlChannel: queues one frame (false while disconnected).
-  // RetransmitRequests may be served by RDMA READ instead (see above).
+  // ControlChannel: queues one frame (false while disconnected).
   bool send(std::span<const std::byte> frame) override;
+  // By RDMA READ where the ring allows (see above), else over RC.
+  bool request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) override;
 
   // Progresses connection setup, sends, receives and READs. Never blocks.
   size_t poll(uint64_t now);
+  // The same, then hands everything that arrived to the engine, in order.
+  size_t poll(ControlEvents& e, uint64_t now);
 
-  // What the engine must see, in order.
+  // What the engine must see, in order (poll(e, now) delivers them; tests
+  // may take them with next(), which gives up READ answers).
   struct Inbound {
-    enum class Kind : uint8_t { kConnected, kDisconnected, kFrame } kind;
+    enum class Kind : uint8_t { kConnected, kDisconnected, kFrame, kRetransmitted } kind;
     std::vector<std::byte> frame;  // kFrame only
+    uint32_t read = 0;             // kRetransmitted: the READ slot whose validated datagrams are the answer
   };
   bool next(Inbound& out);
 
@@ -166,8 +171,9 @@ class VerbsControlClient final : public feed::ControlChannel {
   void on_cm_event(uint64_t now);
   void drop_connection(const std::string& why, uint64_t now);
   size_t poll_cq(uint64_t now);
-  bool try_read(std::span<const std::byte> frame);
+  bool try_read(uint32_t rid, uint32_t session, uint64_t from, uint32_t count);
   void finish_read(uint32_t idx, bool ok);
+  void release_read(uint32_t idx) noexcept;
   bool queue_rc(std::span<const std::byte> frame);
   void log(std::string_view s) const;
 

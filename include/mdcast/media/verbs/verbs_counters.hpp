@@ -37,7 +37,6 @@ namespace mdcast::media::verbs {
   X(post_recv_errors, "ibv_post_recv failures (slots retried on the next poll)")         \
   X(reposted, "receive buffers re-posted")                                               \
   X(posted_low, "fewest receive buffers posted at a poll (ring headroom)")               \
-  X(injected_drops, "completions dropped by the loss injector (tests)")                  \
   X(blocking_waits, "waits on the completion channel (adaptive mode)")                   \
   X(wakeups, "completion events that ended a wait")                                      \
   X(qp_recoveries, "times the UD QP was reset and its ring re-posted")

@@ -20,15 +20,6 @@ namespace mdcast::media::verbs {
 // Where setup and control messages go (never called on the data path).
 using LogFn = std::function<void(std::string_view)>;
 
-// Test hook: completions the receiver throws away as if the fabric had lost
-// them (counted as injected_drops), applied to sequenced datagrams only.
-struct LossInjection {
-  uint64_t drop_every = 0;     // every Nth sequenced datagram (0: off)
-  uint64_t burst_after = 0;    // after this many sequenced datagrams ...
-  uint32_t burst_length = 0;   // ... drop this many in a row (0: off)
-  [[nodiscard]] bool active() const noexcept { return drop_every != 0 || burst_length != 0; }
-};
-
 enum class JoinMode : uint8_t {
   kSendOnly,  // publisher default: send-only full member, never hears itself (falls back to kFull, logged)
   kFull,      // full member with the QP attached: hears every datagram, its own included
@@ -55,14 +46,13 @@ struct Options {
   uint32_t max_inline = 256;           // asked of the device; smaller datagrams are sent inline
 
   // ---- subscriber data path
-  double rate = 50'000;                // peak datagrams/s: the receive ring holds ~100 ms of it
+  double rate = 100'000;               // peak datagrams/s: the receive ring holds ~100 ms of it
   uint32_t min_ring = 256;             // receive ring bounds (also capped by the device's max_qp_wr)
   uint32_t max_ring = 16384;
   bool adaptive = false;               // block on a completion channel after an idle spell
   uint64_t idle_before_blocking_ns = kNsPerMs;
   int blocking_timeout_ms = 10;        // one wait; control work is checked at least this often
   JoinMode subscriber_join = JoinMode::kFull;
-  LossInjection loss;                  // tests only
 
   // ---- control plane (RC)
   size_t send_chunk = 64u << 10;       // largest RC SEND; the peer's receive buffers are this size

@@ -143,7 +143,6 @@ class VerbsReceiver {
   std::unique_ptr<uint32_t[]> pending_;  // slots waiting to be re-posted
   uint32_t n_pending_ = 0;
   uint32_t posted_ = 0;
-  uint64_t sequenced_seen_ = 0;  // for the loss injector
   uint32_t last_imm_ = 0;
   bool have_imm_ = false;
   unsigned unacked_events_ = 0;

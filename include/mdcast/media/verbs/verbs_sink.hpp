@@ -1,4 +1,4 @@
-// VerbsSink: the publisher's side of the data path, a feed::DatagramSink that
+// VerbsSink: the publisher's side of the data path, a DatagramSink that
 // posts each datagram to a UD QP addressed to the multicast group.
 //
 // Setup (constructor, throws Error naming device, group and errno):
@@ -28,7 +28,7 @@
 #include <string>
 
 #include "mdcast/core/mapped_memory.hpp"
-#include "mdcast/feed/publisher.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/media/verbs/verbs_counters.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_handles.hpp"
@@ -44,8 +44,8 @@ class VerbsSink {
   VerbsSink& operator=(const VerbsSink&) = delete;
 
   // ---- data path
-  feed::SendResult send(std::span<const std::byte> datagram, uint64_t sequence) noexcept;
-  feed::SendResult send_unsequenced(std::span<const std::byte> datagram) noexcept;
+  SendResult send(std::span<const std::byte> datagram, uint64_t sequence) noexcept;
+  SendResult send_unsequenced(std::span<const std::byte> datagram) noexcept;
   // Reaps send completions (send() does it when the queue runs full) and
   // drains the loopback probe. Returns completions seen.
   int reap() noexcept;
@@ -80,7 +80,7 @@ class VerbsSink {
 
   void bring_up_qp();
   void post_probe(uint32_t slot) noexcept;
-  feed::SendResult post(const std::byte* data, size_t len, uint32_t lkey, bool with_imm, uint32_t imm,
+  SendResult post(const std::byte* data, size_t len, uint32_t lkey, bool with_imm, uint32_t imm,
                         bool force_signal) noexcept;
   void mark_failed(const char* what, int err) noexcept;
 
@@ -121,6 +121,6 @@ class VerbsSink {
   std::string failure_;  // written on failure only (reserved at setup: no allocation then)
   bool send_only_ = false;
 };
-static_assert(feed::DatagramSink<VerbsSink>);
+static_assert(DatagramSink<VerbsSink>);
 
 }  // namespace mdcast::media::verbs

@@ -24,8 +24,7 @@
 #include <vector>
 
 #include "mdcast/core/fd.hpp"
-#include "mdcast/feed/control_service.hpp"
-#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
@@ -39,12 +38,19 @@ struct SocketAddress {
   static SocketAddress parse(const std::string& address);
 };
 
-struct ControlServerStats {
-  uint64_t accepted = 0, disconnected = 0, slow_disconnects = 0, bad_stream_disconnects = 0, refused = 0;
-  uint64_t frames_in = 0, bytes_in = 0, frames_out = 0, bytes_out = 0;
-};
+#define MDCAST_STREAM_SERVER_COUNTERS(X)                                        \
+  X(accepted, "control connections accepted")                                  \
+  X(disconnected, "control connections closed")                                \
+  X(slow_disconnects, "clients cut off: replies piled up unread")              \
+  X(bad_stream_disconnects, "clients cut off: unparseable byte stream")        \
+  X(refused, "connections refused: too many clients")                          \
+  X(frames_in, "control frames received")                                      \
+  X(bytes_in, "control bytes received")                                        \
+  X(frames_out, "control frames queued for clients")                           \
+  X(bytes_out, "control bytes written to clients")
+MDCAST_DEFINE_COUNTER_STRUCT(ControlServerStats, MDCAST_STREAM_SERVER_COUNTERS);
 
-class StreamControlServer : public feed::ReplySink {
+class StreamControlServer final : public ReplySink {
  public:
   explicit StreamControlServer(const std::string& address, size_t max_out_bytes = 256u << 20,
                                size_t max_clients = 1024);
@@ -52,9 +58,10 @@ class StreamControlServer : public feed::ReplySink {
   StreamControlServer& operator=(const StreamControlServer&) = delete;
   ~StreamControlServer() override;
 
-  // Accepts, reads, hands whole frames to svc, writes queued replies.
-  void poll(feed::ControlService& svc, uint64_t now);
-  void send(feed::ClientId c, std::vector<std::byte> frame) override;
+  // Accepts, reads, hands whole frames to the handler, writes queued
+  // replies. Returns the number of connections, frames and disconnects handled.
+  size_t poll(ControlHandler& h, uint64_t now);
+  void send(ClientId c, std::vector<std::byte> frame) override;
 
   [[nodiscard]] size_t clients() const noexcept { return conns_.size(); }
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
@@ -70,7 +77,7 @@ class StreamControlServer : public feed::ReplySink {
     bool dead = false;
   };
   void flush(Conn& c);
-  void drop(feed::ClientId id, feed::ControlService& svc);
+  void drop(ClientId id, ControlHandler& h);
 
   std::string address_;
   std::string unlink_path_;
@@ -78,14 +85,14 @@ class StreamControlServer : public feed::ReplySink {
   int family_ = 0;
   size_t max_out_;
   size_t max_clients_;
-  feed::ClientId next_id_ = 1;
-  std::unordered_map<feed::ClientId, Conn> conns_;
+  ClientId next_id_ = 1;
+  std::unordered_map<ClientId, Conn> conns_;
   std::vector<std::byte> rbuf_;
   ControlServerStats stats_;
 };
 
 // The subscriber's end. Reconnects with backoff when the publisher goes away.
-class StreamControlClient : public feed::ControlChannel {
+class StreamControlClient final : public ControlChannel {
  public:
   explicit StreamControlClient(std::string address);
   bool send(std::span<const std::byte> frame) override;
@@ -97,12 +104,17 @@ class StreamControlClient : public feed::ControlChannel {
   // Connects if needed, writes pending frames, hands received frames to on_frame.
   Events poll(uint64_t now, const std::function<void(std::span<const std::byte>)>& on_frame);
 
-  // Convenience for a Subscriber<H>.
-  template <class Sub>
-  void poll(Sub& sub, uint64_t now) {
-    const Events ev = poll(now, [&](std::span<const std::byte> f) { sub.on_control_frame(f, now); });
-    if (ev.disconnected) sub.on_control_disconnected();
-    if (ev.connected) sub.on_control_connected(now);
+  // The same, reported to a subscriber's engine. Returns frames and
+  // connection changes handled.
+  size_t poll(ControlEvents& e, uint64_t now) {
+    size_t frames = 0;
+    const Events ev = poll(now, [&](std::span<const std::byte> f) {
+      ++frames;
+      e.on_control_frame(f, now);
+    });
+    if (ev.disconnected) e.on_control_disconnected();
+    if (ev.connected) e.on_control_connected(now);
+    return frames + ev.disconnected + ev.connected;
   }
 
   [[nodiscard]] bool connected() const noexcept { return connected_; }

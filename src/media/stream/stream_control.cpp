@@ -1,4 +1,4 @@
-#include "mdcast/media/stream_control.hpp"
+#include "mdcast/media/stream/stream_control.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -97,17 +97,17 @@ StreamControlServer::~StreamControlServer() {
   if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
 }
 
-void StreamControlServer::send(feed::ClientId c, std::vector<std::byte> frame) {
+void StreamControlServer::send(ClientId c, std::vector<std::byte> frame) {
   auto it = conns_.find(c);
   if (it == conns_.end() || it->second.dead) return;
   Conn& k = it->second;
   k.out_bytes += frame.size();
-  ++stats_.frames_out;
+  stats_.frames_out.add();
   k.out.push_back(std::move(frame));
   if (k.out_bytes > max_out_) {
     // A client that cannot keep up with its own replies loses its connection,
     // not the publisher's memory or time.
-    ++stats_.slow_disconnects;
+    stats_.slow_disconnects.add();
     k.dead = true;
     return;
   }
@@ -123,7 +123,7 @@ void StreamControlServer::flush(Conn& c) {
       c.dead = true;
       return;
     }
-    stats_.bytes_out += static_cast<uint64_t>(n);
+    stats_.bytes_out.add(static_cast<uint64_t>(n));
     c.out_off += static_cast<size_t>(n);
     if (c.out_off == f.size()) {
       c.out_bytes -= f.size();
@@ -133,30 +133,32 @@ void StreamControlServer::flush(Conn& c) {
   }
 }
 
-void StreamControlServer::drop(feed::ClientId id, feed::ControlService& svc) {
+void StreamControlServer::drop(ClientId id, ControlHandler& svc) {
   svc.on_disconnect(id);
   conns_.erase(id);
-  ++stats_.disconnected;
+  stats_.disconnected.add();
 }
 
-void StreamControlServer::poll(feed::ControlService& svc, uint64_t now) {
+size_t StreamControlServer::poll(ControlHandler& svc, uint64_t now) {
+  size_t work = 0;
   for (int k = 0; k < 16; ++k) {
     const int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) break;
     if (conns_.size() >= max_clients_) {
       ::close(fd);
-      ++stats_.refused;
+      stats_.refused.add();
       continue;
     }
     tune(fd, family_);
-    const feed::ClientId id = next_id_++;
+    const ClientId id = next_id_++;
     Conn c;
     c.fd = UniqueFd(fd);
     conns_.emplace(id, std::move(c));
     svc.on_connect(id, now);
-    ++stats_.accepted;
+    stats_.accepted.add();
+    ++work;
   }
-  std::vector<feed::ClientId> gone;
+  std::vector<ClientId> gone;
   for (auto& [id, c] : conns_) {
     if (c.dead) {
       gone.push_back(id);
@@ -173,18 +175,19 @@ void StreamControlServer::poll(feed::ControlService& svc, uint64_t now) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) c.dead = true;
         break;
       }
-      stats_.bytes_in += static_cast<uint64_t>(n);
+      stats_.bytes_in.add(static_cast<uint64_t>(n));
       c.in.append({rbuf_.data(), static_cast<size_t>(n)});
       std::span<const std::byte> frame;
       for (;;) {
         const auto st = c.in.next(frame);
         if (st == wire::FrameAssembler::Status::kNeedMore) break;
         if (st == wire::FrameAssembler::Status::kBadFrame) {
-          ++stats_.bad_stream_disconnects;
+          stats_.bad_stream_disconnects.add();
           c.dead = true;
           break;
         }
-        ++stats_.frames_in;
+        stats_.frames_in.add();
+        ++work;
         if (!svc.on_frame(id, frame, now, *this)) {
           c.dead = true;
           break;
@@ -196,6 +199,7 @@ void StreamControlServer::poll(feed::ControlService& svc, uint64_t now) {
     if (c.dead) gone.push_back(id);
   }
   for (auto id : gone) drop(id, svc);
+  return work + gone.size();
 }
 
 // ------------------------------------------------------------------ client --

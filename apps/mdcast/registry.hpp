@@ -1,0 +1,134 @@
+// The media this build knows, by name: the one place in the command line
+// that names a medium. `mdcast publish|subscribe|demo|bench` are templates
+// over an entry's types and run the library's agents on them; nothing else
+// in apps/ knows which medium it drives.
+//
+// Adding a medium: its folder in the library (media/<name>/), one entry here
+// (its types, how the settings map onto its options), one line in
+// with_medium(), and - for `mdcast bench` - its raw baseline
+// (apps/bench/raw_<name>.cpp).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mdcast/core/error.hpp"
+#include "mdcast/media/shm/shm_medium.hpp"
+#include "settings.hpp"
+#ifdef MDCAST_HAVE_VERBS
+#include "mdcast/media/verbs/verbs_medium.hpp"
+#endif
+
+namespace mdcast::app {
+
+namespace bench {
+class MediumBench;
+struct Placement;
+}  // namespace bench
+
+using SettingPairs = std::vector<std::pair<std::string, std::string>>;
+
+struct ShmEntry {
+  static constexpr std::string_view kName = "shm";
+  using Publisher = media::shm::PublisherMedium;
+  using Subscriber = media::shm::SubscriberMedium;
+
+  static media::shm::Options options(const Settings& s) {
+    media::shm::Options o;
+    o.name = s.feed.name;
+    o.dir = s.shm.dir;
+    o.slots = s.shm.slots;
+    o.max_datagram = s.shm.max_datagram;
+    o.huge_pages = s.shm.huge_pages;
+    o.channel = s.feed.channel;
+    o.control = s.feed.control;
+    o.wait_ns = s.sub.wait_ns;
+    return o;
+  }
+  static std::unique_ptr<Publisher> publisher(const Settings& s, uint32_t session) {
+    return std::make_unique<Publisher>(options(s), session);
+  }
+  static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // What every process of a demo is told beyond the user's settings, and how
+  // the demo describes where it runs.
+  static SettingPairs demo_settings(const Settings&) { return {}; }
+  static std::string demo_where(const Settings&) { return "shared memory"; }
+  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
+};
+
+#ifdef MDCAST_HAVE_VERBS
+struct VerbsEntry {
+  static constexpr std::string_view kName = "verbs";
+  using Publisher = media::verbs::PublisherMedium;
+  using Subscriber = media::verbs::SubscriberMedium;
+
+  static media::verbs::Options options(const Settings& s) {
+    media::verbs::Options o;
+    o.device = s.verbs.device;
+    o.port = s.verbs.port;
+    o.gid_index = s.verbs.gid_index;
+    o.local_ip = s.verbs.local_ip;
+    o.group_ip = s.verbs.group;
+    o.qkey = s.verbs.qkey;
+    o.control_ip = s.verbs.control_ip;
+    o.control_port = s.verbs.control_port;
+    o.adaptive = s.feed.idle == IdleMode::kBlock;
+    // The ring holds unfiltered datagrams: READ would bypass entitlements.
+    o.rdma_read = s.verbs.rdma_read && s.pub.entitlements.empty();
+    o.rate = s.verbs.rate;
+    o.retransmit_bytes = s.pub.retransmit_bytes;
+    if (!s.verbs.log_setup) o.log = [](std::string_view) {};  // failures still surface as errors and counters
+    return o;
+  }
+  static std::unique_ptr<Publisher> publisher(const Settings& s, uint32_t) {
+    if (!s.pub.entitlements.empty() && s.verbs.rdma_read)
+      fmt::print(stderr, "mdcast publish: entitlements configured: RDMA READ of the retransmit ring is off "
+                         "(it would bypass them); retransmissions go through the control plane\n");
+    return std::make_unique<Publisher>(options(s));
+  }
+  static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // Every process of the demo runs on this host's RDMA device: the publisher
+  // listens on its address, the subscribers connect to it.
+  static SettingPairs demo_settings(const Settings& s) {
+    const std::string ip = media::verbs::resolve_options(options(s), true).local_ip;
+    return {{"verbs.local_ip", ip}, {"verbs.control_ip", ip}};
+  }
+  static std::string demo_where(const Settings& s) {
+    return "RDMA (UD multicast data, RC control) on " + media::verbs::resolve_options(options(s), true).local_ip;
+  }
+  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
+};
+#endif
+
+// "auto": on one host shared memory beats any network medium; verbs and UDP
+// reach other hosts and are chosen explicitly.
+[[nodiscard]] inline MediumKind resolve_medium(MediumKind m) noexcept {
+  return m == MediumKind::kAuto ? MediumKind::kShm : m;
+}
+
+// Calls f(Entry{}) with the registry entry of medium m (after resolving
+// "auto"). Throws Error for a medium this build does not have.
+template <class F>
+decltype(auto) with_medium(MediumKind m, F&& f) {
+  switch (resolve_medium(m)) {
+    case MediumKind::kShm: return f(ShmEntry{});
+#ifdef MDCAST_HAVE_VERBS
+    case MediumKind::kVerbs: return f(VerbsEntry{});
+#endif
+    default: break;
+  }
+  fail("medium '{}' is not available in this build (available: shm{})", to_string(m),
+#ifdef MDCAST_HAVE_VERBS
+       ", verbs"
+#else
+       ""
+#endif
+  );
+}
+
+}  // namespace mdcast::app

@@ -1,0 +1,104 @@
+// A publisher's duty loop at an offered rate: messages from a source are due
+// on a timeline (message k at start + k / rate), published in bursts of what
+// is due, with the agent's duty cycle between bursts. `mdcast publish`
+// (synthetic order flow), `mdcast bench` (measured windows) and replays run
+// this one loop; an application publishing its own data as it arrives calls
+// PublisherAgent::publish and do_work itself instead.
+//
+//   Source: bool next(wire::Message& m) noexcept     false: no more messages (the loop ends)
+//   Hooks:  bool on_round(uint64_t now, uint64_t published) noexcept
+//           called once per round, before the burst; false ends the loop
+//
+// Idle between bursts: spin never sleeps; any other mode sleeps until the
+// next message is due (or the open datagram must leave), so CPU time is
+// publishing, not waiting. With burst_ns the publisher wakes once per burst
+// of that length instead of per message.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/idle.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+
+namespace mdcast::feed {
+
+struct Pace {
+  double rate = 0;                 // messages/s; 0: as fast as the medium takes them
+  uint64_t start_ns = 0;           // the timeline's origin
+  uint64_t end_ns = UINT64_MAX;    // the loop ends here
+  uint64_t already = 0;            // messages published before start_ns (not paced)
+  IdleMode idle = IdleMode::kSpin;
+  uint64_t burst_ns = 0;           // sleeping publisher: one wake per burst this long
+  uint32_t max_burst = 256;        // messages per round at most (the duty cycle runs between)
+};
+
+struct PaceResult {
+  uint64_t published = 0;          // messages accepted, `already` included
+  uint64_t end_ns = 0;             // when the loop ended
+  PublishResult refused = PublishResult::kOk;  // kRejected / kTooLarge: the source made an invalid message
+};
+
+template <class Agent, class Source, class Hooks>
+PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) {
+  IdleStrategy idle(p.idle);
+  const double per_ns = p.rate / 1e9;
+  const uint64_t flush_ns = agent.core().config().flush_interval_ns;
+  PaceResult r;
+  r.published = p.already;
+  wire::Message m;
+  bool pending = false;  // m was back-pressured: offer it again before a new one
+  uint64_t now = p.start_ns;
+  for (;;) {
+    now = monotonic_ns();
+    if (now >= p.end_ns || !hooks.on_round(now, r.published)) break;
+    const uint64_t due = p.rate > 0 ? p.already + static_cast<uint64_t>(static_cast<double>(now - p.start_ns) * per_ns) + 1
+                                    : r.published + p.max_burst;
+    bool worked = false;
+    bool exhausted = false;
+    for (uint32_t burst = 0; r.published < due && burst < p.max_burst; ++burst) {
+      if (!pending) {
+        if (!source.next(m)) {
+          exhausted = true;
+          break;
+        }
+        pending = true;
+      }
+      const PublishResult res = agent.publish(m, now);
+      if (res == PublishResult::kBackPressured) break;
+      if (res != PublishResult::kOk) {
+        r.refused = res;
+        r.end_ns = now;
+        return r;
+      }
+      pending = false;
+      ++r.published;
+      worked = true;
+    }
+    agent.do_work(now);
+    if (exhausted) break;
+    if (worked || p.idle == IdleMode::kSpin || p.rate <= 0) {
+      if (worked) idle.reset();
+      else idle.idle();
+      continue;
+    }
+    // Nothing due: sleep until the next message (or burst) is, or the open
+    // datagram must leave, whichever comes first (never past it).
+    const uint64_t next_due = p.start_ns + static_cast<uint64_t>(static_cast<double>(r.published - p.already) / per_ns);
+    uint64_t wake = next_due + p.burst_ns;
+    if (agent.core().has_open()) wake = std::min(wake, now + flush_ns);
+    if (p.burst_ns) {
+      if (wake > now) sleep_ns(std::min<uint64_t>(wake - now, 10 * kNsPerMs));
+    } else if (wake > now + 30 * kNsPerUs) {
+      // Wake a little early: the kernel's wake-up is late by about that much.
+      sleep_ns(std::min<uint64_t>(wake - now - 20 * kNsPerUs, IdleStrategy::kMaxParkNs));
+    } else {
+      idle.idle();
+    }
+  }
+  r.end_ns = now;
+  return r;
+}
+
+}  // namespace mdcast::feed

@@ -1,0 +1,164 @@
+// SubscriberAgent<Medium, Handler>: a whole subscriber over one medium - the
+// engine (Subscriber<Handler>: exact in-order delivery, recovery, books) fed
+// from the medium's data path, and the medium's control plane - driven from
+// one thread.
+//
+//   media::shm::SubscriberMedium medium(shm_options);
+//   MyHandler h;                       // on_message, on_snapshot, on_reset (feed/subscriber.hpp)
+//   feed::SubscriberAgent agent(medium, subscriber_config, h);
+//   agent.start();
+//   while (!agent.finished()) agent.idle(agent.do_work());
+//
+// or agent.run(hooks) for the same loop with a hook on every control round.
+//
+// Threading: one thread calls everything; the handler runs on it, from
+// inside do_work. The data path (datagrams in, messages out to the handler)
+// is noexcept, allocation-free and has no virtual call per message; the
+// control part may allocate and may throw mdcast::Error when the medium fails
+// beyond recovery.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/idle.hpp"
+#include "mdcast/feed/config.hpp"
+#include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/medium.hpp"
+
+namespace mdcast::feed {
+
+struct SubscriberAgentOptions {
+  // Least time between two polls of the control plane (a system call, and
+  // the engine's timers). 0: every idle round and every 16th busy one.
+  uint64_t control_poll_ns = 100 * kNsPerUs;
+  // kBlock: after 64 idle rounds sleep in the medium (futex, completion
+  // channel) where it can; any other mode as IdleStrategy does.
+  IdleMode idle = IdleMode::kSpin;
+  size_t batch = 64;  // datagrams taken from the medium per do_work at most
+};
+
+template <media::SubscriberMedium Medium, SubscriberHandler Handler>
+class SubscriberAgent {
+ public:
+  // cfg passes through medium.configure() (datagram size). Throws Error for
+  // an invalid configuration.
+  SubscriberAgent(Medium& medium, const SubscriberConfig& cfg, Handler& handler, SubscriberCounters* counters = nullptr,
+                  SubscriberAgentOptions opts = {})
+      : medium_(medium),
+        sub_(medium.configure(cfg), handler, &medium.control(), counters),
+        events_(sub_),
+        opts_(opts),
+        idle_(opts.idle) {}
+  SubscriberAgent(const SubscriberAgent&) = delete;
+  SubscriberAgent& operator=(const SubscriberAgent&) = delete;
+
+  // The loop begins: the medium positions its reader (at the live edge;
+  // history comes through recovery).
+  void start() { medium_.start(); }
+
+  // One duty cycle: up to `batch` datagrams into the engine; the control
+  // plane when its timer is due. The clock is read every 64th idle round and
+  // every 16th busy one, so a spin waiting for data stays a tight loop (each
+  // datagram is stamped by the medium as it arrives). Returns datagrams taken.
+  size_t do_work() {
+    const size_t n = medium_.source().poll(
+        [this](std::span<const std::byte> d, uint64_t rx) noexcept { sub_.on_datagram(d, Rail::kA, rx); },
+        opts_.batch);
+    const bool round = opts_.control_poll_ns == 0 ? (n == 0 || (++busy_rounds_ & 15) == 0)
+                                                  : (n == 0 ? (++idle_rounds_ & 63) == 0 : (++busy_rounds_ & 15) == 0);
+    data_since_control_ |= n != 0;
+    if (round) {
+      const uint64_t now = monotonic_ns();
+      if (now - last_control_ >= opts_.control_poll_ns) poll_control(now);
+    }
+    return n;
+  }
+
+  // The control plane and the engine's timers now (requests, retries,
+  // status reports). Returns control work done.
+  size_t poll_control(uint64_t now) {
+    last_control_ = now;
+    ++control_rounds_;
+    if (data_since_control_ || last_data_ == 0) last_data_ = now;
+    data_since_control_ = false;
+    const size_t work = medium_.poll_control(events_, now);
+    sub_.poll(now);
+    return work;
+  }
+
+  // What to do after a do_work that returned n: nothing when there was
+  // data; otherwise spin, back off, or (kBlock) sleep in the medium.
+  void idle(size_t n) noexcept {
+    if (n) {
+      idle_.reset();
+      quiet_rounds_ = 0;
+    } else if (!(opts_.idle == IdleMode::kBlock && ++quiet_rounds_ > 64 && medium_.source().block(kNsPerMs))) {
+      idle_.idle();
+    }
+  }
+
+  // do_work/idle until the session ended and everything was delivered, or
+  // hooks.on_control_round(now) returns false (checked after every control
+  // round). Returns true when the session ended.
+  template <class Hooks>
+  bool run(Hooks& hooks) {
+    uint64_t seen = control_rounds_;
+    for (;;) {
+      const size_t n = do_work();
+      if (control_rounds_ != seen) {
+        seen = control_rounds_;
+        if (finished()) return true;
+        if (!hooks.on_control_round(last_control_)) return false;
+      }
+      idle(n);
+    }
+  }
+
+  // The publisher ended its session and everything it announced was delivered.
+  [[nodiscard]] bool finished() const noexcept { return sub_.session_ended() && sub_.caught_up(); }
+  [[nodiscard]] Subscriber<Handler>& subscriber() noexcept { return sub_; }
+  [[nodiscard]] const Subscriber<Handler>& subscriber() const noexcept { return sub_; }
+  [[nodiscard]] Medium& medium() noexcept { return medium_; }
+  [[nodiscard]] uint64_t control_rounds() const noexcept { return control_rounds_; }
+  // When data last arrived, to a control round's precision (the first round
+  // counts as data: silence is measured from the start).
+  [[nodiscard]] uint64_t last_data_ns() const noexcept { return last_data_; }
+
+ private:
+  // The engine as the medium's control plane sees it.
+  // TODO(merge): Subscriber<Handler> is a media::ControlEvents itself once split.
+  struct Events final : media::ControlEvents {
+    explicit Events(Subscriber<Handler>& s) noexcept : s_(s) {}
+    void on_control_connected(uint64_t now) noexcept override { s_.on_control_connected(now); }
+    void on_control_disconnected() noexcept override { s_.on_control_disconnected(); }
+    void on_control_frame(std::span<const std::byte> f, uint64_t now) noexcept override { s_.on_control_frame(f, now); }
+    void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
+                          uint64_t now) noexcept override {
+      try {
+        wire::RetransmitReplyBuilder b(rid, session, wire::RetransmitStatus::kOk, 0, 1);
+        for (const auto& d : datagrams) b.add(d);
+        s_.on_control_frame(std::move(b).finish(), now);
+      } catch (...) {
+      }
+    }
+    [[nodiscard]] uint64_t publisher_position() const noexcept override { return s_.highest_sequence(); }
+    Subscriber<Handler>& s_;
+  };
+
+  Medium& medium_;
+  Subscriber<Handler> sub_;
+  Events events_;
+  SubscriberAgentOptions opts_;
+  IdleStrategy idle_;
+  uint64_t last_control_ = 0;
+  uint64_t control_rounds_ = 0;
+  uint64_t last_data_ = 0;
+  bool data_since_control_ = false;
+  uint32_t busy_rounds_ = 0;
+  uint32_t idle_rounds_ = 0;
+  uint32_t quiet_rounds_ = 0;
+};
+
+}  // namespace mdcast::feed
