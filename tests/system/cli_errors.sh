@@ -23,8 +23,8 @@ expect_error "shm ring .*mdcast-$NAME-missing.ring not found" subscribe --name "
 python3 - "$WORK/mdcast-$NAME-old.ring" <<'PY'
 import struct, sys
 with open(sys.argv[1], "wb") as f:
-    hdr = struct.pack("<QII", 0x3152485343444d4d, 2, 4096)
+    hdr = struct.pack("<QII", 0x3252485343444d4d, 3, 4096)
     f.write(hdr + b"\0" * (4096 + 16 * 4096 - len(hdr)))
 PY
-expect_error "layout version 2, this mdcast reads version 1" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
+expect_error "layout version 3, this mdcast reads version 2" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
 note "all errors clear"

@@ -1,13 +1,17 @@
 // The publisher's bounded retransmit ring: fixed slots indexed by sequence,
 // so a datagram's address is computable from its number alone. That is what
-// lets a verbs subscriber fetch a missing datagram with one RDMA READ.
+// lets a verbs subscriber fetch a missing datagram with one RDMA READ, and
+// what the shm medium's readers read live (the ring is the medium's ring
+// there: one copy of each datagram, built in place).
 //
 // Layout of the memory it is given (64-byte aligned):
 //   control block (64 B): u64 reserved_seq, u64 slot_size, u64 slots, u64 magic
 //   slot[i] (slot_size B): u64 seq, u32 length, u32 zero, datagram bytes
-// A slot is claimed (reserved_seq published) before it is overwritten, so a
-// remote reader that copies slot s and then sees reserved_seq < s + slots
-// knows the copy was not torn by a wrap.
+// A slot is claimed (reserved_seq published, its seq word zeroed) before it
+// is overwritten, and its seq word is stored last, with release, when the
+// datagram is complete. So a reader - another process, or a NIC executing an
+// RDMA READ - that finds seq == s before and after copying slot s, or that
+// copies it and then sees reserved_seq < s + slots, knows the copy is whole.
 //
 // Single writer; get() is for the writer's thread (the control service runs
 // there). The datagram being built lives in its slot: committing it is free.
@@ -40,37 +44,63 @@ class RetransmitRing {
 
   RetransmitRing() = default;
   // mem must be 64-byte aligned and hold at least memory_for(0, max_datagram).
-  RetransmitRing(std::span<std::byte> mem, size_t max_datagram) noexcept
-      : base_(mem.data()), slot_size_(slot_size_for(max_datagram)),
-        slots_((mem.size() - kControlSize) / slot_size_for(max_datagram)) {
-    store_le<uint64_t>(base_ + 8, slot_size_);
-    store_le<uint64_t>(base_ + 16, slots_);
-    store_le<uint64_t>(base_ + 24, kMagic);
+  // Memory a medium already formatted (format(), magic present) with slots
+  // large enough for max_datagram keeps its geometry: readers attached to
+  // it read that layout. Anything else is formatted for max_datagram.
+  RetransmitRing(std::span<std::byte> mem, size_t max_datagram) noexcept : base_(mem.data()) {
+    const size_t need = slot_size_for(max_datagram);
+    const uint64_t have = load_le<uint64_t>(base_ + 8), n = load_le<uint64_t>(base_ + 16);
+    if (load_le<uint64_t>(base_ + 24) == kMagic && have >= need && have % 64 == 0 && n >= 4 &&
+        kControlSize + n * have <= mem.size()) {
+      slot_size_ = have;
+      slots_ = n;
+    } else {
+      slot_size_ = need;
+      slots_ = (mem.size() - kControlSize) / need;
+      format(mem, need);
+    }
     reserved().store(0, std::memory_order_relaxed);
+  }
+  // Writes the control block for slots of slot_size (a multiple of 64) over mem.
+  static void format(std::span<std::byte> mem, size_t slot_size) noexcept {
+    store_le<uint64_t>(mem.data() + 8, slot_size);
+    store_le<uint64_t>(mem.data() + 16, (mem.size() - kControlSize) / slot_size);
+    store_le<uint64_t>(mem.data() + 24, kMagic);
   }
 
   // Buffer for datagram `seq` (must be newest()+1). Invalidates seq - slots().
   [[nodiscard]] std::byte* claim(uint64_t seq) noexcept {
-    reserved().store(seq, std::memory_order_release);
     std::byte* s = slot(seq);
-    store_le<uint64_t>(s, 0);  // not valid until committed
+    reserved().store(seq, std::memory_order_relaxed);
+    seq_word(s).store(0, std::memory_order_relaxed);  // not valid until committed
+    // Both stores above before any byte of the new datagram: a reader that
+    // sees new bytes sees the slot reclaimed (RDMA READ validation and the
+    // shm reader rely on it). A fence, because the datagram is written by
+    // ordinary stores (encode) after this returns. ThreadSanitizer models no
+    // fences (GCC refuses them there): its builds keep the compiler barrier,
+    // which is what the fence is on x86, and check the copying writer, whose
+    // payload stores are release stores themselves (shm::copy_in).
+#if defined(__SANITIZE_THREAD__)
+    std::atomic_signal_fence(std::memory_order_release);
+#else
+    std::atomic_thread_fence(std::memory_order_release);
+#endif
     if (seq > slots_) oldest_ = seq - slots_ + 1;
     return s + kSlotHeader;
   }
   void commit(uint64_t seq, uint16_t len) noexcept {
     std::byte* s = slot(seq);
-    store_le<uint32_t>(s + 8, len);
-    store_le<uint32_t>(s + 12, 0);
-    store_le<uint64_t>(s, seq);
+    len_word(s).store(len, std::memory_order_relaxed);
+    seq_word(s).store(seq, std::memory_order_release);  // last: the datagram is whole
     newest_ = seq;
     if (oldest_ == 0) oldest_ = seq;
   }
   // The committed datagram `seq`, or empty if it is not (or no longer) held.
   [[nodiscard]] std::span<const std::byte> get(uint64_t seq) const noexcept {
     if (seq == 0 || seq < oldest_ || seq > newest_) return {};
-    const std::byte* s = slot(seq);
-    if (load_le<uint64_t>(s) != seq) return {};
-    return {s + kSlotHeader, load_le<uint32_t>(s + 8)};
+    std::byte* s = slot(seq);
+    if (seq_word(s).load(std::memory_order_relaxed) != seq) return {};
+    return {s + kSlotHeader, len_word(s).load(std::memory_order_relaxed)};
   }
   [[nodiscard]] uint64_t oldest() const noexcept { return oldest_; }
   [[nodiscard]] uint64_t newest() const noexcept { return newest_; }
@@ -79,9 +109,21 @@ class RetransmitRing {
   [[nodiscard]] std::byte* memory() const noexcept { return base_; }
   [[nodiscard]] size_t slot_offset(uint64_t seq) const noexcept { return kControlSize + (seq % slots_) * slot_size_; }
 
+  // The slot header words, as atomics: readers in other threads, processes
+  // or on the NIC race the writer on them by design.
+  static std::atomic<uint64_t>& seq_word(std::byte* slot) noexcept {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(slot);
+  }
+  static std::atomic<uint32_t>& len_word(std::byte* slot) noexcept {
+    return *reinterpret_cast<std::atomic<uint32_t>*>(slot + 8);
+  }
+  static std::atomic<uint64_t>& reserved_word(std::byte* base) noexcept {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(base);
+  }
+
  private:
   std::byte* slot(uint64_t seq) const noexcept { return base_ + slot_offset(seq); }
-  std::atomic<uint64_t>& reserved() const noexcept { return *reinterpret_cast<std::atomic<uint64_t>*>(base_); }
+  std::atomic<uint64_t>& reserved() const noexcept { return reserved_word(base_); }
 
   std::byte* base_ = nullptr;
   size_t slot_size_ = 0;

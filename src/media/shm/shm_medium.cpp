@@ -42,6 +42,7 @@ feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const 
     fail("max_datagram {} is more than a slot of shm ring {} holds ({} bytes): lower it, or raise shm.max_datagram",
          c.max_datagram, ring_.path(), ring_.max_datagram());
   if (c.max_datagram == 0) c.max_datagram = ring_.max_datagram();
+  c.retransmit_bytes = ring_.ring_memory().size();
   return c;
 }
 

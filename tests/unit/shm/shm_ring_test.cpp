@@ -1,5 +1,6 @@
 // The shm ring's seqlock: a reader never hands out a torn datagram, sees
-// every datagram in order or an explicit lap, and can block until data comes.
+// every datagram in order or an explicit lap, heartbeats after the data they
+// follow, and can block until data comes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,7 +58,7 @@ TEST(ShmRing, InOrderRoundTrip) {
   std::byte in[1024], out[1024];
   size_t len = 0;
   EXPECT_EQ(r.read(out, len), RingReader::Read::kEmpty);
-  for (uint64_t p = 0; p < 50; ++p) w.write({in, fill(in, p, 1024)});
+  for (uint64_t p = 0; p < 50; ++p) w.write({in, fill(in, p, 1024)}, p + 1);
   for (uint64_t p = 0; p < 50; ++p) {
     ASSERT_EQ(r.read(out, len), RingReader::Read::kOk);
     uint64_t got;
@@ -71,7 +72,7 @@ TEST(ShmRing, LappedReaderSkipsAheadAndCountsWhatItLost) {
   RingWriter w(opts(unique_name("lap"), 64), 1, 1, "unix:@x");
   RingReader r(w.path());
   std::byte in[1024], out[1024];
-  for (uint64_t p = 0; p < 1000; ++p) w.write({in, fill(in, p, 1024)});
+  for (uint64_t p = 0; p < 1000; ++p) w.write({in, fill(in, p, 1024)}, p + 1);
   size_t len = 0;
   ASSERT_EQ(r.read(out, len), RingReader::Read::kLapped);
   EXPECT_GT(r.lapped(), 900u);
@@ -100,7 +101,7 @@ TEST(ShmRing, ConcurrentWriterNeverYieldsATornDatagram) {
   std::atomic<bool> done{false};
   std::thread writer([&] {
     std::byte in[512];
-    for (uint64_t p = 0; p < kTotal; ++p) w.write({in, fill(in, p, 512)});
+    for (uint64_t p = 0; p < kTotal; ++p) w.write({in, fill(in, p, 512)}, p + 1);
     done.store(true);
   });
   std::byte out[512];
@@ -140,11 +141,82 @@ TEST(ShmRing, BlockingReaderWakesOnWrite) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::byte in[64]{};
-  w.write({in, 64});
+  w.write({in, 64}, 1);
   t.join();
   // Woken by the write, not by the 5 s timeout.
   EXPECT_LT(woke_after.load(), 2 * kNsPerSec);
   EXPECT_GE(woke_after.load(), 40 * kNsPerMs);
+}
+
+// The engine builds datagrams in the ring itself (single copy): what it
+// commits in place is what readers read, and retransmits read the same bytes.
+TEST(ShmRing, InPlaceDatagramsAreReadAsCommitted) {
+  RingWriter w(opts(unique_name("inplace"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  feed::RetransmitRing ring(w.ring_memory(), 512);  // adopts the writer's geometry
+  EXPECT_EQ(ring.slot_size(), feed::RetransmitRing::slot_size_for(1024));
+  EXPECT_EQ(ring.slots(), 64u);
+  std::byte out[1024];
+  size_t len = 0;
+  for (uint64_t seq = 1; seq <= 100; ++seq) {
+    std::byte* p = ring.claim(seq);
+    const size_t n = fill(p, seq, 512);
+    ring.commit(seq, static_cast<uint16_t>(n));
+    ASSERT_TRUE(w.holds(ring.get(seq)));
+    w.publish(seq);
+    ASSERT_EQ(r.read(out, len), RingReader::Read::kOk);
+    uint64_t got;
+    ASSERT_TRUE(consistent(out, len, 512, got));
+    EXPECT_EQ(got, seq);
+    EXPECT_EQ(std::memcmp(out, ring.get(seq).data(), len), 0);
+  }
+  EXPECT_EQ(r.read(out, len), RingReader::Read::kEmpty);
+}
+
+// Heartbeats travel in their own lane but never overtake the data they
+// follow: a reader gets every datagram written before a heartbeat first.
+TEST(ShmRing, HeartbeatsComeAfterTheDataTheyFollow) {
+  RingWriter w(opts(unique_name("lane"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  std::byte in[1024], out[1024];
+  size_t len = 0;
+  for (uint64_t p = 0; p < 10; ++p) w.write({in, fill(in, p, 1024)}, p + 1);
+  const std::byte hb[8] = {std::byte{0xee}};
+  w.write_unsequenced({hb, sizeof hb});
+  w.write({in, fill(in, 10, 1024)}, 11);
+  std::vector<size_t> lens;
+  for (;;) {
+    const auto res = r.read(out, len);
+    if (res == RingReader::Read::kEmpty) break;
+    ASSERT_EQ(res, RingReader::Read::kOk);
+    lens.push_back(out[0] == std::byte{0xee} && len == sizeof hb ? 0 : len);
+  }
+  ASSERT_EQ(lens.size(), 12u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_NE(lens[i], 0u) << i;
+  // The heartbeat after the ten it follows (the eleventh may come before or after it).
+  EXPECT_TRUE(lens[10] == 0 || lens[11] == 0);
+  EXPECT_EQ(r.position(), 12u);
+}
+
+// A reader far behind on heartbeats (the lane lapped) resumes at the newest.
+TEST(ShmRing, LappedLaneResumesAtTheNewestHeartbeat) {
+  RingWriter w(opts(unique_name("lanelap"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  std::byte hb[16] = {};
+  for (uint64_t i = 0; i < 3 * kLaneSlots; ++i) {
+    std::memcpy(hb, &i, 8);
+    w.write_unsequenced({hb, sizeof hb});
+  }
+  std::byte out[1024];
+  size_t len = 0;
+  uint64_t got = 0, n = 0;
+  for (int k = 0; k < 10; ++k)
+    if (r.read(out, len) == RingReader::Read::kOk) {
+      std::memcpy(&got, out, 8);
+      ++n;
+    }
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(got, 3 * kLaneSlots - 1);
 }
 
 TEST(ShmRing, RefusesALiveWritersNameAndReplacesADeadOnes) {

@@ -59,8 +59,11 @@ class PublisherMedium {
   PublisherMedium& operator=(const PublisherMedium&) = delete;
 
   Sink& sink() noexcept { return sink_; }
-  std::span<std::byte> ring_memory() noexcept { return {}; }  // the engine keeps its own retransmit ring
-  // max_datagram: 0 = what a slot holds; more is an Error.
+  // The engine's retransmit ring is the shm ring: each datagram is built
+  // once, in the slot readers read it from.
+  std::span<std::byte> ring_memory() noexcept { return ring_.ring_memory(); }
+  // max_datagram: 0 = what a slot holds; more is an Error. retransmit_bytes:
+  // the ring's (shm.slots decides the history a publisher keeps).
   [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig c) const;
   size_t poll_control(ControlHandler& h, uint64_t now);
   [[nodiscard]] size_t clients() const noexcept { return server_.clients(); }

@@ -1,23 +1,32 @@
-// The shared-memory medium: one writer, many readers, one host.
+// The shared-memory medium's ring: one writer, many readers, one host.
 //
-// The publisher writes each datagram once into a ring in a shared file
-// (hugetlbfs when the host has huge pages reserved, /dev/shm otherwise); every
-// subscriber process polls its own cursor, kept in its own memory. Publishing
-// cost is independent of the number of readers, and a reader that dies leaves
-// nothing behind that could block anyone.
+// The publisher's retransmit ring (feed/retransmit_ring.hpp) lives in a
+// shared file (hugetlbfs when the host has huge pages reserved, /dev/shm
+// otherwise): the engine builds each datagram once, in its slot, and every
+// subscriber process reads it from there with its own cursor, kept in its
+// own memory. Publishing costs the same for one reader or a hundred, and a
+// reader that dies leaves nothing behind that could block anyone.
 //
-// File layout (version 1, little-endian, 64-byte aligned):
-//   [0, 4096)    header: magic, layout version, slot geometry, writer pid and
-//                start time, session, channel, control socket name, and on
-//                their own cache lines the write position and a liveness stamp
-//   [4096, ...)  slots of `slot_size` bytes: u64 marker, u64 length, datagram
+// File layout (version 2, little-endian, 64-byte aligned):
+//   [0, 4096)         header: magic, layout version, geometry, writer pid and
+//                     start time, session, channel, control socket name; on
+//                     their own cache lines the event word (futex), a
+//                     liveness stamp, sleeper bits, reader slots
+//   [4096, +ring)     the retransmit ring: control block (reserved sequence,
+//                     geometry), then slots {u64 seq, u32 length, u32 0, datagram}
+//                     indexed by sequence
+//   [.., +lane)       the lane: a small ring of unsequenced datagrams
+//                     (heartbeats), slots {u64 marker, u64 data_newest,
+//                     u64 length, u64 0, datagram} indexed by position
 //
-// Each slot is a seqlock. Position p (0, 1, 2 ...) lives in slot p % slots;
-// its marker is 2p+1 while being written and 2p+2 once complete. A reader at
-// position p copies the datagram out, then re-reads the marker: unchanged
-// means the copy is whole. A marker beyond 2p+2 means the writer lapped the
-// reader; the reader jumps ahead and the feed engine recovers the gap through
-// the control plane like any loss. A torn slot is never handed out as data.
+// Data slot s is a seqlock on its seq word: a reader at sequence s copies
+// the datagram while the word says s before and after. A word that says a
+// later lap, or a reserved sequence s + slots or more, means the writer
+// lapped the reader: it jumps ahead and the feed engine recovers the gap
+// through the control plane like any loss. A torn slot is never handed out.
+// A heartbeat is handed out only after every datagram it follows (its
+// data_newest) was read, so it never announces a sequence the reader is
+// about to get anyway.
 #pragma once
 
 #include <atomic>
@@ -29,15 +38,16 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/mapped_memory.hpp"
+#include "mdcast/feed/retransmit_ring.hpp"
 #include "mdcast/media/medium.hpp"
 
 namespace mdcast::media::shm {
 
-// The seqlock's payload is copied with 8-byte atomic accesses, not memcpy: a
-// reader racing a lapping writer then reads stale-or-new words (defined
-// behaviour, which the marker re-check rejects) instead of a data race. The
-// writer's stores are release and the reader's loads acquire, which orders
-// them against the markers without standalone fences, so ThreadSanitizer can
+// Payloads are copied with 8-byte atomic accesses, not memcpy: a reader
+// racing a lapping writer then reads stale-or-new words (defined behaviour,
+// which the seqlock re-check rejects) instead of a data race. The writer's
+// stores are release and the reader's loads acquire, which orders them
+// against the seq words without standalone fences, so ThreadSanitizer can
 // check the protocol. On x86-64 all of these are plain 8-byte moves.
 inline std::atomic<uint64_t>& word(std::byte* p) noexcept { return *reinterpret_cast<std::atomic<uint64_t>*>(p); }
 inline const std::atomic<uint64_t>& word(const std::byte* p) noexcept {
@@ -68,16 +78,20 @@ inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
   }
 }
 
-constexpr uint64_t kRingMagic = 0x31524853'43444d4dull;  // "MMDCSHR1"
-constexpr uint32_t kRingLayoutVersion = 1;
+constexpr uint64_t kRingMagic = 0x32524853'43444d4dull;  // "MMDCSHR2"
+constexpr uint64_t kRingMagicV1 = 0x31524853'43444d4dull;  // "MMDCSHR1": refused with a clear message
+constexpr uint32_t kRingLayoutVersion = 2;
 constexpr size_t kRingHeaderSize = 4096;
-constexpr size_t kSlotHeader = 16;  // u64 marker, u64 length (the datagram follows 8-byte aligned)
+constexpr size_t kSlotHeader = feed::RetransmitRing::kSlotHeader;  // u64 seq, u32 length, u32 0
+constexpr size_t kLaneHeader = 32;  // u64 marker, u64 data_newest, u64 length, u64 0
+constexpr size_t kLaneSlots = 64;   // heartbeats a reader may fall behind by without missing one
 // Header offsets of the words the writer and readers share at run time, each
 // on its own cache line.
-constexpr size_t kWritePosOffset = 1024;   // u64 next position; its low half is the futex word
+constexpr size_t kEventOffset = 1024;      // u64 datagrams published; its low half is the futex word
 constexpr size_t kAliveOffset = 1088;      // u64 writer liveness stamp
 constexpr size_t kSleepersOffset = 1152;   // u64 bit i: reader slot i is blocked in futex_wait
-constexpr size_t kReaderSlotsOffset = 1216;
+constexpr size_t kLanePosOffset = 1216;    // u64 next lane position
+constexpr size_t kReaderSlotsOffset = 1280;
 constexpr size_t kReaderSlots = 64;        // readers that can block; more fall back to backing off
 constexpr size_t kReaderSlotSize = 16;     // u32 pid, u32 0, u64 process start time
 
@@ -97,7 +111,7 @@ struct RingHeaderView {
   uint64_t magic;
   uint32_t version;
   uint32_t header_size;
-  uint64_t slot_size;
+  uint64_t slot_size;     // data slots (the retransmit ring's)
   uint64_t slots;
   uint64_t max_datagram;
   uint64_t writer_pid;
@@ -106,6 +120,11 @@ struct RingHeaderView {
   uint16_t channel;
   uint16_t huge;
   char control[108];      // control socket address (abstract Unix name)
+  uint64_t ring_offset;   // the retransmit ring (control block first)
+  uint64_t ring_bytes;
+  uint64_t lane_offset;
+  uint64_t lane_slot_size;
+  uint64_t lane_slots;
 };
 
 class RingWriter {
@@ -118,52 +137,78 @@ class RingWriter {
   RingWriter(const RingWriter&) = delete;
   ~RingWriter();  // unlinks the file: readers notice the writer is gone
 
-  // Writes one datagram (len <= max_datagram). Never blocks, never fails.
-  void write(std::span<const std::byte> d) noexcept {
-    const uint64_t p = pos_;
-    std::byte* s = slot(p);
-    auto& marker = *reinterpret_cast<std::atomic<uint64_t>*>(s);
+  // The retransmit ring's memory, formatted for this ring's slots: the
+  // publisher's engine builds its datagrams here (feed::RetransmitRing adopts
+  // the geometry), and publish() announces each one.
+  [[nodiscard]] std::span<std::byte> ring_memory() const noexcept { return {mem_.data() + kRingHeaderSize, ring_bytes_}; }
+  [[nodiscard]] bool holds(std::span<const std::byte> d) const noexcept {
+    return d.data() >= ring_lo_ && d.data() + d.size() <= ring_hi_;
+  }
+  // Datagram `seq`, committed in place in ring_memory(), is out: wake sleepers.
+  void publish(uint64_t seq) noexcept {
+    if (seq > newest_) newest_ = seq;
+    announce();
+  }
+  // Copies datagram `seq` (newest + 1; len <= max_datagram) into its slot:
+  // for an engine whose retransmit ring lives elsewhere, and tests.
+  void write(std::span<const std::byte> d, uint64_t seq) noexcept {
+    std::byte* p = copy_ring_.claim(seq);
+    copy_in(p, d.data(), d.size());
+    copy_ring_.commit(seq, static_cast<uint16_t>(d.size()));
+    publish(seq);
+  }
+  // Writes an unsequenced datagram (a heartbeat) into the lane. Never blocks.
+  void write_unsequenced(std::span<const std::byte> d) noexcept {
+    const uint64_t p = lane_pos_;
+    std::byte* s = lane_slot(p);
+    auto& marker = word(s);
     // Odd marker first; the release stores below cannot pass it.
     marker.store(2 * p + 1, std::memory_order_relaxed);
-    word(s + 8).store(d.size(), std::memory_order_release);
-    copy_in(s + kSlotHeader, d.data(), d.size());
+    word(s + 8).store(newest_, std::memory_order_release);
+    word(s + 16).store(d.size(), std::memory_order_release);
+    copy_in(s + kLaneHeader, d.data(), d.size());
     marker.store(2 * p + 2, std::memory_order_release);
-    pos_ = p + 1;
-    // seq_cst (a locked xchg on x86) orders this store before the sleepers
-    // load: a reader that announced itself after it will see the new position.
-    write_pos().store(pos_, std::memory_order_seq_cst);
-    if (sleepers().load(std::memory_order_relaxed) != 0) wake_readers();
+    lane_pos_ = p + 1;
+    word(mem_.data() + kLanePosOffset).store(lane_pos_, std::memory_order_release);
+    announce();
   }
   // Periodic upkeep from the publisher's loop: liveness stamp, and clearing
   // the sleep bits of readers that died while blocked.
   void touch(uint64_t now_ns) noexcept;
 
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
-  [[nodiscard]] uint64_t position() const noexcept { return pos_; }
+  [[nodiscard]] uint64_t position() const noexcept { return newest_ + 1; }  // next sequence
   [[nodiscard]] size_t max_datagram() const noexcept { return max_datagram_; }
+  [[nodiscard]] size_t slots() const noexcept { return slots_; }
   [[nodiscard]] bool huge_pages() const noexcept { return huge_; }
 
  private:
-  std::byte* slot(uint64_t p) const noexcept { return mem_.data() + kRingHeaderSize + (p % slots_) * slot_size_; }
-  std::atomic<uint64_t>& write_pos() const noexcept {
-    return *reinterpret_cast<std::atomic<uint64_t>*>(mem_.data() + kWritePosOffset);
+  void announce() noexcept {
+    // seq_cst (a locked xadd on x86) orders this store before the sleepers
+    // load: a reader that announced itself after it will see the new event.
+    word(mem_.data() + kEventOffset).fetch_add(1, std::memory_order_seq_cst);
+    if (word(mem_.data() + kSleepersOffset).load(std::memory_order_relaxed) != 0) wake_readers();
   }
-  std::atomic<uint64_t>& alive_stamp() const noexcept {
-    return *reinterpret_cast<std::atomic<uint64_t>*>(mem_.data() + kAliveOffset);
-  }
-  std::atomic<uint64_t>& sleepers() const noexcept {
-    return *reinterpret_cast<std::atomic<uint64_t>*>(mem_.data() + kSleepersOffset);
+  std::byte* lane_slot(uint64_t p) const noexcept {
+    return mem_.data() + lane_offset_ + (p % kLaneSlots) * lane_slot_size_;
   }
   void wake_readers() noexcept;
-  uint64_t last_reap_ = 0;
 
   std::string path_;
   MappedMemory mem_;
   size_t slot_size_ = 0;
   size_t slots_ = 0;
+  size_t ring_bytes_ = 0;
+  size_t lane_offset_ = 0;
+  size_t lane_slot_size_ = 0;
   size_t max_datagram_ = 0;
+  const std::byte* ring_lo_ = nullptr;
+  const std::byte* ring_hi_ = nullptr;
+  feed::RetransmitRing copy_ring_;  // write()'s view of ring_memory()
   bool huge_ = false;
-  uint64_t pos_ = 0;
+  uint64_t newest_ = 0;
+  uint64_t lane_pos_ = 0;
+  uint64_t last_reap_ = 0;
 };
 
 class RingReader {
@@ -179,26 +224,26 @@ class RingReader {
   RingReader& operator=(const RingReader&) = delete;
   ~RingReader();  // gives back its reader slot
 
-  // Copies the next datagram into buf (max_datagram() bytes) and sets len.
+  // Copies the next datagram (data in sequence order, heartbeats after the
+  // data they follow) into buf (max_datagram() bytes) and sets len.
   // kLapped: the writer overwrote what this reader had not read yet; the
-  // cursor has jumped to the oldest safe position (lapped() counts datagrams lost).
+  // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
-    const std::byte* s = slot(pos_);
-    const auto& marker = *reinterpret_cast<const std::atomic<uint64_t>*>(s);
-    const uint64_t want = 2 * pos_ + 2;
-    const uint64_t m1 = marker.load(std::memory_order_acquire);
-    if (m1 == want) {
-      auto l = static_cast<size_t>(word(s + 8).load(std::memory_order_acquire));
-      if (l > max_datagram_) l = 0;  // torn length: the marker check below rejects it
+    const std::byte* s = data_slot(next_);
+    const auto& seq = word(s);
+    const uint64_t q1 = seq.load(std::memory_order_acquire);
+    if (q1 == next_) {
+      auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(s)).load(std::memory_order_acquire));
+      if (l > max_datagram_) l = 0;  // torn length: the re-check below rejects it
       copy_out(buf, s + kSlotHeader, l);
       // The acquire loads above keep this re-check after them.
-      if (marker.load(std::memory_order_relaxed) == want) {
+      if (seq.load(std::memory_order_relaxed) == next_) {
         len = l;
-        ++pos_;
+        ++next_;
         return Read::kOk;
       }
-    } else if (m1 < want) {
-      return Read::kEmpty;  // 2p+1 (being written) or an older lap: not there yet
+    } else if (q1 < next_ && reserved() < next_ + slots_) {
+      return read_lane(buf, len);  // 0 (being written) or an older lap: not there yet
     }
     skip_ahead();
     return Read::kLapped;
@@ -206,28 +251,33 @@ class RingReader {
 
   [[nodiscard]] const RingHeaderView& header() const noexcept { return hdr_; }
   [[nodiscard]] size_t max_datagram() const noexcept { return max_datagram_; }
-  [[nodiscard]] uint64_t position() const noexcept { return pos_; }
-  [[nodiscard]] uint64_t writer_position() const noexcept;
+  [[nodiscard]] uint64_t position() const noexcept { return next_; }  // next sequence to read
+  [[nodiscard]] uint64_t writer_position() const noexcept;            // the writer's next sequence
   [[nodiscard]] uint64_t lapped() const noexcept { return lapped_; }
   [[nodiscard]] uint64_t alive_stamp() const noexcept;
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   // True while the file at path() is still the one we mapped and its writer lives.
   [[nodiscard]] bool current() const noexcept;
   // Start reading at the writer's current position (new subscribers do this).
-  void seek_to_writer() noexcept { pos_ = writer_position(); }
+  void seek_to_writer() noexcept;
 
-  // Blocks until the writer moves past this reader's position, or timeout.
-  // Returns false if this reader cannot block (no writable header or no free
-  // reader slot): the caller then backs off instead.
+  // Blocks until the writer publishes something this reader has not seen, or
+  // timeout. Returns false if this reader cannot block (no writable header
+  // or no free reader slot): the caller then backs off instead.
   bool wait(uint64_t timeout_ns) noexcept;
   [[nodiscard]] bool can_block() const noexcept { return slot_ >= 0; }
 
  private:
+  Read read_lane(std::byte* buf, size_t& len) noexcept;
   void skip_ahead() noexcept;
   void release_slot() noexcept;
-  const std::byte* slot(uint64_t p) const noexcept {
-    return mem_.data() + kRingHeaderSize + (p % slots_) * slot_size_;
+  [[nodiscard]] uint64_t reserved() const noexcept {
+    return word(ring_).load(std::memory_order_acquire);
   }
+  const std::byte* data_slot(uint64_t seq) const noexcept {
+    return ring_ + feed::RetransmitRing::kControlSize + (seq % slots_) * slot_size_;
+  }
+  const std::byte* lane_slot(uint64_t p) const noexcept { return lane_ + (p % lane_slots_) * lane_slot_size_; }
 
   std::string path_;
   MappedMemory mem_;   // the whole ring, read-only
@@ -235,23 +285,33 @@ class RingReader {
   int slot_ = -1;      // reader slot, -1: none
   RingHeaderView hdr_{};
   uint64_t ino_ = 0;
+  const std::byte* ring_ = nullptr;
+  const std::byte* lane_ = nullptr;
   size_t slot_size_ = 0;
   size_t slots_ = 0;
+  size_t lane_slot_size_ = 0;
+  size_t lane_slots_ = 0;
   size_t max_datagram_ = 0;
-  uint64_t pos_ = 0;
+  uint64_t next_ = 1;       // next data sequence
+  uint64_t lane_next_ = 0;  // next lane position
   uint64_t lapped_ = 0;
 };
 
-// Publisher-side medium adapter: every datagram goes into the ring once.
+// Publisher-side medium adapter. Datagrams the engine built in the ring are
+// only announced; any other (an engine with its own retransmit ring) is
+// copied in. Heartbeats go to the lane.
 class ShmSink {
  public:
   explicit ShmSink(RingWriter& w) noexcept : w_(w) {}
-  SendResult send(std::span<const std::byte> d, uint64_t) noexcept {
-    w_.write(d);
+  SendResult send(std::span<const std::byte> d, uint64_t seq) noexcept {
+    if (w_.holds(d)) [[likely]]
+      w_.publish(seq);
+    else
+      w_.write(d, seq);
     return SendResult::kSent;
   }
   SendResult send_unsequenced(std::span<const std::byte> d) noexcept {
-    w_.write(d);
+    w_.write_unsequenced(d);
     return SendResult::kSent;
   }
 
