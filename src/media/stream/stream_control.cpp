@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -83,6 +84,13 @@ StreamControlServer::StreamControlServer(const std::string& address, size_t max_
   if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&sa.storage), sa.length) != 0)
     fail_errno("control server {}: bind (another publisher with the same name?)", address);
   if (::listen(listen_.get(), 128) != 0) fail_errno("control server {}: listen", address);
+  epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_) fail_errno("control server {}: epoll_create1", address);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;  // the listening socket; clients are 1, 2, ...
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) != 0)
+    fail_errno("control server {}: epoll_ctl", address);
   if (sa.family == AF_INET) {
     sockaddr_in in{};
     socklen_t len = sizeof in;
@@ -108,20 +116,25 @@ void StreamControlServer::send(ClientId c, std::vector<std::byte> frame) {
     // A client that cannot keep up with its own replies loses its connection,
     // not the publisher's memory or time.
     stats_.slow_disconnects.add();
-    k.dead = true;
+    mark_dead(c, k);
     return;
   }
-  flush(k);
+  flush(c, k);
 }
 
-void StreamControlServer::flush(Conn& c) {
+void StreamControlServer::mark_dead(ClientId id, Conn& c) {
+  if (c.dead) return;
+  c.dead = true;
+  dying_.push_back(id);
+}
+
+void StreamControlServer::flush(ClientId id, Conn& c) {
   while (!c.out.empty() && !c.dead) {
     auto& f = c.out.front();
     const ssize_t n = ::send(c.fd.get(), f.data() + c.out_off, f.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-      c.dead = true;
-      return;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) mark_dead(id, c);
+      break;
     }
     stats_.bytes_out.add(static_cast<uint64_t>(n));
     c.out_off += static_cast<size_t>(n);
@@ -131,75 +144,105 @@ void StreamControlServer::flush(Conn& c) {
       c.out_off = 0;
     }
   }
+  // Ask to hear when the socket has room only while replies wait for it.
+  const bool want = !c.dead && !c.out.empty();
+  if (want != c.want_out) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want ? EPOLLOUT : 0u);
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) == 0) c.want_out = want;
+    else mark_dead(id, c);
+  }
 }
 
 void StreamControlServer::drop(ClientId id, ControlHandler& svc) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
   svc.on_disconnect(id);
-  conns_.erase(id);
+  conns_.erase(it);  // closing the socket removes it from the epoll set
   stats_.disconnected.add();
 }
 
-size_t StreamControlServer::poll(ControlHandler& svc, uint64_t now) {
-  size_t work = 0;
+void StreamControlServer::accept_all(ControlHandler& svc, uint64_t now, size_t& work) {
   for (int k = 0; k < 16; ++k) {
     const int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
+    if (fd < 0) return;
+    UniqueFd owned(fd);
     if (conns_.size() >= max_clients_) {
-      ::close(fd);
       stats_.refused.add();
       continue;
     }
     tune(fd, family_);
     const ClientId id = next_id_++;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      stats_.refused.add();
+      continue;
+    }
     Conn c;
-    c.fd = UniqueFd(fd);
+    c.fd = std::move(owned);
     conns_.emplace(id, std::move(c));
     svc.on_connect(id, now);
     stats_.accepted.add();
     ++work;
   }
-  std::vector<ClientId> gone;
-  for (auto& [id, c] : conns_) {
-    if (c.dead) {
-      gone.push_back(id);
+}
+
+void StreamControlServer::serve(ClientId id, Conn& c, ControlHandler& svc, uint64_t now, size_t& work) {
+  // Bounded work per client per poll: one chatty client cannot starve the
+  // feed; what it sent beyond this waits for the next poll (level-triggered).
+  for (int round = 0; round < 4 && !c.dead; ++round) {
+    const ssize_t n = ::recv(c.fd.get(), rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
+    if (n == 0) {
+      mark_dead(id, c);
+      break;
+    }
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) mark_dead(id, c);
+      break;
+    }
+    stats_.bytes_in.add(static_cast<uint64_t>(n));
+    c.in.append({rbuf_.data(), static_cast<size_t>(n)});
+    std::span<const std::byte> frame;
+    while (!c.dead) {
+      const auto st = c.in.next(frame);
+      if (st == wire::FrameAssembler::Status::kNeedMore) break;
+      if (st == wire::FrameAssembler::Status::kBadFrame) {
+        stats_.bad_stream_disconnects.add();
+        mark_dead(id, c);
+        break;
+      }
+      stats_.frames_in.add();
+      ++work;
+      if (!svc.on_frame(id, frame, now, *this)) mark_dead(id, c);
+    }
+    if (static_cast<size_t>(n) < rbuf_.size()) break;
+  }
+}
+
+size_t StreamControlServer::poll(ControlHandler& svc, uint64_t now) {
+  size_t work = 0;
+  epoll_event evs[64];
+  const int n = ::epoll_wait(epoll_.get(), evs, 64, 0);
+  for (int i = 0; i < n; ++i) {
+    const ClientId id = evs[i].data.u64;
+    if (id == 0) {
+      accept_all(svc, now, work);
       continue;
     }
-    // Bounded work per client per poll: one chatty client cannot starve the feed.
-    for (int round = 0; round < 4 && !c.dead; ++round) {
-      const ssize_t n = ::recv(c.fd.get(), rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
-      if (n == 0) {
-        c.dead = true;
-        break;
-      }
-      if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) c.dead = true;
-        break;
-      }
-      stats_.bytes_in.add(static_cast<uint64_t>(n));
-      c.in.append({rbuf_.data(), static_cast<size_t>(n)});
-      std::span<const std::byte> frame;
-      for (;;) {
-        const auto st = c.in.next(frame);
-        if (st == wire::FrameAssembler::Status::kNeedMore) break;
-        if (st == wire::FrameAssembler::Status::kBadFrame) {
-          stats_.bad_stream_disconnects.add();
-          c.dead = true;
-          break;
-        }
-        stats_.frames_in.add();
-        ++work;
-        if (!svc.on_frame(id, frame, now, *this)) {
-          c.dead = true;
-          break;
-        }
-      }
-      if (static_cast<size_t>(n) < rbuf_.size()) break;
-    }
-    flush(c);
-    if (c.dead) gone.push_back(id);
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.dead) continue;
+    Conn& c = it->second;
+    if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) serve(id, c, svc, now, work);
+    if (!c.dead && (evs[i].events & EPOLLOUT)) flush(id, c);
   }
-  for (auto id : gone) drop(id, svc);
-  return work + gone.size();
+  // Cut clients: those marked during this poll, or by a reply queued between polls.
+  for (size_t i = 0; i < dying_.size(); ++i) drop(dying_[i], svc);
+  work += dying_.size();
+  dying_.clear();
+  return work;
 }
 
 // ------------------------------------------------------------------ client --

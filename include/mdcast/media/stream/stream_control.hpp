@@ -3,7 +3,9 @@
 // length-prefixed on the stream.
 //
 // Both ends are non-blocking and driven by poll() from their owner's duty
-// loop; nothing here ever blocks the feed. The server bounds what each client
+// loop; nothing here ever blocks the feed. The server learns which sockets
+// have work from epoll: an idle poll is one epoll_wait, whatever the number
+// of clients. The server bounds what each client
 // may cost: a client whose replies pile up beyond `max_out_bytes` (too slow
 // to read its snapshot), or whose byte stream stops making sense, is
 // disconnected; the others never notice.
@@ -75,18 +77,24 @@ class StreamControlServer final : public ReplySink {
     size_t out_off = 0;
     size_t out_bytes = 0;
     bool dead = false;
+    bool want_out = false;  // EPOLLOUT registered: replies wait for room in the socket
   };
-  void flush(Conn& c);
+  void accept_all(ControlHandler& h, uint64_t now, size_t& work);
+  void serve(ClientId id, Conn& c, ControlHandler& h, uint64_t now, size_t& work);
+  void flush(ClientId id, Conn& c);
+  void mark_dead(ClientId id, Conn& c);
   void drop(ClientId id, ControlHandler& h);
 
   std::string address_;
   std::string unlink_path_;
   UniqueFd listen_;
+  UniqueFd epoll_;
   int family_ = 0;
   size_t max_out_;
   size_t max_clients_;
   ClientId next_id_ = 1;
   std::unordered_map<ClientId, Conn> conns_;
+  std::vector<ClientId> dying_;  // marked dead (possibly inside a handler's send): dropped at the end of poll
   std::vector<std::byte> rbuf_;
   ControlServerStats stats_;
 };
