@@ -123,27 +123,19 @@ SendResult VerbsSink::send(std::span<const std::byte> d, uint64_t sequence) noex
     if (r == SendResult::kSent && d.size() > max_inline_) counters_.zero_copy_sends.add();
     return r;
   }
-  // Not from the registered ring (a Publisher given other memory): stage a copy.
-  const uint32_t s = next_staging_;
-  if (staging_busy_until_[s] > completed_) {
-    reap();
-    if (staging_busy_until_[s] > completed_) return SendResult::kBackPressured;
-  }
-  std::byte* buf = aux_mem_.data() + s * slot_bytes_;
-  std::memcpy(buf, d.data(), d.size());
-  const SendResult r = post(buf, d.size(), aux_mr_->lkey, true, imm, true);
-  if (r == SendResult::kSent) {
-    staging_busy_until_[s] = posted_;
-    next_staging_ = (s + 1) % kStagingSlots;
-    counters_.staged_sends.add();
-  }
-  return r;
+  // Not from the registered ring (a Publisher given other memory).
+  return post_staged(d, true, imm);
 }
 
 SendResult VerbsSink::send_unsequenced(std::span<const std::byte> d) noexcept {
   if (d.size() <= max_inline_) return post(d.data(), d.size(), 0, false, 0, false);
-  // Heartbeats are built outside the ring: copy into a registered staging
-  // slot, signaled, so the slot is known free again once it completes.
+  // Heartbeats are built outside the ring.
+  return post_staged(d, false, 0);
+}
+
+// A copy into a registered staging slot, signaled, so the slot is known free
+// again once it completes.
+SendResult VerbsSink::post_staged(std::span<const std::byte> d, bool with_imm, uint32_t imm) noexcept {
   const uint32_t s = next_staging_;
   if (staging_busy_until_[s] > completed_) {
     reap();
@@ -151,7 +143,7 @@ SendResult VerbsSink::send_unsequenced(std::span<const std::byte> d) noexcept {
   }
   std::byte* buf = aux_mem_.data() + s * slot_bytes_;
   std::memcpy(buf, d.data(), d.size());
-  const SendResult r = post(buf, d.size(), aux_mr_->lkey, false, 0, true);
+  const SendResult r = post(buf, d.size(), aux_mr_->lkey, with_imm, imm, true);
   if (r == SendResult::kSent) {
     staging_busy_until_[s] = posted_;
     next_staging_ = (s + 1) % kStagingSlots;

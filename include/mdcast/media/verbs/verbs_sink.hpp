@@ -80,6 +80,7 @@ class VerbsSink {
 
   void bring_up_qp();
   void post_probe(uint32_t slot) noexcept;
+  SendResult post_staged(std::span<const std::byte> d, bool with_imm, uint32_t imm) noexcept;
   SendResult post(const std::byte* data, size_t len, uint32_t lkey, bool with_imm, uint32_t imm,
                         bool force_signal) noexcept;
   void mark_failed(const char* what, int err) noexcept;
