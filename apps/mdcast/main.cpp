@@ -4,14 +4,14 @@
 //   demo       one publisher + N subscriber processes, live progress, report
 //   stat       live counters of running mdcast processes
 //   verify     compare result files (books identical?)
-//   bench      latency, throughput, fan-out vs the medium's raw baseline (bench.cpp)
+//   bench      latency, throughput, fan-out vs the medium's raw baseline (apps/bench)
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <map>
 
-#include "bench.hpp"
+#include "bench/command.hpp"
 #include "commands.hpp"
 #include "mdcast/core/error.hpp"
 #include "runners.hpp"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 class JsonWriter {
  public:
@@ -46,4 +46,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -1,8 +1,8 @@
 // What `mdcast bench` asks of a medium. One implementation per medium
-// (bench_shm.cpp today; verbs and UDP plug in the same way): a raw baseline of
-// the medium itself, and runs of the mdcast engines over it with one
-// publisher and N subscribers in separate pinned processes. The engine side
-// of a run is medium-independent (bench_feed.hpp, templates over the same
+// (raw_shm.cpp, raw_verbs.cpp; UDP will plug in the same way): a raw
+// baseline of the medium itself, and runs of the mdcast engines over it with
+// one publisher and N subscribers in separate pinned processes. The engine side
+// of a run is medium-independent (feed_children.hpp, templates over the same
 // drivers `mdcast publish/subscribe` use); a medium adds its drivers and its
 // raw baseline.
 //
@@ -183,7 +183,7 @@ class MediumBench {
 
 // Throws Error "medium 'X' is not available in this build" for media this
 // binary cannot bench. Each medium's bench (its raw baseline) is its
-// registry entry's bench(): bench_shm.cpp, bench_verbs.cpp.
+// registry entry's bench(): raw_shm.cpp, raw_verbs.cpp.
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where);
 
 }  // namespace mdcast::app::bench

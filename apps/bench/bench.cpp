@@ -6,7 +6,7 @@
 //     fan-out to 1..N subscribers with the publisher's CPU time per message,
 // each optionally repeated (median and spread). docs/performance.md says
 // what every number means.
-#include "bench.hpp"
+#include "command.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,22 +20,19 @@
 #include <map>
 #include <optional>
 
-#include "bench_medium.hpp"
-#include "bench_supervise.hpp"
+#include "medium.hpp"
+#include "supervise.hpp"
 #include "registry.hpp"
-#include "mdcast/bench/core_to_core.hpp"
-#include "mdcast/bench/cpu.hpp"
-#include "mdcast/bench/json.hpp"
-#include "mdcast/bench/stats.hpp"
+#include "measure/core_to_core.hpp"
+#include "measure/cpu.hpp"
+#include "measure/json_writer.hpp"
+#include "measure/stats.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "runners.hpp"
 
 namespace mdcast::app {
 
-using mdcast::bench::JsonWriter;
-using mdcast::bench::Percentiles;
-using mdcast::bench::Spread;
 
 namespace bench {
 
@@ -65,7 +62,7 @@ void Progress::done() {
   std::fflush(stderr);
 }
 
-bool supervise(std::vector<mdcast::bench::ChildProcess>& kids, const std::atomic<uint64_t>& t0, uint64_t total_ns,
+bool supervise(std::vector<bench::ChildProcess>& kids, const std::atomic<uint64_t>& t0, uint64_t total_ns,
                uint64_t deadline, std::atomic<uint32_t>& abort, Progress& progress,
                const std::function<std::string()>& detail) {
   for (;;) {
@@ -194,7 +191,7 @@ struct FanoutPoint {
 };
 
 struct Rep {
-  std::optional<mdcast::bench::CoreToCoreResult> c2c;
+  std::optional<bench::CoreToCoreResult> c2c;
   std::string c2c_error;
   std::vector<LatencyPoint> lat;
   std::optional<Throughput> tp;
@@ -352,7 +349,7 @@ class Runner {
     if (plan_.c2c) {
       phase(fmt::format("core-to-core cache-line ping-pong, CPUs {} <-> {}", cpus[0], cpus.size() > 1 ? cpus[1] : cpus[0]));
       try {
-        rep.c2c = mdcast::bench::core_to_core(cpus[0], cpus.size() > 1 ? cpus[1] : cpus[0], plan_.c2c_round_trips, plan_.c2c_warmup);
+        rep.c2c = bench::core_to_core(cpus[0], cpus.size() > 1 ? cpus[1] : cpus[0], plan_.c2c_round_trips, plan_.c2c_warmup);
       } catch (const Error& e) {
         rep.c2c_error = e.what();
       }
@@ -1050,7 +1047,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
 int run_bench(Settings& s, const BenchArgs& a) {
   for (const auto& [k, v] : a.set) apply_setting(s, k, v, "--set " + k);
   apply_setting(s, "feed.medium", a.medium, "--medium");
-  const std::vector<int> cpus = a.cpus.empty() ? mdcast::bench::allowed_cpus() : mdcast::bench::parse_cpu_list(a.cpus);
+  const std::vector<int> cpus = a.cpus.empty() ? bench::allowed_cpus() : bench::parse_cpu_list(a.cpus);
   if (cpus.empty()) fail("no CPU to run on");
   Placement where{cpus};
   auto medium = make_medium_bench(s.feed.medium, s, where);
@@ -1058,7 +1055,7 @@ int run_bench(Settings& s, const BenchArgs& a) {
   Progress progress(a.progress < 0 ? isatty(STDERR_FILENO) != 0 : a.progress == 1);
 
   std::vector<std::string> warnings;
-  const auto load0 = mdcast::bench::load_average();
+  const auto load0 = bench::load_average();
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   const size_t busiest = 1 + (plan.fanout && !plan.fanout_counts.empty()
                                   ? *std::max_element(plan.fanout_counts.begin(), plan.fanout_counts.end())
@@ -1075,12 +1072,12 @@ int run_bench(Settings& s, const BenchArgs& a) {
                                    load0[0], online));
 
   fmt::print("mdcast bench: medium {} ({}), CPUs {} of {}, {}{}\n", medium->name(), medium->describe(),
-             mdcast::bench::format_cpu_list(cpus), online, a.quick ? "quick run" : "full run",
+             bench::format_cpu_list(cpus), online, a.quick ? "quick run" : "full run",
              a.repeat > 1 ? fmt::format(", {} repetitions", a.repeat) : "");
   fmt::print("load average at start {:.2f} {:.2f} {:.2f}\n", load0[0], load0[1], load0[2]);
   for (const auto& w : warnings) fmt::print("  ! {}\n", w);
   std::fflush(stdout);
-  const double clock_ns = mdcast::bench::clock_read_ns();
+  const double clock_ns = bench::clock_read_ns();
 
   Runner runner(*medium, plan, cpus.size(), progress, a.repeat);
   std::vector<Rep> reps;
@@ -1089,7 +1086,7 @@ int run_bench(Settings& s, const BenchArgs& a) {
     fmt::print(stderr, "mdcast bench: interrupted\n");
     return 130;
   }
-  const auto load1 = mdcast::bench::load_average();
+  const auto load1 = bench::load_average();
   add_run_warnings(warnings, reps, cpus.size(), plan.fanout_rate);
   if (load1[0] > 0.5 && load0[0] <= 0.5)
     warnings.push_back(fmt::format("load average {:.2f} at the end: other work ran meanwhile", load1[0]));

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "bench_medium.hpp"
-#include "bench_run.hpp"
-#include "mdcast/bench/process.hpp"
+#include "medium.hpp"
+#include "processes.hpp"
+#include "measure/child_process.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
@@ -39,8 +39,6 @@
 namespace mdcast::app::bench {
 namespace {
 
-using mdcast::bench::ChildProcess;
-using mdcast::bench::Shared;
 namespace verbs = media::verbs;
 
 // ------------------------------------------------------------- raw baseline --

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "bench_medium.hpp"
-#include "mdcast/bench/process.hpp"
+#include "medium.hpp"
+#include "measure/child_process.hpp"
 
 namespace mdcast::app::bench {
 
@@ -17,7 +17,7 @@ namespace mdcast::app::bench {
 // of total_ns, plus detail(); t0 may be published late, 0 meaning "not yet"). At `deadline` or on SIGINT/SIGTERM it raises
 // *abort, gives the children a second to notice, then kills them. Returns
 // true if every child exited by itself in time.
-bool supervise(std::vector<mdcast::bench::ChildProcess>& kids, const std::atomic<uint64_t>& t0, uint64_t total_ns,
+bool supervise(std::vector<ChildProcess>& kids, const std::atomic<uint64_t>& t0, uint64_t total_ns,
                uint64_t deadline,
                std::atomic<uint32_t>& abort, Progress& progress, const std::function<std::string()>& detail);
 

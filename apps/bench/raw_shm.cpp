@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "bench_medium.hpp"
-#include "bench_run.hpp"
-#include "mdcast/bench/process.hpp"
-#include "mdcast/bench/raw_ring.hpp"
+#include "medium.hpp"
+#include "processes.hpp"
+#include "measure/child_process.hpp"
+#include "raw_ring.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
@@ -23,12 +23,6 @@
 
 namespace mdcast::app::bench {
 namespace {
-
-using mdcast::bench::ChildProcess;
-using mdcast::bench::RawReader;
-using mdcast::bench::RawRing;
-using mdcast::bench::RawWriter;
-using mdcast::bench::Shared;
 
 // ------------------------------------------------------------- raw baseline --
 

@@ -26,8 +26,8 @@
 #include <optional>
 #include <string_view>
 
-#include "bench_medium.hpp"
-#include "mdcast/bench/cpu.hpp"
+#include "medium.hpp"
+#include "measure/cpu.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
@@ -175,7 +175,7 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     uint32_t rounds = 0;
     Mark mark(uint64_t now, uint64_t published) const {
       const auto& c = a.core().counters();
-      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), mdcast::bench::process_cpu_ns(), now,
+      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), process_cpu_ns(), now,
                   a.control_time_ns()};
     }
     bool on_round(uint64_t now, uint64_t published) noexcept {

@@ -2,7 +2,7 @@
 // publisher and N subscribers (pinned), wait until each is ready, start the
 // timeline, supervise, and gather their boards into a RunResult. A medium
 // passes its registry entry and what it adds per datagram; the bodies the
-// children run are bench_feed.hpp's templates, so nothing here is
+// children run are feed_children.hpp's templates, so nothing here is
 // medium-specific.
 #pragma once
 
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "bench_feed.hpp"
-#include "bench_medium.hpp"
-#include "bench_supervise.hpp"
-#include "mdcast/bench/process.hpp"
+#include "feed_children.hpp"
+#include "medium.hpp"
+#include "supervise.hpp"
+#include "measure/child_process.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 
@@ -33,8 +33,6 @@ inline double cpu_seconds(const rusage& ru) noexcept {
 template <class Entry>
 RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Placement& where,
                              size_t medium_overhead_per_datagram, Progress& p, uint64_t setup_ns = 30 * kNsPerSec) {
-  using mdcast::bench::ChildProcess;
-  using mdcast::bench::Shared;
   RunResult res;
   if (spec.subscribers == 0 || spec.subscribers > RunBoard::kMaxSubscribers)
     fail("{} subscribers: the bench runs 1 to {}", spec.subscribers, RunBoard::kMaxSubscribers);
@@ -196,7 +194,7 @@ class RawTally {
 // supervise, and read the reader's board. Board: ready, go, abort, t0,
 // deadline, progress (atomics) and `reader` (a ProcBoard).
 template <class Board>
-RawResult run_raw_pair(Board& b, std::vector<mdcast::bench::ChildProcess>& kids, const RawRun& run, Progress& p,
+RawResult run_raw_pair(Board& b, std::vector<ChildProcess>& kids, const RawRun& run, Progress& p,
                        uint64_t setup_ns = 10 * kNsPerSec) {
   RawResult res;
   const uint64_t ready_by = monotonic_ns() + setup_ns;
