@@ -20,6 +20,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
+#include "progress.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app::bench {
@@ -36,22 +37,6 @@ struct Placement {
   [[nodiscard]] int cpu_for(size_t process) const noexcept {
     return cpus.empty() ? -1 : cpus[process % cpus.size()];
   }
-};
-
-// Draws a live progress line while a run waits on its children.
-class Progress {
- public:
-  explicit Progress(bool enabled) noexcept : enabled_(enabled) {}
-  void phase(std::string text);  // a new step: "[3/9] mdcast latency @ 100k msg/s"
-  void update(double elapsed_s, double total_s, const std::string& detail);
-  void done();                   // clears the line
-  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
-
- private:
-  bool enabled_;
-  bool drawn_ = false;
-  uint64_t last_ = 0;
-  std::string phase_;
 };
 
 struct Window {

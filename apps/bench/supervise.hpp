@@ -14,11 +14,12 @@
 namespace mdcast::app::bench {
 
 // Waits until every child has exited, drawing progress (elapsed since t0 out
-// of total_ns, plus detail(); t0 may be published late, 0 meaning "not yet"). At `deadline` or on SIGINT/SIGTERM it raises
-// *abort, gives the children a second to notice, then kills them. Returns
-// true if every child exited by itself in time.
+// of total_ns, plus detail(); t0 may be published late, 0 meaning "not
+// yet"). At `deadline` or on SIGINT/SIGTERM it raises *abort, gives the
+// children a second to notice, then kills them. Returns true if every child
+// exited by itself in time.
 bool supervise(std::vector<ChildProcess>& kids, const std::atomic<uint64_t>& t0, uint64_t total_ns,
-               uint64_t deadline,
-               std::atomic<uint32_t>& abort, Progress& progress, const std::function<std::string()>& detail);
+               uint64_t deadline, std::atomic<uint32_t>& abort, Progress& progress,
+               const std::function<std::string()>& detail);
 
 }  // namespace mdcast::app::bench
