@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli.hpp"
 #include "json.hpp"
 #include "measure/cpu.hpp"
 #include "medium.hpp"
@@ -63,18 +64,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   b->add_option_function<std::string>(
       "--progress", [&a](const std::string& v) { a.progress = v == "true" || v == "1" || v == "yes" ? 1 : 0; },
       "live progress line: true/false (default: when stderr is a terminal)");
-  b->add_option_function<std::vector<std::string>>(
-       "--set",
-       [&a](const std::vector<std::string>& vs) {
-         for (const auto& kv : vs) {
-           const auto eq = kv.find('=');
-           if (eq == std::string::npos) throw CLI::ValidationError("--set", "expected KEY=VALUE, got '" + kv + "'");
-           a.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-         }
-       },
-       "set any setting: --set shm.slots=65536 (see --help-config)")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_set_option(b, a.set, "set any setting: --set shm.slots=65536 (see --help-config)");
   return b;
 }
 

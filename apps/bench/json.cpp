@@ -86,26 +86,13 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
   j.field("quick", a.quick).field("repeat", static_cast<unsigned>(reps.size()));
   j.key("host").begin_object();
   j.field("cpus_online", static_cast<int64_t>(host.online));
-  j.key("cpus").begin_array();
-  for (int c : cpus) j.value(c);
-  j.end_array();
-  j.key("load_average_start").begin_array();
-  for (double v : host.load_start) j.value(v);
-  j.end_array();
-  j.key("load_average_end").begin_array();
-  for (double v : host.load_end) j.value(v);
-  j.end_array();
+  j.array("cpus", cpus).array("load_average_start", host.load_start).array("load_average_end", host.load_end);
   j.field("clock_read_ns", host.clock_read_ns);
   if (!reps.empty() && reps[0].c2c) j.field("tsc_ghz", reps[0].c2c->tsc_ghz);
   j.end_object();
   j.key("settings").begin_object();
   j.field("message_bytes", static_cast<uint64_t>(plan.message_bytes)).field("flow", plan.orders ? "orders" : "opaque");
-  j.key("latency_rates").begin_array();
-  for (double r : plan.rates) j.value(r);
-  j.end_array();
-  j.key("fanout_subscribers").begin_array();
-  for (uint32_t n : plan.fanout_counts) j.value(n);
-  j.end_array();
+  j.array("latency_rates", plan.rates).array("fanout_subscribers", plan.fanout_counts);
   j.field("fanout_rate", plan.fanout_rate).field("flush_interval_ns", plan.flush_interval_ns);
   j.field("latency_warmup_s", static_cast<double>(plan.lat_window.warmup_ns) / 1e9);
   j.field("latency_duration_s", static_cast<double>(plan.lat_window.duration_ns) / 1e9);
@@ -113,9 +100,7 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
   j.field("fanout_duration_s", static_cast<double>(plan.fan_window.duration_ns) / 1e9);
   j.field("c2c_round_trips", plan.c2c_round_trips).field("control_poll_ns", plan.control_poll_ns);
   j.end_object();
-  j.key("warnings").begin_array();
-  for (const auto& w : warnings) j.value(w);
-  j.end_array();
+  j.array("warnings", warnings);
 
   j.key("runs").begin_array();
   for (const auto& rep : reps) {

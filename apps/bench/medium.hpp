@@ -1,34 +1,26 @@
 // What `mdcast bench` asks of a medium. One implementation per medium
 // (raw_shm.cpp, raw_verbs.cpp; UDP will plug in the same way): a raw
 // baseline of the medium itself, and runs of the mdcast engines over it with
-// one publisher and N subscribers in separate pinned processes. The engine side
-// of a run is medium-independent (feed_children.hpp, templates over the same
-// drivers `mdcast publish/subscribe` use); a medium adds its drivers and its
-// raw baseline.
+// one publisher and N subscribers in separate pinned processes. The engine
+// side of a run is medium-independent (feed_children.hpp, templates over the
+// same drivers `mdcast publish/subscribe` use); a medium adds its drivers and
+// its raw baseline.
 //
 // Setup code: virtual calls and allocation are fine here; the loops that are
 // measured are templates inside the children.
 #pragma once
-
-#include <time.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
 #include "progress.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app::bench {
-
-inline void sleep_for_ns(uint64_t ns) noexcept {
-  timespec ts{static_cast<time_t>(ns / kNsPerSec), static_cast<long>(ns % kNsPerSec)};
-  nanosleep(&ts, nullptr);
-}
 
 // Which CPU each process of a run gets: the publisher (or raw writer) the
 // first, subscriber i the (i+1)-th, wrapping around when there are fewer.

@@ -31,6 +31,18 @@ void print_percentile_row(const Summary& S, const std::string& label, const std:
              g("p99.99"), g("max"), extra, S.range(key + ".p50", ns_str));
 }
 
+// A target judged on one median: judge(t, v) fills what was measured, met
+// and the verdict, only when some repetition measured the number at all.
+template <class Judge>
+Target judged(std::string what, std::string target, double v, Judge&& judge) {
+  Target t{std::move(what), std::move(target), "", ""};
+  if (!std::isnan(v)) {
+    t.measured_ok = true;
+    judge(t, v);
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string probe_verdict(const Probe& p) {
@@ -45,88 +57,61 @@ std::string probe_verdict(const Probe& p) {
 
 std::vector<Target> targets(const Summary& S, const Plan& plan, const MediumBench& m) {
   std::vector<Target> out;
-  {
-    Target t{"core-to-core one-way p50 (reference, not a target)", "~55 ns (p99 136 ns)", "", ""};
-    const double v = S.median("c2c.one_way_ns.p50");
-    if (!std::isnan(v)) {
-      t.measured_ok = true;
-      t.met = true;
-      t.measured = fmt::format("{} (p99 {})", ns_str(v), ns_str(S.median("c2c.one_way_ns.p99")));
-      t.verdict = "reference";
-    }
-    out.push_back(t);
-  }
+  out.push_back(judged("core-to-core one-way p50 (reference, not a target)", "~55 ns (p99 136 ns)",
+                       S.median("c2c.one_way_ns.p50"), [&](Target& t, double v) {
+                         t.met = true;
+                         t.measured = fmt::format("{} (p99 {})", ns_str(v), ns_str(S.median("c2c.one_way_ns.p99")));
+                         t.verdict = "reference";
+                       }));
+  const std::string delivered = "64-byte messages delivered per subscriber, no loss";
+  const double delivered_rate = S.median("throughput.mdcast_msgs_per_s");
   if (m.name() == "verbs") {
     // The design targets are for real HCAs; under Soft-RoCE emulation the
     // figures say the path works and what it costs there, nothing more.
+    auto verdict = [&](bool met, std::string missed) {
+      return m.emulated() ? std::string("Soft-RoCE emulation: functional figure, not comparable")
+             : met        ? std::string("met")
+                          : missed;
+    };
     const std::string first = plan.rates.empty() ? "" : rate_key(plan.rates.front());
-    {
-      Target t{fmt::format("mdcast verbs one-way mean / p99.9 @ {} msg/s", first), "2.8 us / 4.1 us (real HCA)", "", ""};
-      const double mean = S.median("latency." + first + ".mdcast_ns.mean");
-      const double p999 = S.median("latency." + first + ".mdcast_ns.p99.9");
-      if (!std::isnan(mean)) {
-        t.measured_ok = true;
-        t.measured = fmt::format("{} / {}", ns_str(mean), ns_str(p999));
-        t.met = mean <= 2800 && p999 <= 4100;
-        t.verdict = m.emulated() ? "Soft-RoCE emulation: functional figure, not comparable"
-                    : t.met      ? "met"
-                                 : fmt::format("missed ({:.1f}x / {:.1f}x the target)", mean / 2800, p999 / 4100);
-      }
-      out.push_back(t);
-    }
-    {
-      Target t{"64-byte messages delivered per subscriber, no loss", ">= 3 M/s on one QP (real HCA)", "", ""};
-      const double v = S.median("throughput.mdcast_msgs_per_s");
-      if (!std::isnan(v)) {
-        t.measured_ok = true;
-        t.measured = rate_str(v);
-        t.met = v >= 3e6;
-        t.verdict = m.emulated() ? "Soft-RoCE emulation: functional figure, not comparable"
-                    : t.met      ? "met"
-                                 : fmt::format("missed ({:.0f}% of the target)", 100 * v / 3e6);
-      }
-      out.push_back(t);
-    }
+    out.push_back(judged(fmt::format("mdcast verbs one-way mean / p99.9 @ {} msg/s", first),
+                         "2.8 us / 4.1 us (real HCA)", S.median("latency." + first + ".mdcast_ns.mean"),
+                         [&](Target& t, double mean) {
+                           const double p999 = S.median("latency." + first + ".mdcast_ns.p99.9");
+                           t.measured = fmt::format("{} / {}", ns_str(mean), ns_str(p999));
+                           t.met = mean <= 2800 && p999 <= 4100;
+                           t.verdict = verdict(t.met, fmt::format("missed ({:.1f}x / {:.1f}x the target)",
+                                                                  mean / 2800, p999 / 4100));
+                         }));
+    out.push_back(judged(delivered, ">= 3 M/s on one QP (real HCA)", delivered_rate, [&](Target& t, double v) {
+      t.measured = rate_str(v);
+      t.met = v >= 3e6;
+      t.verdict = verdict(t.met, fmt::format("missed ({:.0f}% of the target)", 100 * v / 3e6));
+    }));
   } else {
-    {
-      Target t{"mdcast shm one-way p50 @ 100k msg/s", "<= 100 ns (Aeron IPC: 152 ns)", "", ""};
-      const double v = S.median("latency.100k.mdcast_ns.p50");
-      if (!std::isnan(v)) {
-        t.measured_ok = true;
-        t.measured = ns_str(v);
-        t.met = v <= 100;
-        t.verdict = t.met ? "met" : fmt::format("missed by {} ({:.1f}x the target)", ns_str(v - 100), v / 100);
-      }
-      out.push_back(t);
-    }
-    {
-      Target t{"64-byte messages delivered per subscriber, no loss", ">= 40 M/s (Aeron IPC: 26 M/s)", "", ""};
-      const double v = S.median("throughput.mdcast_msgs_per_s");
-      if (!std::isnan(v)) {
-        t.measured_ok = true;
-        t.measured = rate_str(v);
-        t.met = v >= 40e6;
-        t.verdict = t.met ? "met" : fmt::format("missed by {:.1f} M/s ({:.0f}% of the target)", (40e6 - v) / 1e6, 100 * v / 40e6);
-      }
-      out.push_back(t);
-    }
+    out.push_back(judged("mdcast shm one-way p50 @ 100k msg/s", "<= 100 ns (Aeron IPC: 152 ns)",
+                         S.median("latency.100k.mdcast_ns.p50"), [&](Target& t, double v) {
+                           t.measured = ns_str(v);
+                           t.met = v <= 100;
+                           t.verdict = t.met ? "met"
+                                             : fmt::format("missed by {} ({:.1f}x the target)", ns_str(v - 100), v / 100);
+                         }));
+    out.push_back(judged(delivered, ">= 40 M/s (Aeron IPC: 26 M/s)", delivered_rate, [&](Target& t, double v) {
+      t.measured = rate_str(v);
+      t.met = v >= 40e6;
+      t.verdict = t.met ? "met"
+                        : fmt::format("missed by {:.1f} M/s ({:.0f}% of the target)", (40e6 - v) / 1e6, 100 * v / 40e6);
+    }));
   }
-  {
-    const std::string range = plan.fanout_counts.empty()
-                                  ? "1 -> 8"
-                                  : fmt::format("{} -> {}", plan.fanout_counts.front(), plan.fanout_counts.back());
-    Target t{fmt::format("publisher CPU per message, {} subscribers", range), "flat, within 10 %", "", ""};
-    const double v = S.median("fanout.pub_cost_change_pct");
-    if (!std::isnan(v)) {
-      t.measured_ok = true;
-      t.measured = fmt::format("{:+.1f} %", v);
-      t.met = std::fabs(v) <= 10;
-      t.verdict = t.met ? "met" : fmt::format("missed by {:.1f} points", std::fabs(v) - 10);
-      if (plan.fanout_counts.empty() || plan.fanout_counts.front() != 1 || plan.fanout_counts.back() != 8)
-        t.verdict += " (not the 1 -> 8 range)";
-    }
-    out.push_back(t);
-  }
+  const std::vector<uint32_t>& n = plan.fanout_counts;
+  const std::string range = n.empty() ? "1 -> 8" : fmt::format("{} -> {}", n.front(), n.back());
+  out.push_back(judged(fmt::format("publisher CPU per message, {} subscribers", range), "flat, within 10 %",
+                       S.median("fanout.pub_cost_change_pct"), [&](Target& t, double v) {
+                         t.measured = fmt::format("{:+.1f} %", v);
+                         t.met = std::fabs(v) <= 10;
+                         t.verdict = t.met ? "met" : fmt::format("missed by {:.1f} points", std::fabs(v) - 10);
+                         if (n.empty() || n.front() != 1 || n.back() != 8) t.verdict += " (not the 1 -> 8 range)";
+                       }));
   return out;
 }
 

@@ -40,16 +40,10 @@ Rep Runner::run_once(unsigned rep_index, const std::vector<int>& cpus) {
       }
       phase(fmt::format("mdcast over {}: one-way latency @ {} msg/s ({})", m_.name(), rate_key(rate),
                         plan_.orders ? "order flow, books on" : "64-byte messages"));
-      RunSpec spec;
-      spec.label = "latency";
-      spec.subscribers = 1;
-      spec.rate = rate;
-      spec.message_bytes = plan_.message_bytes;
+      RunSpec spec = run_spec("latency", 1, rate, plan_.lat_window);
       spec.orders = plan_.orders;
       spec.books = plan_.orders;
       spec.flush_interval_ns = 0;
-      spec.control_poll_ns = plan_.control_poll_ns;
-      spec.window = plan_.lat_window;
       lp.md = m_.run(spec, progress_);
       rep.lat.push_back(std::move(lp));
     }
@@ -62,18 +56,12 @@ Rep Runner::run_once(unsigned rep_index, const std::vector<int>& cpus) {
       f.crowded = n + 1 > ncpus_;
       phase(fmt::format("mdcast over {}: fan-out to {} subscriber{} @ {} msg/s{}", m_.name(), n, n > 1 ? "s" : "",
                         rate_key(plan_.fanout_rate), f.crowded ? " (more processes than CPUs: subscribers back off)" : ""));
-      RunSpec spec;
-      spec.label = "fanout";
-      spec.subscribers = n;
-      spec.rate = plan_.fanout_rate;
-      spec.message_bytes = plan_.message_bytes;
+      RunSpec spec = run_spec("fanout", n, plan_.fanout_rate, plan_.fan_window);
       spec.flush_interval_ns = plan_.flush_interval_ns;
       spec.pub_idle = IdleMode::kBackoff;  // sleeps when nothing is due: its CPU time is its cost
       spec.burst_ns = kNsPerMs;  // one wake-up per ms: CPU time is publishing, not pacing
       spec.sub_idle = f.crowded ? IdleMode::kBackoff : IdleMode::kSpin;
       spec.sample_per_datagram = true;
-      spec.control_poll_ns = plan_.control_poll_ns;
-      spec.window = plan_.fan_window;
       f.r = m_.run(spec, progress_);
       rep.fan.push_back(std::move(f));
     }
@@ -88,16 +76,21 @@ void Runner::phase(const std::string& what) {
                               : fmt::format("[{}/{}] {}", step_, steps_, what));
 }
 
-RunResult Runner::probe(double rate) {
+RunSpec Runner::run_spec(const char* label, uint32_t subscribers, double rate, const Window& window) const {
   RunSpec spec;
-  spec.label = "throughput";
-  spec.subscribers = 1;
+  spec.label = label;
+  spec.subscribers = subscribers;
   spec.rate = rate;
   spec.message_bytes = plan_.message_bytes;
+  spec.control_poll_ns = plan_.control_poll_ns;
+  spec.window = window;
+  return spec;
+}
+
+RunResult Runner::probe(double rate) {
+  RunSpec spec = run_spec("throughput", 1, rate, plan_.probe_window);
   spec.flush_interval_ns = plan_.flush_interval_ns;
   spec.sample_per_datagram = true;
-  spec.control_poll_ns = plan_.control_poll_ns;
-  spec.window = plan_.probe_window;
   return m_.run(spec, progress_);
 }
 

@@ -108,6 +108,8 @@ class Runner {
 
  private:
   void phase(const std::string& what);
+  // What every run of the plan shares: message size, control-plane polling.
+  RunSpec run_spec(const char* label, uint32_t subscribers, double rate, const Window& window) const;
   RunResult probe(double rate);
   Throughput throughput();
 

@@ -22,7 +22,7 @@ bool supervise(std::vector<ChildProcess>& kids, const std::atomic<uint64_t>& t0,
     const uint64_t start = t0.load(std::memory_order_relaxed);
     progress.update(start ? (static_cast<double>(now) - static_cast<double>(start)) / 1e9 : 0,
                     static_cast<double>(total_ns) / 1e9, (start ? "" : "priming the rings; ") + detail());
-    sleep_for_ns(20 * kNsPerMs);
+    sleep_ns(20 * kNsPerMs);
   }
   progress.done();
   for (auto& k : kids)

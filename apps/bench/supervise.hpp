@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "medium.hpp"
 #include "measure/child_process.hpp"
+#include "progress.hpp"
 
 namespace mdcast::app::bench {
 

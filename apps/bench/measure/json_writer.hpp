@@ -34,6 +34,14 @@ class JsonWriter {
     return value(v);
   }
 
+  // key + an array of the values.
+  template <class Range>
+  JsonWriter& array(std::string_view k, const Range& values) {
+    key(k).begin_array();
+    for (const auto& v : values) value(v);
+    return end_array();
+  }
+
   [[nodiscard]] const std::string& str() const noexcept { return out_; }
   static std::string escape(std::string_view s);
 
