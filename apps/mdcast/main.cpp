@@ -4,14 +4,15 @@
 //   demo       one publisher + N subscriber processes, live progress, report
 //   stat       live counters of running mdcast processes
 //   verify     compare result files (books identical?)
-//   bench      latency, throughput, fan-out vs the medium's raw baseline (bench.cpp)
+//   bench      latency, throughput, fan-out vs the medium's raw baseline (apps/bench)
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <map>
 
-#include "bench.hpp"
+#include "bench/command.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "mdcast/core/error.hpp"
 #include "runners.hpp"
@@ -36,18 +37,7 @@ void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& k
 
 // --set section.key=value, for any setting (see --help-config).
 void set_flag(CLI::App* app, Flags& f) {
-  app->add_option_function<std::vector<std::string>>(
-      "--set",
-      [&f](const std::vector<std::string>& vs) {
-        for (const auto& kv : vs) {
-          const auto eq = kv.find('=');
-          if (eq == std::string::npos) throw CLI::ValidationError("--set", "expected KEY=VALUE, got '" + kv + "'");
-          f.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-        }
-      },
-      "set any setting: --set publisher.rate=250k (see --help-config)")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_set_option(app, f.set, "set any setting: --set publisher.rate=250k (see --help-config)");
 }
 
 void feed_flags(CLI::App* app, Flags& f) {

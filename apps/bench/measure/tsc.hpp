@@ -15,7 +15,7 @@
 
 #include "mdcast/core/clock.hpp"
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 class TscClock {
  public:
@@ -56,4 +56,4 @@ class TscClock {
   double ns_per_tick_;
 };
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -27,9 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "bench_medium.hpp"
-#include "bench_run.hpp"
-#include "mdcast/bench/process.hpp"
+#include "medium.hpp"
+#include "processes.hpp"
+#include "raw_baseline.hpp"
+#include "measure/child_process.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
@@ -39,29 +40,15 @@
 namespace mdcast::app::bench {
 namespace {
 
-using mdcast::bench::ChildProcess;
-using mdcast::bench::Shared;
 namespace verbs = media::verbs;
 
 // ------------------------------------------------------------- raw baseline --
-
-struct VerbsRawBoard {
-  std::atomic<uint32_t> ready{0};
-  std::atomic<uint32_t> go{0};
-  std::atomic<uint32_t> abort{0};
-  std::atomic<uint64_t> t0{0};
-  std::atomic<uint64_t> deadline{0};
-  std::atomic<uint64_t> progress{0};
-  ProcBoard writer;  // setup failures
-  ProcBoard reader;  // results
-};
 
 // One raw message: 64 bytes, eight words; a datagram holds one (latency) or
 // as many as the MTU takes (throughput: only the first carries the words).
 constexpr size_t kRawBytes = 64;
 constexpr size_t kRawWords = kRawBytes / 8;
 constexpr uint64_t kRawMagic = 0x7261772d75642d31ull;  // word 0: tells ours from anything else on the group
-constexpr uint64_t kRawEnd = 0xe0d0e0d0e0d0e0d0ull;    // word 3 of the end marker
 // The writer fills slots of the registered ring in turn; a slot comes round
 // again only after this many later posts, long after its send completed (the
 // send queue, 512 deep, is far shorter), so a zero-copy post never reads a
@@ -69,12 +56,11 @@ constexpr uint64_t kRawEnd = 0xe0d0e0d0e0d0e0d0ull;    // word 3 of the end mark
 constexpr size_t kRawSlots = 4096;
 constexpr size_t kRawSlotBytes = 4096;  // the largest UD payload (MTU 4096)
 
-int raw_writer(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
+int raw_writer(RawBoard& b, const verbs::Options& o, const RawRun& run) {
   auto fail_with = [&](std::string_view why) {
-    b.writer.set_outcome(why);
-    b.writer.finish(ProcState::kFailed);
+    const int rc = b.writer.fail(why);
     b.abort = 1;
-    return 1;
+    return rc;
   };
   std::unique_ptr<verbs::VerbsSink> sink;
   try {
@@ -126,26 +112,21 @@ int raw_writer(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
     std::memcpy(slot, w, sizeof w);
     while (sink->send({slot, kRawBytes}, sent) != media::SendResult::kSent && !sink->failed()) sink->reap();
     ++sent;
-    sleep_for_ns(2 * kNsPerMs);
+    sleep_ns(2 * kNsPerMs);
     sink->reap();
   }
   return 0;
 }
 
-int raw_reader(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
+int raw_reader(RawBoard& b, const verbs::Options& o, const RawRun& run) {
   ProcBoard& me = b.reader;
-  auto fail_with = [&](std::string_view why) {
-    me.set_outcome(why);
-    me.finish(ProcState::kFailed);
-    return 1;
-  };
   std::unique_ptr<verbs::VerbsReceiver> rx;
   try {
     rx = std::make_unique<verbs::VerbsReceiver>(o);
   } catch (const Error& e) {
-    return fail_with(e.what());
+    return me.fail(e.what());
   }
-  if (!raw_ready_and_wait(b)) return fail_with("aborted before the start");
+  if (!raw_ready_and_wait(b)) return me.fail("aborted before the start");
   RawTally tally(b.t0.load(), run);
   const uint64_t deadline = b.deadline.load();
   uint64_t sent_total = 0, datagrams = 0, records = 1;
@@ -171,9 +152,9 @@ int raw_reader(VerbsRawBoard& b, const verbs::Options& o, const RawRun& run) {
     if (n) continue;
     if ((++empty & 1023) == 0) {
       b.progress.store(tally.received(), std::memory_order_relaxed);
-      if (rx->failed()) return fail_with(fmt::format("receive path failed: {}", rx->failure()));
+      if (rx->failed()) return me.fail(fmt::format("receive path failed: {}", rx->failure()));
       if (monotonic_ns() > deadline || b.abort.load() || g_stop)
-        return fail_with(fmt::format("timed out after {} messages (no end marker)", tally.received()));
+        return me.fail(fmt::format("timed out after {} messages (no end marker)", tally.received()));
     }
   }
   tally.finish(me, sent_total > datagrams ? (sent_total - datagrams) * records : 0);
@@ -245,16 +226,14 @@ class VerbsBench final : public MediumBench {
     o.group_ip = s_.verbs.group;
     o.rate = std::max(o.rate, run.rate > 0 ? run.rate : 1e6);
     o.retransmit_bytes = kRawSlots * kRawSlotBytes + (64u << 10);
-    Shared<VerbsRawBoard> b;
+    Shared<RawBoard> b;
     std::vector<ChildProcess> kids;
     // The reader joins first: a datagram sent before the join is lost to it.
     kids.push_back(ChildProcess::spawn("raw reader", where_.cpu_for(1), [&] { return raw_reader(*b, o, run); }));
     const uint64_t by = monotonic_ns() + 10 * kNsPerSec;
-    while (b->ready.load() < 1 && !kids[0].poll() && monotonic_ns() < by && !g_stop) sleep_for_ns(kNsPerMs);
+    while (b->ready.load() < 1 && !kids[0].poll() && monotonic_ns() < by && !g_stop) sleep_ns(kNsPerMs);
     kids.insert(kids.begin(), ChildProcess::spawn("raw writer", where_.cpu_for(0), [&] { return raw_writer(*b, o, run); }));
-    RawResult r = run_raw_pair(*b, kids, run, p);
-    if (!r.ok && b->writer.get() == ProcState::kFailed) r.error = b->writer.outcome;
-    return r;
+    return run_raw_pair(*b, kids, run, p);
   }
 
   RunResult run(const RunSpec& run_spec, Progress& p) override {
@@ -263,12 +242,7 @@ class VerbsBench final : public MediumBench {
     // retransmit ring to touch its pages, only some traffic through the path.
     spec.prime_datagrams = 2048;
     spec.prime_retransmit_ring = false;
-    Settings s = s_;
-    s.feed.name = fmt::format("bench-{}-{}", ::getpid(), ++runs_);
-    s.feed.control.clear();
-    s.sub.inject_loss = 0;
-    const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
-    s.pub.session = ms ? ms : 1;
+    Settings s = run_settings(s_, ++runs_);
     // A fresh RC port per run: the previous publisher's listener is gone, but
     // a subscriber must never reach a stale one.
     s.verbs.control_port = static_cast<uint16_t>(s_.verbs.control_port + runs_ % 512);

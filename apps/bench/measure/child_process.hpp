@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 // Zeroed memory shared with children forked after its creation. Move-only.
 class SharedRegion {
@@ -121,4 +121,4 @@ class ChildProcess {
   rusage usage_{};
 };
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

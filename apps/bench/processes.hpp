@@ -2,23 +2,26 @@
 // publisher and N subscribers (pinned), wait until each is ready, start the
 // timeline, supervise, and gather their boards into a RunResult. A medium
 // passes its registry entry and what it adds per datagram; the bodies the
-// children run are bench_feed.hpp's templates, so nothing here is
+// children run are feed_children.hpp's templates, so nothing here is
 // medium-specific.
 #pragma once
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "bench_feed.hpp"
-#include "bench_medium.hpp"
-#include "bench_supervise.hpp"
-#include "mdcast/bench/process.hpp"
+#include "feed_children.hpp"
+#include "medium.hpp"
+#include "supervise.hpp"
+#include "measure/child_process.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
+#include "runners.hpp"
+#include "settings.hpp"
 
 namespace mdcast::app::bench {
 
@@ -27,14 +30,26 @@ inline double cpu_seconds(const rusage& ru) noexcept {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-// s: the run's settings (a unique feed name and session already chosen).
-// setup_s: how long a child may take to become ready (joining a multicast
+// What one run of the mdcast processes is told beyond the bench's settings:
+// a feed name of its own, "bench-<pid>-<run>" (the shm bench finds the rings
+// of a bench killed with kill -9 by it), the control address that name
+// derives, a fresh session, no injected loss.
+inline Settings run_settings(const Settings& base, uint32_t run) {
+  Settings s = base;
+  s.feed.name = fmt::format("bench-{}-{}", ::getpid(), run);
+  s.feed.control.clear();
+  s.sub.inject_loss = 0;
+  s.pub.session = 0;
+  s.pub.session = pick_session(s);
+  return s;
+}
+
+// s: the run's settings (run_settings()).
+// setup_ns: how long a child may take to become ready (joining a multicast
 // group and connecting the control plane take longer on RDMA than on shm).
 template <class Entry>
 RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Placement& where,
                              size_t medium_overhead_per_datagram, Progress& p, uint64_t setup_ns = 30 * kNsPerSec) {
-  using mdcast::bench::ChildProcess;
-  using mdcast::bench::Shared;
   RunResult res;
   if (spec.subscribers == 0 || spec.subscribers > RunBoard::kMaxSubscribers)
     fail("{} subscribers: the bench runs 1 to {}", spec.subscribers, RunBoard::kMaxSubscribers);
@@ -52,7 +67,7 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
     const uint64_t by = monotonic_ns() + setup_ns;
     while (pb.get() == ProcState::kStarting) {
       if (k.poll() || g_stop || monotonic_ns() > by) return false;
-      sleep_for_ns(kNsPerMs);
+      sleep_ns(kNsPerMs);
     }
     return pb.get() == ProcState::kReady;
   };
@@ -128,116 +143,6 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
   res.completed = finished;
   if (!finished) res.error = g_stop ? "interrupted" : "timed out";
   else if (!res.pub.ok) res.error = "publisher: " + res.pub.outcome;
-  return res;
-}
-
-// A raw baseline child, set up: says so and waits for the parent's go.
-// False when the run was aborted or interrupted meanwhile.
-template <class Board>
-bool raw_ready_and_wait(Board& b) noexcept {
-  b.ready.fetch_add(1);
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (g_stop || b.abort.load()) return false;
-    sleep_for_ns(100 * kNsPerUs);
-  }
-  return true;
-}
-
-// The raw baseline reader's accounting, for any medium. Paced runs sample
-// the latency of messages stamped inside the window; unpaced runs count what
-// arrived inside it, reading the clock only now and then (sample_flat).
-class RawTally {
- public:
-  RawTally(uint64_t t0, const RawRun& run) noexcept
-      : lo_(t0 + run.window.warmup_ns), hi_(lo_ + run.window.duration_ns), window_ns_(run.window.duration_ns),
-        paced_(run.rate > 0), h_(std::make_unique<Histogram>()) {}
-
-  [[nodiscard]] bool paced() const noexcept { return paced_; }
-  [[nodiscard]] uint64_t received() const noexcept { return received_; }
-  void add(uint64_t messages) noexcept { received_ += messages; }
-  // Paced: a message stamped `stamp`, received `now`.
-  void sample(uint64_t stamp, uint64_t now) noexcept {
-    if (stamp >= lo_ && stamp < hi_) {
-      h_->record(now > stamp ? now - stamp : 0);
-      ++in_window_;
-    }
-  }
-  // Unpaced: the count so far, at `now`.
-  void sample_flat(uint64_t now) noexcept {
-    if (!t_first_ && now >= lo_) {
-      t_first_ = now;
-      c0_ = received_;
-    }
-    if (now < hi_) {
-      t_last_ = now;
-      c1_ = received_;
-    }
-  }
-  void finish(ProcBoard& me, uint64_t lost) const noexcept {
-    me.total = received_;
-    me.gaps = lost;
-    me.window_messages = paced_ ? in_window_ : c1_ - c0_;
-    me.window_ns = paced_ ? window_ns_ : (t_last_ > t_first_ ? t_last_ - t_first_ : 0);
-    me.latency = *h_;
-    me.set_outcome("ok");
-    me.finish(ProcState::kDone);
-  }
-
- private:
-  uint64_t lo_, hi_, window_ns_;
-  bool paced_;
-  std::unique_ptr<Histogram> h_;  // 10s of KiB: not on the stack
-  uint64_t received_ = 0, in_window_ = 0;
-  uint64_t c0_ = 0, t_first_ = 0, c1_ = 0, t_last_ = 0;
-};
-
-// The raw baseline's parent side: the writer and reader children have been
-// spawned; wait until both say ready (board.ready == 2), set the timeline,
-// supervise, and read the reader's board. Board: ready, go, abort, t0,
-// deadline, progress (atomics) and `reader` (a ProcBoard).
-template <class Board>
-RawResult run_raw_pair(Board& b, std::vector<mdcast::bench::ChildProcess>& kids, const RawRun& run, Progress& p,
-                       uint64_t setup_ns = 10 * kNsPerSec) {
-  RawResult res;
-  const uint64_t ready_by = monotonic_ns() + setup_ns;
-  while (b.ready.load() < 2) {
-    for (auto& k : kids)
-      if (k.poll()) {
-        res.error = b.reader.get() == ProcState::kFailed
-                        ? fmt::format("raw reader: {}", b.reader.outcome)
-                        : fmt::format("{} exited during setup (status {})", k.label(), k.status());
-        b.abort = 1;
-        return res;
-      }
-    if (monotonic_ns() > ready_by || g_stop) {
-      res.error = fmt::format("raw baseline processes did not start within {} s", setup_ns / kNsPerSec);
-      b.abort = 1;
-      return res;
-    }
-    sleep_for_ns(kNsPerMs);
-  }
-  const uint64_t total = run.window.warmup_ns + run.window.duration_ns;
-  const uint64_t t0 = monotonic_ns() + 5 * kNsPerMs;
-  b.t0 = t0;
-  b.deadline = t0 + total + 20 * kNsPerSec;
-  b.go.store(1, std::memory_order_release);
-  const bool finished = supervise(kids, b.t0, total, b.deadline.load() + kNsPerSec, b.abort, p, [&] {
-    return fmt::format("{:.2f} M messages", static_cast<double>(b.progress.load()) / 1e6);
-  });
-  res.preempted = kids[0].usage().ru_nivcsw + kids[1].usage().ru_nivcsw;
-  const ProcBoard& r = b.reader;
-  if (!finished || r.get() != ProcState::kDone) {
-    res.error = r.get() == ProcState::kFailed || finished ? fmt::format("raw reader: {}", r.outcome)
-                                                          : "timed out or interrupted";
-    return res;
-  }
-  res.ok = true;
-  res.latency = r.latency;
-  res.messages = r.window_messages;
-  res.received = r.total;
-  res.lost = r.gaps;
-  res.seconds = static_cast<double>(r.window_ns) / 1e9;
-  res.rate = res.seconds > 0 ? static_cast<double>(r.window_messages) / res.seconds : 0;
   return res;
 }
 

@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 struct RawRing {
   static constexpr size_t kSlots = 16384;  // 1 MiB of 64-byte lines
@@ -91,4 +91,4 @@ class RawReader {
   uint64_t published_ = 0;
 };
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 class JsonWriter {
  public:
@@ -34,6 +34,14 @@ class JsonWriter {
     return value(v);
   }
 
+  // key + an array of the values.
+  template <class Range>
+  JsonWriter& array(std::string_view k, const Range& values) {
+    key(k).begin_array();
+    for (const auto& v : values) value(v);
+    return end_array();
+  }
+
   [[nodiscard]] const std::string& str() const noexcept { return out_; }
   static std::string escape(std::string_view s);
 
@@ -46,4 +54,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -10,7 +10,7 @@
 
 #include "mdcast/core/histogram.hpp"
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 struct CoreToCoreResult {
   Histogram one_way_ns;       // round trip / 2, warm-up excluded
@@ -23,4 +23,4 @@ struct CoreToCoreResult {
 // Throws Error if a thread cannot be pinned.
 [[nodiscard]] CoreToCoreResult core_to_core(int cpu_a, int cpu_b, uint64_t round_trips, uint64_t warmup);
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

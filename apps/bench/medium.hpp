@@ -1,33 +1,26 @@
 // What `mdcast bench` asks of a medium. One implementation per medium
-// (bench_shm.cpp today; verbs and UDP plug in the same way): a raw baseline of
-// the medium itself, and runs of the mdcast engines over it with one
-// publisher and N subscribers in separate pinned processes. The engine side
-// of a run is medium-independent (bench_feed.hpp, templates over the same
-// drivers `mdcast publish/subscribe` use); a medium adds its drivers and its
-// raw baseline.
+// (raw_shm.cpp, raw_verbs.cpp; UDP will plug in the same way): a raw
+// baseline of the medium itself, and runs of the mdcast engines over it with
+// one publisher and N subscribers in separate pinned processes. The engine
+// side of a run is medium-independent (feed_children.hpp, templates over the
+// same drivers `mdcast publish/subscribe` use); a medium adds its drivers and
+// its raw baseline.
 //
 // Setup code: virtual calls and allocation are fine here; the loops that are
 // measured are templates inside the children.
 #pragma once
-
-#include <time.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
+#include "progress.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app::bench {
-
-inline void sleep_for_ns(uint64_t ns) noexcept {
-  timespec ts{static_cast<time_t>(ns / kNsPerSec), static_cast<long>(ns % kNsPerSec)};
-  nanosleep(&ts, nullptr);
-}
 
 // Which CPU each process of a run gets: the publisher (or raw writer) the
 // first, subscriber i the (i+1)-th, wrapping around when there are fewer.
@@ -36,22 +29,6 @@ struct Placement {
   [[nodiscard]] int cpu_for(size_t process) const noexcept {
     return cpus.empty() ? -1 : cpus[process % cpus.size()];
   }
-};
-
-// Draws a live progress line while a run waits on its children.
-class Progress {
- public:
-  explicit Progress(bool enabled) noexcept : enabled_(enabled) {}
-  void phase(std::string text);  // a new step: "[3/9] mdcast latency @ 100k msg/s"
-  void update(double elapsed_s, double total_s, const std::string& detail);
-  void done();                   // clears the line
-  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
-
- private:
-  bool enabled_;
-  bool drawn_ = false;
-  uint64_t last_ = 0;
-  std::string phase_;
 };
 
 struct Window {
@@ -183,7 +160,7 @@ class MediumBench {
 
 // Throws Error "medium 'X' is not available in this build" for media this
 // binary cannot bench. Each medium's bench (its raw baseline) is its
-// registry entry's bench(): bench_shm.cpp, bench_verbs.cpp.
+// registry entry's bench(): raw_shm.cpp, raw_verbs.cpp.
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where);
 
 }  // namespace mdcast::app::bench

@@ -1,14 +1,14 @@
-#include "mdcast/bench/core_to_core.hpp"
+#include "core_to_core.hpp"
 
 #include <atomic>
 #include <exception>
 #include <memory>
 #include <thread>
 
-#include "mdcast/bench/cpu.hpp"
-#include "mdcast/bench/tsc.hpp"
+#include "cpu.hpp"
+#include "tsc.hpp"
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 CoreToCoreResult core_to_core(int cpu_a, int cpu_b, uint64_t round_trips, uint64_t warmup) {
   CoreToCoreResult r;
@@ -69,4 +69,4 @@ CoreToCoreResult core_to_core(int cpu_a, int cpu_b, uint64_t round_trips, uint64
   return r;
 }
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -1,4 +1,4 @@
-#include "mdcast/bench/cpu.hpp"
+#include "cpu.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -11,7 +11,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 std::vector<int> allowed_cpus() {
   cpu_set_t set;
@@ -101,4 +101,4 @@ double clock_read_ns() {
   return per_read[100];
 }
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

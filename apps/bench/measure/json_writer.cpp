@@ -1,10 +1,10 @@
-#include "mdcast/bench/json.hpp"
+#include "json_writer.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 void JsonWriter::newline() {
   out_ += '\n';
@@ -117,4 +117,4 @@ std::string JsonWriter::escape(std::string_view s) {
   return o;
 }
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 // CPUs this process may run on (sched_getaffinity), ascending.
 [[nodiscard]] std::vector<int> allowed_cpus();
@@ -36,4 +36,4 @@ void pin_this_thread(int cpu);
 // once at each end), median of many back-to-back reads.
 [[nodiscard]] double clock_read_ns();
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -12,7 +12,7 @@
 
 #include "mdcast/core/histogram.hpp"
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 struct Percentiles {
   uint64_t count = 0;
@@ -58,4 +58,4 @@ struct Spread {
   }
 };
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -1,4 +1,4 @@
-#include "mdcast/bench/process.hpp"
+#include "child_process.hpp"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <exception>
 
-#include "mdcast/bench/cpu.hpp"
+#include "cpu.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 
-namespace mdcast::bench {
+namespace mdcast::app::bench {
 
 SharedRegion::SharedRegion(size_t bytes) : n_(bytes) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -92,4 +92,4 @@ void ChildProcess::stop(uint64_t grace_ns) noexcept {
   kill();
 }
 
-}  // namespace mdcast::bench
+}  // namespace mdcast::app::bench

@@ -12,10 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "bench_medium.hpp"
-#include "bench_run.hpp"
-#include "mdcast/bench/process.hpp"
-#include "mdcast/bench/raw_ring.hpp"
+#include "medium.hpp"
+#include "processes.hpp"
+#include "raw_baseline.hpp"
+#include "measure/child_process.hpp"
+#include "raw_ring.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
@@ -24,28 +25,16 @@
 namespace mdcast::app::bench {
 namespace {
 
-using mdcast::bench::ChildProcess;
-using mdcast::bench::RawReader;
-using mdcast::bench::RawRing;
-using mdcast::bench::RawWriter;
-using mdcast::bench::Shared;
-
 // ------------------------------------------------------------- raw baseline --
 
-struct RawBoard {
-  static constexpr uint64_t kEnd = 0xe0d0e0d0e0d0e0d0ull;  // payload[6] of the last message
-  std::atomic<uint32_t> ready{0};
-  std::atomic<uint32_t> go{0};
-  std::atomic<uint32_t> abort{0};
-  std::atomic<uint64_t> t0{0};
-  std::atomic<uint64_t> deadline{0};
-  std::atomic<uint64_t> progress{0};
-  ProcBoard reader;  // results
+struct ShmRawBoard {
+  RawBoard run;
   RawRing ring;
 };
 
-int raw_writer(RawBoard& b, const RawRun& run) {
-  RawWriter w(b.ring);
+int raw_writer(ShmRawBoard& sb, const RawRun& run) {
+  RawBoard& b = sb.run;
+  RawWriter w(sb.ring);
   if (!raw_ready_and_wait(b)) return 1;
   const uint64_t t0 = b.t0.load();
   const uint64_t end = t0 + run.window.warmup_ns + run.window.duration_ns;
@@ -53,6 +42,13 @@ int raw_writer(RawBoard& b, const RawRun& run) {
   }
   uint64_t payload[RawRing::kPayloadWords]{};
   uint64_t sent = 0;
+  auto write = [&](uint64_t stamp) {
+    payload[0] = stamp;
+    payload[1] = sent;
+    while (!w.try_write(payload)) {
+    }
+    ++sent;
+  };
   const double per_ns = run.rate / 1e9;
   for (;;) {
     const uint64_t now = monotonic_ns();
@@ -60,30 +56,21 @@ int raw_writer(RawBoard& b, const RawRun& run) {
     if (run.rate > 0) {
       // Paced: one message when due, stamped with the clock read just now.
       if (sent >= static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1) continue;
-      payload[0] = now;
-      payload[1] = sent;
-      while (!w.try_write(payload)) {
-      }
-      ++sent;
+      write(now);
     } else {
       // Flat out, flow-controlled; the clock only every 256 messages.
-      for (int i = 0; i < 256; ++i) {
-        payload[0] = now;
-        payload[1] = sent;
-        while (!w.try_write(payload)) {
-        }
-        ++sent;
-      }
+      for (int i = 0; i < 256; ++i) write(now);
     }
   }
-  payload[6] = RawBoard::kEnd;
+  payload[6] = kRawEnd;
   while (!w.try_write(payload))
     if (b.abort.load() || g_stop) return 1;
   return 0;
 }
 
-int raw_reader(RawBoard& b, const RawRun& run) {
-  RawReader r(b.ring);
+int raw_reader(ShmRawBoard& sb, const RawRun& run) {
+  RawBoard& b = sb.run;
+  RawReader r(sb.ring);
   if (!raw_ready_and_wait(b)) return 1;
   RawTally tally(b.t0.load(), run);
   const uint64_t deadline = b.deadline.load();
@@ -91,7 +78,7 @@ int raw_reader(RawBoard& b, const RawRun& run) {
   uint32_t empty = 0;
   for (;;) {
     if (r.try_read(out)) {
-      if (out[6] == RawBoard::kEnd) break;
+      if (out[6] == kRawEnd) break;
       tally.add(1);
       if (tally.paced()) {
         tally.sample(out[0], monotonic_ns());
@@ -103,11 +90,7 @@ int raw_reader(RawBoard& b, const RawRun& run) {
     }
     if ((++empty & 4095) == 0) {
       b.progress.store(tally.received(), std::memory_order_relaxed);
-      if (monotonic_ns() > deadline || b.abort.load() || g_stop) {
-        b.reader.set_outcome("timed out");
-        b.reader.finish(ProcState::kFailed);
-        return 1;
-      }
+      if (monotonic_ns() > deadline || b.abort.load() || g_stop) return b.reader.fail("timed out");
     }
   }
   tally.finish(b.reader, 0);  // flow-controlled: nothing is lost
@@ -157,22 +140,17 @@ class ShmBench final : public MediumBench {
   std::string raw_name() const override { return "raw shm ring"; }
 
   RawResult raw(const RawRun& run, Progress& p) override {
-    Shared<RawBoard> b;
+    Shared<ShmRawBoard> b;
     std::vector<ChildProcess> kids;
     kids.push_back(ChildProcess::spawn("raw writer", where_.cpu_for(0), [&] { return raw_writer(*b, run); }));
     kids.push_back(ChildProcess::spawn("raw reader", where_.cpu_for(1), [&] { return raw_reader(*b, run); }));
-    return run_raw_pair(*b, kids, run, p);
+    return run_raw_pair(b->run, kids, run, p);
   }
 
   RunResult run(const RunSpec& run_spec, Progress& p) override {
     RunSpec spec = run_spec;
     spec.prime_datagrams = s_.shm.slots;
-    Settings s = s_;
-    s.feed.name = fmt::format("bench-{}-{}", ::getpid(), ++runs_);
-    s.feed.control.clear();
-    s.sub.inject_loss = 0;
-    const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
-    s.pub.session = ms ? ms : 1;
+    const Settings s = run_settings(s_, ++runs_);
     RingCleanup cleanup{s.feed.name, s.shm.dir};
     return run_feed_processes<ShmEntry>(s, spec, where_, medium_overhead_per_datagram(), p);
   }

@@ -21,13 +21,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string_view>
 
-#include "bench_medium.hpp"
-#include "mdcast/bench/cpu.hpp"
+#include "board.hpp"
+#include "medium.hpp"
+#include "measure/cpu.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
@@ -40,30 +40,6 @@
 
 namespace mdcast::app::bench {
 
-enum class ProcState : uint32_t { kStarting = 0, kReady = 1, kDone = 2, kFailed = 3 };
-
-// One process's corner of the board. Results are written before `state`
-// becomes kDone (release), and read by the parent after it sees that (acquire)
-// or after the process exited.
-struct alignas(64) ProcBoard {
-  std::atomic<uint32_t> state{0};
-  std::atomic<uint64_t> progress{0};  // messages published / delivered so far
-  uint64_t total = 0;
-  uint64_t window_messages = 0, window_datagrams = 0, window_bytes = 0, window_cpu_ns = 0, window_ns = 0;
-  uint64_t window_control_ns = 0;
-  uint64_t lapped = 0, gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
-  Histogram latency;
-  char outcome[256]{};
-
-  void set_outcome(std::string_view s) noexcept {
-    const size_t n = std::min(s.size(), sizeof outcome - 1);
-    std::memcpy(outcome, s.data(), n);
-    outcome[n] = 0;
-  }
-  void finish(ProcState st) noexcept { state.store(static_cast<uint32_t>(st), std::memory_order_release); }
-  [[nodiscard]] ProcState get() const noexcept { return static_cast<ProcState>(state.load(std::memory_order_acquire)); }
-};
-
 struct RunBoard {
   static constexpr size_t kMaxSubscribers = 64;
   std::atomic<uint32_t> go{0};
@@ -74,6 +50,17 @@ struct RunBoard {
   ProcBoard subs[kMaxSubscribers];
 
   [[nodiscard]] bool stopping() const noexcept { return g_stop || abort.load(std::memory_order_relaxed); }
+  // A child, ready, keeps its side of the control plane going (serve(now))
+  // until the parent says go; false when the run was aborted first.
+  template <class Serve>
+  bool await_go(Serve&& serve) const {
+    while (go.load(std::memory_order_acquire) == 0) {
+      if (stopping()) return false;
+      serve(monotonic_ns());
+      sleep_ns(200 * kNsPerUs);
+    }
+    return true;
+  }
 };
 
 // Opaque messages of a fixed encoded size over the configured instruments,
@@ -110,23 +97,14 @@ class MessageSource {
 template <class Medium>
 int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunBoard& b) {
   ProcBoard& me = b.pub;
-  auto fail_with = [&](std::string_view why) {
-    me.set_outcome(why);
-    me.finish(ProcState::kFailed);
-    return 1;
-  };
   feed::PublisherConfig pc = publisher_config(s, s.pub.session);
   pc.flush_interval_ns = spec.flush_interval_ns;
   feed::PublisherAgent<Medium> agent(medium, pc, {}, {}, {spec.control_poll_ns});
   MessageSource src(s, spec);
   me.finish(ProcState::kReady);
 
-  // Serve subscriptions until the parent says go.
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (b.stopping()) return fail_with("aborted before the start");
-    agent.do_work(monotonic_ns());
-    sleep_ns(200 * kNsPerUs);
-  }
+  // Subscriptions arrive meanwhile.
+  if (!b.await_go([&](uint64_t now) { agent.do_work(now); })) return me.fail("aborted before the start");
   const auto& pcnt = agent.core().counters();
   uint64_t published = 0;
   wire::Message m;
@@ -146,7 +124,7 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     if (published < slowest + lead) {
       src.next(m);
       if (agent.publish(m, now) != feed::PublishResult::kOk)
-        return fail_with("a message was refused by the publisher while priming: a bug");
+        return me.fail("a message was refused by the publisher while priming: a bug");
       agent.flush(now);
       ++published;
     }
@@ -175,7 +153,7 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     uint32_t rounds = 0;
     Mark mark(uint64_t now, uint64_t published) const {
       const auto& c = a.core().counters();
-      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), mdcast::bench::process_cpu_ns(), now,
+      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), process_cpu_ns(), now,
                   a.control_time_ns()};
     }
     bool on_round(uint64_t now, uint64_t published) noexcept {
@@ -192,7 +170,7 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   pace.idle = spec.pub_idle;
   pace.burst_ns = spec.burst_ns;
   const feed::PaceResult pr = feed::run_paced(agent, src, pace, hooks);
-  if (pr.refused != feed::PublishResult::kOk) return fail_with("a message was refused by the publisher: a bug");
+  if (pr.refused != feed::PublishResult::kOk) return me.fail("a message was refused by the publisher: a bug");
   published = pr.published;
   const Mark w1 = hooks.mark(pr.end_ns, published);
   if (hooks.w0) {
@@ -250,26 +228,17 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
   const auto& sub = agent.subscriber();
   agent.start();
 
-  auto fail_with = [&](std::string_view why) {
-    me.set_outcome(why);
-    me.finish(ProcState::kFailed);
-    return 1;
-  };
   const uint64_t subscribe_by = monotonic_ns() + 15 * kNsPerSec;
   while (!sub.subscribed()) {
     const uint64_t now = monotonic_ns();
-    if (b.stopping()) return fail_with("aborted before the start");
-    if (sub.subscribe_refused()) return fail_with("subscription refused: " + sub.last_error());
-    if (now > subscribe_by) return fail_with("no subscription acknowledgement within 15 s");
+    if (b.stopping()) return me.fail("aborted before the start");
+    if (sub.subscribe_refused()) return me.fail("subscription refused: " + sub.last_error());
+    if (now > subscribe_by) return me.fail("no subscription acknowledgement within 15 s");
     agent.poll_control(now);
     sleep_ns(kNsPerMs);
   }
   me.finish(ProcState::kReady);
-  while (b.go.load(std::memory_order_acquire) == 0) {
-    if (b.stopping()) return fail_with("aborted before the start");
-    agent.poll_control(monotonic_ns());
-    sleep_ns(200 * kNsPerUs);
-  }
+  if (!b.await_go([&](uint64_t now) { agent.poll_control(now); })) return me.fail("aborted before the start");
   // Nothing is sampled until the publisher has primed and announced t0.
   h->lo = h->hi = UINT64_MAX;
   struct Hooks {

@@ -1,0 +1,38 @@
+// What one `mdcast bench` invocation runs: the sections, the offered rates,
+// the fan-out counts and the windows, from the flags over the medium's
+// defaults (--quick shortens everything).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "medium.hpp"
+#include "settings.hpp"
+
+namespace mdcast::app::bench {
+
+struct Plan {
+  bool c2c = true, raw = true, latency = true, throughput = true, fanout = true;
+  std::vector<double> rates;
+  std::vector<uint32_t> fanout_counts;
+  double fanout_rate = 1e6;
+  bool orders = false;
+  Window lat_window, probe_window, fan_window;
+  uint64_t c2c_round_trips = 0, c2c_warmup = 0;
+  int probe_steps = 6;
+  size_t message_bytes = 64;
+  uint64_t flush_interval_ns = 0;  // batching runs (throughput, fan-out)
+  uint64_t control_poll_ns = 0;
+};
+
+// Throws Error naming the flag whose value is out of range.
+Plan make_plan(const Settings& s, const BenchArgs& a, const PlanDefaults& d);
+
+// A rate as the flags write it ("100k", "1M"); it names the rate's numbers
+// in the summary and the JSON, so it must stay stable.
+std::string rate_key(double r);
+
+}  // namespace mdcast::app::bench

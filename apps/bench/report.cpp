@@ -1,0 +1,303 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "settings.hpp"
+
+namespace mdcast::app::bench {
+
+namespace {
+
+std::string ns_str(double v) {
+  if (std::isnan(v)) return "-";
+  if (v >= 1e6) return fmt::format("{:.1f} ms", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f} us", v / 1e3);
+  return fmt::format("{:.0f} ns", v);
+}
+std::string rate_str(double v) {
+  if (std::isnan(v)) return "-";
+  if (v >= 1e6) return fmt::format("{:.2f} M/s", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.0f} k/s", v / 1e3);
+  return fmt::format("{:.0f} /s", v);
+}
+
+void print_percentile_row(const Summary& S, const std::string& label, const std::string& key, const std::string& extra) {
+  auto g = [&](const char* p) { return ns_str(S.median(key + "." + p)); };
+  fmt::print("  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {} {}\n", label, g("p50"), g("p90"), g("p99"), g("p99.9"),
+             g("p99.99"), g("max"), extra, S.range(key + ".p50", ns_str));
+}
+
+// A target judged on one median: judge(t, v) fills what was measured, met
+// and the verdict, only when some repetition measured the number at all.
+template <class Judge>
+Target judged(std::string what, std::string target, double v, Judge&& judge) {
+  Target t{std::move(what), std::move(target), "", ""};
+  if (!std::isnan(v)) {
+    t.measured_ok = true;
+    judge(t, v);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string probe_verdict(const Probe& p) {
+  if (p.pass) return "ok";
+  if (!p.r.completed) return "failed: " + p.r.error;
+  if (const uint64_t l = lapped_total(p.r)) return fmt::format("lapped ({} datagrams)", l);
+  for (const auto& s : p.r.subs)
+    if (s.snapshots || s.gaps) return fmt::format("{} gaps, {} snapshots", s.gaps, s.snapshots);
+  if (lost_total(p.r)) return fmt::format("{} messages lost", lost_total(p.r));
+  return fmt::format("publisher reached only {}", rate_str(p.r.pub.rate));
+}
+
+std::vector<Target> targets(const Summary& S, const Plan& plan, const MediumBench& m) {
+  std::vector<Target> out;
+  out.push_back(judged("core-to-core one-way p50 (reference, not a target)", "~55 ns (p99 136 ns)",
+                       S.median("c2c.one_way_ns.p50"), [&](Target& t, double v) {
+                         t.met = true;
+                         t.measured = fmt::format("{} (p99 {})", ns_str(v), ns_str(S.median("c2c.one_way_ns.p99")));
+                         t.verdict = "reference";
+                       }));
+  const std::string delivered = "64-byte messages delivered per subscriber, no loss";
+  const double delivered_rate = S.median("throughput.mdcast_msgs_per_s");
+  if (m.name() == "verbs") {
+    // The design targets are for real HCAs; under Soft-RoCE emulation the
+    // figures say the path works and what it costs there, nothing more.
+    auto verdict = [&](bool met, std::string missed) {
+      return m.emulated() ? std::string("Soft-RoCE emulation: functional figure, not comparable")
+             : met        ? std::string("met")
+                          : missed;
+    };
+    const std::string first = plan.rates.empty() ? "" : rate_key(plan.rates.front());
+    out.push_back(judged(fmt::format("mdcast verbs one-way mean / p99.9 @ {} msg/s", first),
+                         "2.8 us / 4.1 us (real HCA)", S.median("latency." + first + ".mdcast_ns.mean"),
+                         [&](Target& t, double mean) {
+                           const double p999 = S.median("latency." + first + ".mdcast_ns.p99.9");
+                           t.measured = fmt::format("{} / {}", ns_str(mean), ns_str(p999));
+                           t.met = mean <= 2800 && p999 <= 4100;
+                           t.verdict = verdict(t.met, fmt::format("missed ({:.1f}x / {:.1f}x the target)",
+                                                                  mean / 2800, p999 / 4100));
+                         }));
+    out.push_back(judged(delivered, ">= 3 M/s on one QP (real HCA)", delivered_rate, [&](Target& t, double v) {
+      t.measured = rate_str(v);
+      t.met = v >= 3e6;
+      t.verdict = verdict(t.met, fmt::format("missed ({:.0f}% of the target)", 100 * v / 3e6));
+    }));
+  } else {
+    out.push_back(judged("mdcast shm one-way p50 @ 100k msg/s", "<= 100 ns (Aeron IPC: 152 ns)",
+                         S.median("latency.100k.mdcast_ns.p50"), [&](Target& t, double v) {
+                           t.measured = ns_str(v);
+                           t.met = v <= 100;
+                           t.verdict = t.met ? "met"
+                                             : fmt::format("missed by {} ({:.1f}x the target)", ns_str(v - 100), v / 100);
+                         }));
+    out.push_back(judged(delivered, ">= 40 M/s (Aeron IPC: 26 M/s)", delivered_rate, [&](Target& t, double v) {
+      t.measured = rate_str(v);
+      t.met = v >= 40e6;
+      t.verdict = t.met ? "met"
+                        : fmt::format("missed by {:.1f} M/s ({:.0f}% of the target)", (40e6 - v) / 1e6, 100 * v / 40e6);
+    }));
+  }
+  const std::vector<uint32_t>& n = plan.fanout_counts;
+  const std::string range = n.empty() ? "1 -> 8" : fmt::format("{} -> {}", n.front(), n.back());
+  out.push_back(judged(fmt::format("publisher CPU per message, {} subscribers", range), "flat, within 10 %",
+                       S.median("fanout.pub_cost_change_pct"), [&](Target& t, double v) {
+                         t.measured = fmt::format("{:+.1f} %", v);
+                         t.met = std::fabs(v) <= 10;
+                         t.verdict = t.met ? "met" : fmt::format("missed by {:.1f} points", std::fabs(v) - 10);
+                         if (n.empty() || n.front() != 1 || n.back() != 8) t.verdict += " (not the 1 -> 8 range)";
+                       }));
+  return out;
+}
+
+std::vector<std::string> start_warnings(const HostFacts& host, const Plan& plan) {
+  std::vector<std::string> warnings;
+  const std::vector<int>& cpus = host.cpus;
+  const size_t busiest = 1 + (plan.fanout && !plan.fanout_counts.empty()
+                                  ? *std::max_element(plan.fanout_counts.begin(), plan.fanout_counts.end())
+                                  : 1);
+  if (cpus.size() < 2)
+    warnings.push_back(fmt::format("only CPU {} is used: publisher and subscriber share it, which measures the scheduler, not the medium",
+                                   cpus[0]));
+  if (cpus.size() < busiest)
+    warnings.push_back(fmt::format("fewer CPUs ({}) than busy processes in the largest run ({}): numbers of the crowded runs mean little",
+                                   cpus.size(), busiest));
+  if (host.load_start[0] > 0.5)
+    warnings.push_back(fmt::format("the machine was busy when the bench started (load average {:.2f} on {} CPUs): "
+                                   "other work competes for the CPUs, numbers are noisy",
+                                   host.load_start[0], host.online));
+  return warnings;
+}
+
+void add_end_warnings(std::vector<std::string>& out, const std::vector<Rep>& reps, const HostFacts& host,
+                      const Plan& plan) {
+  const size_t ncpus = host.cpus.size();
+  const double fanout_rate = plan.fanout_rate;
+  long preempted = 0;
+  // The same warning from several runs is printed once, naming the runs.
+  std::vector<std::pair<std::string, std::vector<size_t>>> merged;
+  std::vector<std::string> w;
+  for (size_t ri = 0; ri < reps.size(); ++ri) {
+    const Rep& rep = reps[ri];
+    w.clear();
+    auto check = [&](const std::string& what, const RunResult& r) {
+      preempted += preempted_total(r);
+      if (!r.completed || !r.error.empty()) w.push_back(fmt::format("{}: {}", what, r.error.empty() ? "did not complete" : r.error));
+      if (r.busy_processes > ncpus)
+        w.push_back(fmt::format("{}: {} busy processes on {} CPUs: they take turns, numbers mean little", what,
+                                r.busy_processes, ncpus));
+    };
+    for (const auto& l : rep.lat) {
+      if (l.raw) {
+        preempted += l.raw->preempted;
+        if (!l.raw->ok) w.push_back(fmt::format("raw latency @ {}: {}", rate_key(l.rate), l.raw->error));
+      }
+      if (l.md) {
+        check(fmt::format("mdcast latency @ {}", rate_key(l.rate)), *l.md);
+        if (l.md->completed && !l.md->lossless())
+          w.push_back(fmt::format("mdcast latency @ {}: the subscriber fell a ring behind and recovered what it lost "
+                                  "(JSON: lapped): the tail includes recovery",
+                                  rate_key(l.rate)));
+      }
+    }
+    if (rep.tp) {
+      if (rep.tp->raw) {
+        preempted += rep.tp->raw->preempted;
+        if (!rep.tp->raw->ok) w.push_back(fmt::format("raw throughput: {}", rep.tp->raw->error));
+      }
+      for (const auto& p : rep.tp->probes) preempted += preempted_total(p.r);
+      if (rep.tp->best < 0) w.push_back("throughput: no lossless rate found");
+    }
+    for (const auto& f : rep.fan) {
+      check(fmt::format("fan-out {}", f.n), f.r);
+      const bool held = f.r.completed && min_sub_rate(f.r) >= 0.97 * fanout_rate;
+      if (f.crowded)
+        w.push_back(fmt::format("fan-out {}: {} processes on {} CPUs: subscribers back off (sleep) instead of spinning; "
+                                "{}latency includes wake-ups",
+                                f.n, f.n + 1, ncpus, held ? "their rates hold, " : ""));
+      if (f.r.completed && f.r.pub.rate < 0.97 * fanout_rate)
+        w.push_back(fmt::format("fan-out {}: the publisher reached only {:.0f} % of the offered rate (CPU-bound: "
+                                "delivered per subscriber is what it published)",
+                                f.n, 100 * f.r.pub.rate / fanout_rate));
+    }
+    for (const auto& text : w) {
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& m) { return m.first == text; });
+      if (it == merged.end()) merged.push_back({text, {ri + 1}});
+      else it->second.push_back(ri + 1);
+    }
+  }
+  for (const auto& [text, runs] : merged) {
+    std::string prefix;
+    if (reps.size() > 1 && runs.size() < reps.size()) {
+      prefix = runs.size() == 1 ? "run " : "runs ";
+      for (size_t i = 0; i < runs.size(); ++i) prefix += (i ? "," : "") + std::to_string(runs[i]);
+      prefix += ": ";
+    }
+    out.push_back(prefix + text);
+  }
+  if (preempted > 100)
+    out.push_back(fmt::format("the pinned processes were preempted {} times (involuntary context switches): other work "
+                              "shared their CPUs, tails and rates are pessimistic",
+                              preempted));
+  if (host.load_end[0] > 0.5 && host.load_start[0] <= 0.5)
+    out.push_back(fmt::format("load average {:.2f} at the end: other work ran meanwhile", host.load_end[0]));
+}
+
+void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& plan, const MediumBench& m,
+                  const std::vector<std::string>& warnings, unsigned repeat) {
+  const bool multi = repeat > 1;
+  fmt::print("\n");
+  if (multi)
+    fmt::print("medians of {} runs; [min-max] over the runs of the first number of a row\n\n", repeat);
+  if (plan.c2c) {
+    fmt::print("core-to-core cache line, one-way         p50       p90       p99     p99.9    p99.99       max\n");
+    if (!reps[0].c2c_error.empty()) fmt::print("  not measured: {}\n", reps[0].c2c_error);
+    else print_percentile_row(S, "ping-pong / 2", "c2c.one_way_ns", "");
+    fmt::print("\n");
+  }
+  if (plan.latency) {
+    fmt::print("one-way latency, {:<22}   p50       p90       p99     p99.9    p99.99       max\n",
+               plan.orders ? "order flow (books on)" : fmt::format("{}-byte messages", plan.message_bytes));
+    for (double r : plan.rates) {
+      const std::string k = "latency." + rate_key(r);
+      if (plan.raw) print_percentile_row(S, fmt::format("{} @ {}", m.raw_name(), rate_key(r)), k + ".raw_ns", "");
+      const double ratio = S.median(k + ".ratio_p50");
+      print_percentile_row(S, fmt::format("mdcast {} @ {}", m.name(), rate_key(r)), k + ".mdcast_ns",
+                           std::isnan(ratio) ? "" : fmt::format("p50 {:.1f}x raw", ratio));
+    }
+    fmt::print("  (datagram per message: {:.0f} bytes of datagram, {:.0f} on the medium per message)\n\n",
+               S.median("latency." + rate_key(plan.rates.front()) + ".bytes_per_msg"),
+               S.median("latency." + rate_key(plan.rates.front()) + ".medium_bytes_per_msg"));
+  }
+  if (plan.throughput) {
+    fmt::print("throughput, {}-byte messages, zero loss     msg/s        MB/s   bytes/msg\n", plan.message_bytes);
+    if (plan.raw) {
+      const double raw = S.median("throughput.raw_msgs_per_s");
+      const double lost = S.median("throughput.raw_lost_pct");
+      fmt::print("  {:<36} {:>10} {:>10.0f} {:>10}  {}{}\n", m.raw_name(), rate_str(raw),
+                 raw * static_cast<double>(plan.message_bytes) / 1e6, plan.message_bytes, S.range("throughput.raw_msgs_per_s", rate_str),
+                 std::isnan(lost) || lost == 0 ? "" : fmt::format(" ({:.1f} % of what the writer sent was lost)", lost));
+      fmt::print("    {}\n", m.raw_throughput_note());
+    }
+    const double v = S.median("throughput.mdcast_msgs_per_s");
+    const double ratio = S.median("throughput.ratio");
+    fmt::print("  {:<36} {:>10} {:>10.0f} {:>10.1f}  {} {}\n", fmt::format("mdcast {}, 1 subscriber, books off", m.name()),
+               rate_str(v), S.median("throughput.mdcast_bytes_per_s") / 1e6, S.median("throughput.bytes_per_msg"),
+               std::isnan(ratio) ? "" : fmt::format("{:.2f}x raw", ratio), S.range("throughput.mdcast_msgs_per_s", rate_str));
+    const Throughput* t = reps[0].tp ? &*reps[0].tp : nullptr;
+    if (t) {
+      fmt::print("  publisher unpaced: {} published", rate_str(S.median("throughput.publisher_max_msgs_per_s")));
+      fmt::print("{}\n", t->publisher_bound ? " and all delivered: the publisher is the limit"
+                                            : "; the subscriber is the limit (the fastest lossless rate was searched)");
+      fmt::print("  probes (run 1):");
+      for (const auto& p : t->probes) fmt::print(" {} {};", p.offered == 0 ? "unpaced" : rate_str(p.offered), probe_verdict(p));
+      fmt::print("\n");
+      if (t->best < 0) fmt::print("  no probe was lossless: see the warnings\n");
+    }
+    fmt::print("\n");
+  }
+  if (plan.fanout) {
+    fmt::print("fan-out @ {} msg/s offered, {}-byte messages\n", rate_key(plan.fanout_rate), plan.message_bytes);
+    fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10} {:>10} {:>10}\n", "subs", "delivered/sub", "pub CPU/msg",
+               "of it control", "bytes/msg", "p50", "p99");
+    for (size_t i = 0; i < plan.fanout_counts.size(); ++i) {
+      const uint32_t n = plan.fanout_counts[i];
+      const std::string k = fmt::format("fanout.{}", n);
+      bool crowded = false;
+      uint64_t lost = 0;
+      for (const auto& r : reps)
+        if (i < r.fan.size()) {
+          crowded |= r.fan[i].crowded;
+          lost += lapped_total(r.fan[i].r);
+        }
+      fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10.1f} {:>10} {:>10}  {}{}{}\n", n,
+                 rate_str(S.median(k + ".delivered_msgs_per_s_min")), ns_str(S.median(k + ".pub_cpu_ns_per_msg")),
+                 ns_str(S.median(k + ".pub_control_ns_per_msg")), S.median(k + ".bytes_per_msg"),
+                 ns_str(S.median(k + ".one_way_ns.p50")), ns_str(S.median(k + ".one_way_ns.p99")),
+                 S.range(k + ".pub_cpu_ns_per_msg", ns_str), crowded ? " crowded" : "",
+                 lost ? fmt::format(" LAPPED {}", lost) : "");
+    }
+    const double change = S.median("fanout.pub_cost_change_pct");
+    if (!std::isnan(change))
+      fmt::print("  publisher CPU per message, {} -> {} subscribers: {:+.1f} % (without the control plane: {:+.1f} %)\n",
+                 plan.fanout_counts.front(), plan.fanout_counts.back(), change,
+                 S.median("fanout.pub_data_path_cost_change_pct"));
+    fmt::print("  (publishing in 1 ms bursts; batching on, flush interval {}: latency includes batching delay)\n\n",
+               format_duration(plan.flush_interval_ns));
+  }
+  fmt::print("targets (2-core build VM, idle, median of 3)                   target                          measured\n");
+  for (const auto& t : targets(S, plan, m))
+    fmt::print("  {:<58} {:<31} {:<14} {}\n", t.what, t.target, t.measured_ok ? t.measured : "not measured",
+               t.verdict);
+  if (!warnings.empty()) {
+    fmt::print("\nwarnings:\n");
+    for (const auto& w : warnings) fmt::print("  ! {}\n", w);
+  }
+}
+
+}  // namespace mdcast::app::bench

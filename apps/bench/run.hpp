@@ -1,0 +1,125 @@
+// Executing the plan once: what one repetition measured (Rep), the figures
+// derived from a run of the mdcast processes, and the Runner that steps
+// through the sections over a medium.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "measure/core_to_core.hpp"
+#include "medium.hpp"
+#include "mdcast/core/histogram.hpp"
+#include "plan.hpp"
+#include "progress.hpp"
+
+namespace mdcast::app::bench {
+
+struct LatencyPoint {
+  double rate = 0;
+  std::optional<RawResult> raw;
+  std::optional<RunResult> md;
+};
+
+struct Probe {
+  double offered = 0;  // 0: unpaced
+  RunResult r;
+  bool pass = false;
+};
+
+struct Throughput {
+  std::optional<RawResult> raw;
+  std::vector<Probe> probes;
+  int best = -1;  // index of the fastest passing probe
+  bool publisher_bound = false;
+};
+
+struct FanoutPoint {
+  uint32_t n = 0;
+  RunResult r;
+  bool crowded = false;
+};
+
+struct Rep {
+  std::optional<CoreToCoreResult> c2c;
+  std::string c2c_error;
+  std::vector<LatencyPoint> lat;
+  std::optional<Throughput> tp;
+  std::vector<FanoutPoint> fan;
+  std::vector<std::pair<std::string, double>> metrics;  // flat, for the summary
+};
+
+// ------------------------------------------------------ figures of a run --
+
+// The slowest subscriber's delivery rate: what "delivered per subscriber" means.
+inline double min_sub_rate(const RunResult& r) {
+  if (r.subs.empty()) return 0;
+  double m = r.subs[0].rate;
+  for (const auto& s : r.subs) m = std::min(m, s.rate);
+  return m;
+}
+
+inline Histogram merged_latency(const RunResult& r) {
+  Histogram h;
+  for (const auto& s : r.subs) h.merge(s.latency);
+  return h;
+}
+
+// A publisher total inside the window, per message published in it; NaN
+// when nothing was.
+inline double per_msg(const RunResult& r, uint64_t window_total) {
+  return r.pub.window_messages ? static_cast<double>(window_total) / static_cast<double>(r.pub.window_messages)
+                               : std::nan("");
+}
+inline double cpu_ns_per_msg(const RunResult& r) { return per_msg(r, r.pub.window_cpu_ns); }
+inline double control_ns_per_msg(const RunResult& r) { return per_msg(r, r.pub.window_control_ns); }
+inline double bytes_per_msg(const RunResult& r) { return per_msg(r, r.pub.window_bytes); }
+inline double medium_bytes_per_msg(const RunResult& r) { return per_msg(r, r.pub.window_medium_bytes); }
+
+inline uint64_t lost_total(const RunResult& r) {
+  uint64_t n = 0;
+  for (const auto& s : r.subs) n += s.delivered < r.pub.published ? r.pub.published - s.delivered : 0;
+  return n;
+}
+inline uint64_t lapped_total(const RunResult& r) {
+  uint64_t n = 0;
+  for (const auto& s : r.subs) n += s.lapped;
+  return n;
+}
+inline long preempted_total(const RunResult& r) {
+  long n = r.pub.preempted;
+  for (const auto& s : r.subs) n += s.preempted;
+  return n;
+}
+
+// -------------------------------------------------------------- the runs --
+
+class Runner {
+ public:
+  Runner(MediumBench& medium, const Plan& plan, size_t ncpus, Progress& progress, unsigned repeat);
+
+  // Every section of the plan once; cpus[0] and cpus[1] for core-to-core.
+  Rep run_once(unsigned rep_index, const std::vector<int>& cpus);
+
+ private:
+  void phase(const std::string& what);
+  // What every run of the plan shares: message size, control-plane polling.
+  RunSpec run_spec(const char* label, uint32_t subscribers, double rate, const Window& window) const;
+  RunResult probe(double rate);
+  Throughput throughput();
+
+  MediumBench& m_;
+  const Plan& plan_;
+  size_t ncpus_;
+  Progress& progress_;
+  unsigned repeat_;
+  unsigned rep_ = 0;
+  size_t step_ = 0, steps_ = 0;
+};
+
+}  // namespace mdcast::app::bench
