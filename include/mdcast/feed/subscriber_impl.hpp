@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+// Included first, it gets the declarations this way (subscriber.hpp's own
+// include of this file is then a no-op).
+#include "mdcast/feed/subscriber.hpp"
+
 namespace mdcast::feed {
 
 template <SubscriberHandler H>
