@@ -11,8 +11,8 @@ include(CMakePackageConfigHelpers)
 set(MDCAST_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mdcast)
 set(MDCAST_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The library targets this build has, each a dependency of those after it.
-# mdcast_bench is not one: it holds `mdcast bench`'s measurement helpers.
+# The library targets this build has, each a dependency of those after it
+# (`mdcast bench` lives in apps/bench and is no part of the library).
 set(MDCAST_LIBRARIES mdcast_feed mdcast_mem mdcast_stream mdcast_shm)
 if(TARGET mdcast_verbs)
   list(APPEND MDCAST_LIBRARIES mdcast_verbs)
@@ -50,9 +50,9 @@ install(TARGETS ${MDCAST_LIBRARIES} mdcast_all EXPORT mdcast-targets
 install(TARGETS mdcast RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Headers by folder, so a new header of a library is installed without an
-# edit here; the bench helpers are no API, and the verbs headers include
-# rdma-core's, which only a verbs build may assume.
-set(header_excludes PATTERN bench EXCLUDE)
+# edit here; the verbs headers include rdma-core's, which only a verbs build
+# may assume.
+set(header_excludes)
 if(NOT MDCAST_HAVE_VERBS)
   list(APPEND header_excludes PATTERN verbs EXCLUDE)
 endif()
