@@ -1,7 +1,8 @@
 // A deterministic world for component tests: one publisher, N subscribers,
-// the in-memory medium with per-subscriber faults, the in-memory control
-// plane, a virtual clock. Records what the publisher sent and what each
-// subscriber delivered, and checks exact delivery.
+// the in-memory medium (its queues stamped by a virtual clock), each
+// subscriber's rails behind their own fault interceptor, the in-memory
+// control plane. Records what the publisher sent and what each subscriber
+// delivered, and checks exact delivery.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,18 +17,21 @@
 #include "mdcast/feed/control_service.hpp"
 #include "mdcast/feed/publisher.hpp"
 #include "mdcast/feed/subscriber.hpp"
+#include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/mem/mem_medium.hpp"
+#include "delivery_check.hpp"
 #include "recorder.hpp"
 
 namespace mdcast::test {
 
 struct SubSpec {
   std::string name = "sub";
-  media::mem::FaultProfile faults;
-  std::optional<media::mem::FaultProfile> rail_b;  // A/B: a second endpoint with its own faults
-  size_t drain_per_tick = 1'000'000;               // datagrams taken per tick (slow readers take few)
+  media::fault::FaultProfile faults;
+  std::optional<media::fault::FaultProfile> rail_b;  // A/B: a second endpoint with its own faults
+  size_t queue_capacity = 4096;                      // each endpoint's queue (a slow reader overflows it)
+  size_t drain_per_tick = 1'000'000;                 // datagrams taken per tick (slow readers take few)
   feed::SubscriberConfig cfg;
-  uint64_t join_at_message = 0;                    // late joiner: attaches after this many messages
+  uint64_t join_at_message = 0;                      // late joiner: attaches after this many messages
   double control_drop = 0;
 };
 
@@ -49,10 +53,11 @@ struct SimSpec {
 };
 
 struct SubRuntime {
+  using Rail = media::fault::FaultySource<media::mem::Endpoint>;
   SubSpec spec;
   std::unique_ptr<Recorder> rec;
-  media::mem::Endpoint* a = nullptr;
-  media::mem::Endpoint* b = nullptr;
+  std::unique_ptr<Rail> a;  // each wraps its own endpoint of the bus
+  std::unique_ptr<Rail> b;
   media::mem::ControlLink* link = nullptr;
   std::unique_ptr<feed::Subscriber<Recorder>> sub;
 };
@@ -68,6 +73,7 @@ class Sim {
   const SimSpec& spec() const { return spec_; }
   std::vector<SubRuntime>& subs() { return subs_; }
   feed::Publisher<media::mem::Bus>& publisher() { return *pub_; }
+  media::mem::PublisherMedium& medium() { return medium_; }
   uint64_t now() const { return now_; }
   std::string report() const;
 
@@ -75,17 +81,17 @@ class Sim {
   void start_publisher(uint32_t session);
   void attach(SubRuntime& s);
   void tick();
+  void drain(SubRuntime& s);
+  void flush_held(SubRuntime& s);
 
   SimSpec spec_;
-  uint64_t now_ = 1'000'000;
-  media::mem::Bus bus_;
-  media::mem::ControlHub hub_;
+  uint64_t now_ = 1'000'000;  // the virtual clock; the endpoints stamp receive times from it
+  media::mem::PublisherMedium medium_;
   std::unique_ptr<feed::Publisher<media::mem::Bus>> pub_;
   std::unique_ptr<feed::ControlService> svc_;
   std::unique_ptr<book::Generator> gen_;
   std::vector<SubRuntime> subs_;
-  // The publisher's log: per instrument, hash of the message with iseq i+1.
-  std::vector<std::vector<uint64_t>> log_;
+  PublishedLog log_;
   uint64_t published_ = 0;
   uint64_t ticks_ = 0;
   uint32_t session_ = 1000;

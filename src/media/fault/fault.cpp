@@ -43,7 +43,6 @@ FaultPlan::Alteration FaultPlan::alter(size_t size) noexcept {
   if (f_.reorder > 0 && rng_.chance(f_.reorder)) {
     a.hold = true;
     a.hold_for = 1 + static_cast<uint32_t>(rng_.below(std::max<uint32_t>(1, f_.reorder_depth)));
-    c_.reordered.add();
   } else if (f_.duplicate > 0 && rng_.chance(f_.duplicate)) {
     a.duplicate = true;
     c_.duplicated.add();

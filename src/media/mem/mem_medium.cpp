@@ -1,109 +1,62 @@
 #include "mdcast/media/mem/mem_medium.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "mdcast/core/error.hpp"
+
 namespace mdcast::media::mem {
 
-Endpoint::Endpoint(const FaultProfile& f)
-    : f_(f), rng_(f.seed), cap_(std::max<size_t>(1, f.queue_capacity)),
-      mem_(std::make_unique<std::byte[]>(cap_ * wire::kMaxDatagram)), len_(std::make_unique<uint16_t[]>(cap_)),
-      scratch_(wire::kMaxDatagram) {}
+// ------------------------------------------------------------- data path --
+
+Endpoint::Endpoint(const EndpointOptions& o)
+    : cap_(std::max<size_t>(1, o.queue_capacity)), slot_(std::max<size_t>(1, o.max_datagram)), clock_(o.clock),
+      // Not zeroed: a queue slot is written before it is read, and untouched pages cost nothing.
+      mem_(std::make_unique_for_overwrite<std::byte[]>(cap_ * slot_)),
+      len_(std::make_unique_for_overwrite<uint32_t[]>(cap_)) {}
 
 void Endpoint::push(std::span<const std::byte> d) noexcept {
+  counters_.offered.add();
+  if (d.size() > slot_) {
+    counters_.oversized.add();
+    return;
+  }
   if (count_ == cap_) {
-    ++stats_.overflowed;
+    counters_.overflowed.add();
     return;
   }
-  const size_t slot = (head_ + count_) % cap_;
-  std::memcpy(&mem_[slot * wire::kMaxDatagram], d.data(), d.size());
-  len_[slot] = static_cast<uint16_t>(d.size());
+  size_t i = head_ + count_;
+  if (i >= cap_) i -= cap_;
+  std::memcpy(slot(i), d.data(), d.size());
+  len_[i] = static_cast<uint32_t>(d.size());
   ++count_;
-  ++stats_.queued;
+  counters_.queued.add();
 }
 
-void Endpoint::offer(std::span<const std::byte> d) noexcept {
-  ++stats_.offered;
-  // Release reordered datagrams whose time has come (they arrive after this one).
-  auto release = [this] {
-    while (!held_.empty() && held_.front().release_after == 0) {
-      push(held_.front().bytes);
-      held_.pop_front();
-    }
-  };
-  for (auto& h : held_)
-    if (h.release_after) --h.release_after;
-
-  if (f_.burst_every && stats_.offered > f_.burst_start && (stats_.offered - f_.burst_start) % f_.burst_every == 0)
-    burst_left_ = f_.burst_length;
-  if (burst_left_) {
-    --burst_left_;
-    ++stats_.burst_lost;
-    release();
-    return;
-  }
-  if (f_.loss > 0 && rng_.chance(f_.loss)) {
-    ++stats_.lost;
-    release();
-    return;
-  }
-  std::span<const std::byte> out = d;
-  if (f_.truncate > 0 && rng_.chance(f_.truncate) && d.size() > 1) {
-    out = d.first(rng_.below(d.size()));
-    ++stats_.truncated;
-  }
-  if (f_.corrupt > 0 && rng_.chance(f_.corrupt) && !out.empty()) {
-    std::memcpy(scratch_.data(), out.data(), out.size());
-    scratch_[rng_.below(out.size())] ^= std::byte{static_cast<uint8_t>(1 + rng_.below(255))};
-    out = {scratch_.data(), out.size()};
-    ++stats_.corrupted;
-  }
-  if (f_.reorder > 0 && rng_.chance(f_.reorder)) {
-    try {
-      held_.push_back({std::vector<std::byte>(out.begin(), out.end()),
-                       1 + static_cast<uint32_t>(rng_.below(std::max<uint32_t>(1, f_.reorder_depth)))});
-      ++stats_.reordered;
-      release();
-      return;
-    } catch (...) {
-      // A test-only medium out of memory: deliver in order instead.
-    }
-  }
-  push(out);
-  if (f_.duplicate > 0 && rng_.chance(f_.duplicate)) {
-    push(out);
-    ++stats_.duplicated;
-  }
-  release();
+void Endpoint::clear() noexcept {
+  counters_.discarded.add(count_);
+  head_ = count_ = 0;
 }
 
-void Endpoint::flush_held() noexcept {
-  while (!held_.empty()) {
-    push(held_.front().bytes);
-    held_.pop_front();
-  }
-}
-
-bool Endpoint::pop(std::span<const std::byte>& out) noexcept {
-  if (count_ == 0) return false;
-  out = {&mem_[head_ * wire::kMaxDatagram], len_[head_]};
-  head_ = (head_ + 1) % cap_;
-  --count_;
-  return true;
-}
-
-Endpoint& Bus::attach(const FaultProfile& f) {
-  endpoints_.push_back(std::make_unique<Endpoint>(f));
+Endpoint& Bus::attach(const EndpointOptions& o) {
+  endpoints_.push_back(std::make_unique<Endpoint>(o));
   return *endpoints_.back();
 }
 
-void Bus::detach(const Endpoint& e) {
+void Bus::detach(const Endpoint& e) noexcept {
   std::erase_if(endpoints_, [&](const auto& p) { return p.get() == &e; });
 }
 
+// ----------------------------------------------------------- control plane --
+
 bool ControlLink::send(std::span<const std::byte> frame) {
   if (!up_) return false;
-  if (drop_ > 0 && hub_->rng_.chance(drop_)) return true;  // lost in transit
+  if (drop_ > 0 && hub_->rng_.chance(drop_)) {
+    hub_->counters_.requests_dropped.add();
+    return true;  // lost in transit: the engine's timeout notices
+  }
   to_pub_.emplace_back(frame.begin(), frame.end());
   return true;
 }
@@ -124,30 +77,136 @@ ControlLink& ControlHub::connect(double drop_probability) {
   return *links_.back();
 }
 
-void ControlHub::disconnect(ControlLink& l) { l.up_ = false; }
+void ControlHub::disconnect(ControlLink& l) noexcept {
+  l.up_ = false;
+  l.to_pub_.clear();
+  l.to_sub_.clear();
+}
 
-void ControlHub::pump(ControlHandler& svc, uint64_t now) {
+size_t ControlHub::pump(ControlHandler& svc, uint64_t now) {
+  size_t work = 0;
   for (auto& l : links_) {
     if (!l->up_) {
-      svc.on_disconnect(l->id_);
-      l->to_pub_.clear();
+      if (l->known_) {
+        l->known_ = false;
+        svc.on_disconnect(l->id_);
+        counters_.disconnects.add();
+        ++work;
+      }
       continue;
+    }
+    if (!l->known_) {
+      l->known_ = true;
+      svc.on_connect(l->id_, now);
+      counters_.connects.add();
+      ++work;
     }
     while (!l->to_pub_.empty()) {
       auto f = std::move(l->to_pub_.front());
       l->to_pub_.pop_front();
+      counters_.frames_in.add();
+      ++work;
       if (!svc.on_frame(l->id_, f, now, *this)) {
+        // The service cut the client off: it forgets it now, the subscriber
+        // notices on its next poll.
+        disconnect(*l);
+        l->known_ = false;
         svc.on_disconnect(l->id_);
-        l->up_ = false;
+        counters_.disconnects.add();
         break;
       }
     }
   }
+  return work;
 }
 
 void ControlHub::send(ClientId c, std::vector<std::byte> frame) {
-  for (auto& l : links_)
-    if (l->id_ == c && l->up_) l->to_sub_.push_back(std::move(frame));
+  for (auto& l : links_) {
+    if (l->id_ != c) continue;
+    if (l->up_) {
+      l->to_sub_.push_back(std::move(frame));
+      counters_.frames_out.add();
+    }
+    return;
+  }
+}
+
+void ControlHub::reset_service() noexcept {
+  for (auto& l : links_) {
+    l->to_pub_.clear();
+    l->to_sub_.clear();
+    l->known_ = false;
+    l->up_ = true;
+    ++l->epoch_;
+  }
+}
+
+size_t ControlHub::clients() const noexcept {
+  return static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const auto& l) { return l->up_; }));
+}
+
+// ------------------------------------------------------------- publisher --
+
+feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
+  if (c.max_datagram > opts_.max_datagram)
+    fail("max_datagram {} is more than the in-memory medium carries ({} bytes): lower it, or raise "
+         "mem.max_datagram",
+         c.max_datagram, opts_.max_datagram);
+  if (c.max_datagram == 0) c.max_datagram = opts_.max_datagram;
+  return c;
+}
+
+std::string PublisherMedium::describe() const {
+  return fmt::format("in-memory bus ({} endpoints, {} control clients)", bus_.endpoints(), hub_.clients());
+}
+
+std::vector<CounterGroup> PublisherMedium::counter_groups() const {
+  return {counter_group("bus", bus_.counters()), counter_group("control", hub_.counters())};
+}
+
+// ------------------------------------------------------------ subscriber --
+
+SubscriberMedium::SubscriberMedium(PublisherMedium& pub, const SubscriberOptions& o)
+    : pub_(pub), endpoint_(&pub.bus().attach(o.endpoint)), link_(&pub.hub().connect(o.control_drop)) {}
+
+SubscriberMedium::~SubscriberMedium() {
+  pub_.hub().disconnect(*link_);
+  pub_.bus().detach(*endpoint_);
+}
+
+feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig c) const {
+  if (c.max_datagram == 0) c.max_datagram = std::min(wire::kMaxDatagram, endpoint_->max_datagram());
+  return c;
+}
+
+size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
+  size_t work = 0;
+  const bool up = link_->up();
+  if (up != reported_up_ || (up && link_->epoch() != epoch_)) {
+    if (reported_up_) {
+      e.on_control_disconnected();
+      ++work;
+    }
+    if (up) {
+      e.on_control_connected(now);
+      ++work;
+    }
+    reported_up_ = up;
+    epoch_ = link_->epoch();
+  }
+  while (link_->pop_reply(frame_)) {
+    e.on_control_frame(frame_, now);
+    ++work;
+  }
+  return work;
+}
+
+std::string SubscriberMedium::describe() const {
+  return fmt::format("in-memory endpoint (queue of {} datagrams)", endpoint_->capacity());
+}
+
+std::vector<CounterGroup> SubscriberMedium::counter_groups() const {
+  return {counter_group("mem", endpoint_->counters())};
 }
 
 }  // namespace mdcast::media::mem

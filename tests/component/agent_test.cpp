@@ -1,0 +1,245 @@
+// The agents over the in-memory medium: a PublisherAgent<mem::PublisherMedium>
+// and SubscriberAgents over FaultyMedium<mem::SubscriberMedium>, driven as an
+// application drives them (publish / do_work, run_paced), on one thread in
+// real time. Proves the mem medium is an agent-compatible medium and that the
+// interceptor in front of it is recovered from exactly.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delivery_check.hpp"
+#include "mdcast/book/generator.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/media/fault/fault.hpp"
+#include "mdcast/media/mem/mem_medium.hpp"
+#include "recorder.hpp"
+
+namespace mdcast::test {
+namespace {
+
+using media::fault::FaultProfile;
+using media::fault::FaultyMedium;
+using PubAgent = feed::PublisherAgent<media::mem::PublisherMedium>;
+using SubMedium = FaultyMedium<media::mem::SubscriberMedium>;
+using SubAgent = feed::SubscriberAgent<SubMedium, Recorder>;
+
+constexpr uint32_t kInstruments = 32;
+constexpr uint64_t kMessages = 5000;
+// Real time, so a sanitizer build may be slow; a correct run takes well under a second.
+constexpr uint64_t kDeadlineNs = 60 * kNsPerSec;
+
+feed::PublisherConfig pub_config() {
+  feed::PublisherConfig c;
+  c.max_datagram = 1472;
+  c.flush_interval_ns = 5 * kNsPerUs;  // a few messages a datagram at this rate: thousands of datagrams to lose
+  c.heartbeat_interval_ns = kNsPerMs;  // the end of session is repeated this often
+  c.retransmit_bytes = 8u << 20;       // holds the whole run: recovery is by retransmission
+  c.crc = true;
+  c.books = {kInstruments, 1u << 14, 256};
+  return c;
+}
+
+feed::SubscriberConfig sub_config() {
+  feed::SubscriberConfig c;
+  c.books = {kInstruments, 1u << 14, 256};
+  c.window_bytes = 4u << 20;
+  c.reorder_wait_ns = 200 * kNsPerUs;  // reordering within that is not worth a request
+  c.request_timeout_ns = 20 * kNsPerMs;
+  return c;
+}
+
+// Control every round: in one thread, each agent's round is the others' wait.
+constexpr feed::PublisherAgentOptions kPubOpts{0};
+constexpr feed::SubscriberAgentOptions kSubOpts{0, IdleMode::kSpin, 64};
+
+// One subscriber: medium, interceptor, recorder and agent, in teardown order.
+struct Sub {
+  Sub(media::mem::PublisherMedium& pub, const FaultProfile& f, std::string n)
+      : name(std::move(n)), medium(pub), faulty(medium, f), rec(kInstruments),
+        agent(faulty, sub_config(), rec, nullptr, kSubOpts) {
+    agent.start();
+  }
+  std::string name;
+  media::mem::SubscriberMedium medium;
+  SubMedium faulty;
+  Recorder rec;
+  SubAgent agent;
+};
+
+std::string report(const std::vector<Sub*>& subs) {
+  std::string r;
+  for (const Sub* s : subs) {
+    const auto& c = s->agent.subscriber().counters();
+    r += fmt::format("  {}:", s->name);
+    for (size_t i = 0; i < feed::SubscriberCounters::kCount; ++i)
+      if (c.at(i).get()) r += fmt::format(" {}={}", feed::SubscriberCounters::kInfo[i].name, c.at(i).get());
+    const auto& f = s->faulty.counters();
+    for (size_t i = 0; i < media::fault::FaultCounters::kCount; ++i)
+      if (f.at(i).get()) r += fmt::format(" fault.{}={}", media::fault::FaultCounters::kInfo[i].name, f.at(i).get());
+    r += "\n";
+  }
+  return r;
+}
+
+// The feed, logged as the publisher accepted it (with the instrument
+// sequence it assigned), handed to run_paced in place of the agent itself.
+struct LoggedAgent {
+  PubAgent& agent;
+  PublishedLog& log;
+  uint64_t out_of_order = 0;
+  feed::PublishResult publish(wire::Message& m, uint64_t now) noexcept {
+    const auto r = agent.publish(m, now);
+    if (r == feed::PublishResult::kOk && !log.add(m)) ++out_of_order;
+    return r;
+  }
+  size_t do_work(uint64_t now) { return agent.do_work(now); }
+  [[nodiscard]] const feed::PublisherCore& core() const noexcept { return agent.core(); }
+};
+
+struct Messages {
+  book::Generator gen;
+  uint64_t left;
+  bool next(wire::Message& m) noexcept {
+    if (left == 0) return false;
+    --left;
+    gen.next(m);
+    return true;
+  }
+};
+
+// Every subscriber's duty cycle once per publishing round.
+struct DriveSubscribers {
+  std::vector<Sub*> subs;
+  bool on_round(uint64_t, uint64_t) noexcept {
+    for (Sub* s : subs) s->agent.do_work();
+    return true;
+  }
+};
+
+// After the last message: end the session and run every agent until each
+// subscriber has everything the publisher announced, or the deadline.
+bool finish(PubAgent& pub, const std::vector<Sub*>& subs) {
+  uint64_t now = monotonic_ns();
+  const uint64_t deadline = now + kDeadlineNs;
+  while (!pub.end_session(now)) pub.do_work(now = monotonic_ns());
+  for (;;) {
+    now = monotonic_ns();
+    pub.do_work(now);
+    bool all = true;
+    for (Sub* s : subs) {
+      s->agent.do_work();
+      all &= s->agent.finished();
+    }
+    if (all) return true;
+    if (now > deadline) return false;
+  }
+}
+
+class AgentsOverMem : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(AgentsOverMem, LossyAndCleanSubscriberBothGetEverythingExactly) {
+  const uint64_t seed = GetParam();
+  media::mem::PublisherMedium pub_medium;
+  PubAgent pub(pub_medium, pub_config(), {}, {}, kPubOpts);
+
+  FaultProfile lossy;
+  lossy.seed = seed;
+  lossy.loss = 0.05;
+  lossy.reorder = 0.1;
+  lossy.reorder_depth = 6;
+  Sub clean(pub_medium, FaultProfile{}, "clean");
+  Sub faulty(pub_medium, lossy, "lossy");
+  const std::vector<Sub*> subs{&clean, &faulty};
+
+  PublishedLog log(kInstruments);
+  LoggedAgent logged{pub, log};
+  book::GeneratorConfig g;
+  g.seed = seed;
+  g.instruments = kInstruments;
+  Messages messages{book::Generator(g), kMessages};
+  DriveSubscribers drive{subs};
+  feed::Pace pace;
+  pace.rate = 200'000;  // 25 ms of feed: flush timers and heartbeats play their part
+  pace.start_ns = monotonic_ns();
+  const auto paced = feed::run_paced(logged, messages, pace, drive);
+  ASSERT_EQ(paced.refused, feed::PublishResult::kOk);
+  ASSERT_EQ(paced.published, kMessages);
+  EXPECT_EQ(logged.out_of_order, 0u);
+
+  ASSERT_TRUE(finish(pub, subs)) << "did not converge\n" << report(subs);
+  const std::string r = report(subs);
+  for (Sub* s : subs) {
+    SCOPED_TRACE(s->name);
+    expect_exact_delivery(log, pub.core(), s->agent.subscriber(), s->rec, r);
+    EXPECT_EQ(s->rec.delivered, kMessages);
+  }
+  const auto& cc = clean.agent.subscriber().counters();
+  EXPECT_EQ(cc.gaps.get(), 0u) << r;
+  EXPECT_EQ(cc.retransmit_requests.get(), 0u) << r;
+  const auto& lc = faulty.agent.subscriber().counters();
+  EXPECT_GT(lc.gaps.get(), 0u) << r;
+  EXPECT_GT(lc.datagrams_recovered.get(), 0u) << r;
+  EXPECT_GT(faulty.faulty.counters().lost.get(), 0u);
+  EXPECT_GT(faulty.faulty.counters().reordered.get(), 0u);
+  EXPECT_EQ(faulty.faulty.counters().hold_pool_full.get(), 0u);
+  EXPECT_EQ(faulty.faulty.lost_datagrams(), faulty.faulty.counters().lost.get()) << "the queues never overflowed";
+  EXPECT_EQ(pub.clients(), 2u);
+  EXPECT_EQ(pub.subscribed_clients(), 2u);
+  if (getenv("SIM_REPORT")) std::cerr << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, AgentsOverMem, ::testing::Values(1, 2, 3));
+
+// A subscriber that starts halfway, driven by a plain publish / do_work loop:
+// its medium starts at the live edge and the agent recovers the history.
+TEST(AgentsOverMemLoop, LateJoinerRecoversTheHistory) {
+  media::mem::PublisherMedium pub_medium;
+  PubAgent pub(pub_medium, pub_config(), {}, {}, kPubOpts);
+  Sub early(pub_medium, FaultProfile{}, "early");
+  std::unique_ptr<Sub> late;
+  std::vector<Sub*> subs{&early};
+
+  PublishedLog log(kInstruments);
+  book::GeneratorConfig g;
+  g.instruments = kInstruments;
+  book::Generator gen(g);
+  for (uint64_t i = 0; i < kMessages; ++i) {
+    wire::Message m;
+    gen.next(m);
+    const uint64_t now = monotonic_ns();
+    ASSERT_EQ(pub.publish(m, now), feed::PublishResult::kOk) << "the bus never pushes back";
+    ASSERT_TRUE(log.add(m));
+    if (i % 16 == 0) {
+      pub.do_work(now);
+      for (Sub* s : subs) s->agent.do_work();
+    }
+    if (i == kMessages / 2) {
+      pub.flush(now);
+      late = std::make_unique<Sub>(pub_medium, FaultProfile{}, "late");
+      subs.push_back(late.get());
+    }
+  }
+  ASSERT_TRUE(finish(pub, subs)) << "did not converge\n" << report(subs);
+  const std::string r = report(subs);
+  for (Sub* s : subs) {
+    SCOPED_TRACE(s->name);
+    expect_exact_delivery(log, pub.core(), s->agent.subscriber(), s->rec, r);
+  }
+  const auto& c = late->agent.subscriber().counters();
+  EXPECT_GT(c.datagrams_recovered.get(), 0u) << r;
+  EXPECT_EQ(c.snapshots_applied.get(), 0u) << "the ring still held the history\n" << r;
+  EXPECT_EQ(late->rec.delivered, kMessages) << r;
+  if (getenv("SIM_REPORT")) std::cerr << r;
+}
+
+}  // namespace
+}  // namespace mdcast::test
