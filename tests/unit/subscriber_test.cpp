@@ -788,6 +788,95 @@ TEST_F(SubscriberTest, RemoveAndAddInstruments) {
   expect_books_equal();
 }
 
+// ------------------------------------------------ media::ControlEvents --
+
+// Datagrams a medium fetched itself: no frame, same outcome as a reply.
+TEST_F(SubscriberTest, RetransmitsFetchedByTheMediumAreHandledAsAReply) {
+  ctl_.fetches = true;
+  start();
+  publish_pairs(6);
+  rx_seq({1, 3, 6});
+  poll();
+  ASSERT_EQ(ctl_.fetch_requests.size(), 2u);
+  EXPECT_TRUE(requests().empty()) << "a fetching medium gets typed requests, not frames";
+  const auto r2 = ctl_.fetch_requests[0], r4 = ctl_.fetch_requests[1];
+  EXPECT_EQ(r2.session, kSession);
+  EXPECT_EQ(r2.from, 2u);
+  EXPECT_EQ(r2.count, 1u);
+  EXPECT_EQ(r4.from, 4u);
+  EXPECT_EQ(r4.count, 2u);
+  media::ControlEvents& ev = *sub_;  // what a medium's poll_control is handed
+  const std::span<const std::byte> two[] = {feed_.dg(2)};
+  ev.on_retransmitted(r2.rid, kSession, two, now_);
+  EXPECT_EQ(sub_->next_sequence(), 4u);
+  const std::span<const std::byte> four_five[] = {feed_.dg(4), feed_.dg(5)};
+  ev.on_retransmitted(r4.rid, kSession, four_five, now_);
+  EXPECT_EQ(sub_->next_sequence(), 7u);
+  EXPECT_EQ(h_.seqs(), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(sub_->counters().datagrams_recovered.get(), 3u);
+  EXPECT_TRUE(sub_->caught_up());
+  expect_books_equal();
+  // Retired: neither a late answer nor a timeout brings anything back.
+  ev.on_retransmitted(r2.rid, kSession, two, now_);
+  EXPECT_EQ(sub_->counters().duplicates.get(), 0u) << "a retired request's late answer is not even looked at";
+  ctl_.fetch_requests.clear();
+  now_ += 10'000;
+  poll();
+  EXPECT_TRUE(ctl_.fetch_requests.empty());
+  EXPECT_EQ(sub_->counters().retransmit_timeouts.get(), 0u);
+}
+
+TEST_F(SubscriberTest, FetchedRetransmitsOfAnotherSessionAreIgnored) {
+  ctl_.fetches = true;
+  start();
+  publish_pairs(3);
+  rx_seq({1, 3});
+  poll();
+  ASSERT_EQ(ctl_.fetch_requests.size(), 1u);
+  const uint32_t rid = ctl_.fetch_requests[0].rid;
+  ctl_.fetch_requests.clear();
+  const std::span<const std::byte> two[] = {feed_.dg(2)};
+  sub_->on_retransmitted(rid, kSession - 1, two, now_);
+  EXPECT_EQ(sub_->next_sequence(), 2u);
+  EXPECT_EQ(sub_->counters().datagrams_recovered.get(), 0u);
+  // As a reply of another session would: retired, and the run asked for anew.
+  poll();
+  ASSERT_EQ(ctl_.fetch_requests.size(), 1u);
+  EXPECT_NE(ctl_.fetch_requests[0].rid, rid);
+  EXPECT_EQ(ctl_.fetch_requests[0].from, 2u);
+}
+
+// Nothing fetched: asked again at the next poll (same request, no timeout
+// wait), each time a retry, so a range the medium can never fetch ends in a
+// snapshot instead of a loop.
+TEST_F(SubscriberTest, NothingFetchedIsAskedAgainThenSnapshot) {
+  ctl_.fetches = true;
+  start();
+  publish_pairs(3);
+  rx_seq({1, 3});
+  poll();
+  ASSERT_EQ(ctl_.fetch_requests.size(), 1u);
+  const uint32_t rid = ctl_.fetch_requests[0].rid;
+  for (uint32_t retry = 1; retry <= 2; ++retry) {
+    ctl_.fetch_requests.clear();
+    sub_->on_retransmitted(rid, kSession, {}, now_);
+    EXPECT_TRUE(ctl_.fetch_requests.empty()) << "never re-asked from inside the medium's callback";
+    poll();  // no time passes
+    ASSERT_EQ(ctl_.fetch_requests.size(), 1u) << "retry " << retry;
+    EXPECT_EQ(ctl_.fetch_requests[0].rid, rid) << "the same request";
+    EXPECT_EQ(ctl_.fetch_requests[0].from, 2u);
+  }
+  EXPECT_EQ(sub_->counters().retransmit_timeouts.get(), 0u);
+  EXPECT_EQ(sub_->counters().retransmit_requests.get(), 1u);
+  EXPECT_FALSE(sub_->in_snapshot());
+  sub_->on_retransmitted(rid, kSession, {}, now_);  // beyond max_retries = 2
+  EXPECT_TRUE(sub_->in_snapshot());
+  ASSERT_EQ(ctl_.all<SnapshotRequest>().size(), 1u);
+  reply(feed_.snapshot(ctl_.all<SnapshotRequest>()[0].first, feed_.instruments_with_data()));
+  EXPECT_TRUE(sub_->caught_up());
+  expect_books_equal();
+}
+
 // ----------------------------------------------------------- known bugs --
 
 // A datagram longer than the configured max_datagram (legal on the wire: up
@@ -819,12 +908,13 @@ TEST_F(SubscriberTest, OversizedDatagramDoesNotCorruptTheWindow) {
 
 // A snapshot-data frame may legally end with a 4-byte message of an unknown
 // type (validate_message_run accepts it for forward compatibility).
-// Found by this test, since fixed: Subscriber::apply_snapshot_run() (subscriber_impl.hpp) reads
-// v.instrument() - 4 bytes at offset 4 - before checking the message type,
-// so it reads past the end of such a frame. Only visible under ASan
-// (heap-buffer-overflow READ of 4), as is tests/fuzz/known-bugs/
-// subscriber-snapshot-run-overread with MDCAST_FUZZ_NO_GUARDS=1. Fix: test
-// is_market_data(v.type()) before reading the instrument.
+// Found by this test, since fixed: SubscriberCore::apply_snapshot_run()
+// (subscriber_recovery.cpp) read v.instrument() - 4 bytes at offset 4 -
+// before checking the message type, so it read past the end of such a frame.
+// Only visible under ASan (heap-buffer-overflow READ of 4), as is
+// tests/fuzz/known-bugs/subscriber-snapshot-run-overread with
+// MDCAST_FUZZ_NO_GUARDS=1. Fix: test is_market_data(v.type()) before reading
+// the instrument.
 TEST_F(SubscriberTest, SnapshotRunEndingInAShortUnknownMessage) {
   start();
   publish_pairs(3);
@@ -845,13 +935,13 @@ TEST_F(SubscriberTest, SnapshotRunEndingInAShortUnknownMessage) {
 
 // A recovery started while draining buffered datagrams must time out
 // request_timeout after it was started, not after the datagram arrived.
-// Found by this test, since fixed: Subscriber::drain() (subscriber_impl.hpp) passes each buffered
-// datagram's receive time as `now` to deliver(), which hands it on to
-// process() -> start_irec() -> send_irec(), so the snapshot request's
-// deadline is computed from that old time. A datagram that waited in the
-// window longer than request_timeout (waiting for a retransmit, say) starts
-// a recovery that is already overdue: the next poll() sends the snapshot
-// request again and the publisher builds the snapshot twice. Fix: keep
+// Found by this test, since fixed: SubscriberCore::drain() (subscriber_core.cpp)
+// passed each buffered datagram's receive time as `now` to deliver(), which
+// handed it on to process() -> start_irec() -> send_irec(), so the snapshot
+// request's deadline was computed from that old time. A datagram that waited
+// in the window longer than request_timeout (waiting for a retransmit, say)
+// started a recovery that was already overdue: the next poll() sent the
+// snapshot request again and the publisher built the snapshot twice. Fix: keep
 // m.recv for Delivery::receive_time_ns only and pass the real `now` down.
 TEST_F(SubscriberTest, RecoveryStartedFromTheWindowGetsAFreshDeadline) {
   start();
