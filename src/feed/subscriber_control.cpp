@@ -17,12 +17,14 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   connected_ = true;
   subscribed_ = false;
   subscribe_refused_ = false;
+  mark_unsent();  // also when no disconnect was reported: a new connection is a new conversation
   send_subscribe(now);
 }
 
 void SubscriberCore::on_control_disconnected() noexcept {
   connected_ = false;
   subscribed_ = false;
+  mark_unsent();
 }
 
 void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept {

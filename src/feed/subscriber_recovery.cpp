@@ -124,11 +124,22 @@ void SubscriberCore::poll_requests(uint64_t now) noexcept {
     request_missing(now);
 }
 
-// On a subscription acknowledged: what could not be asked before goes out now.
+// A new control connection knows nothing of what was asked on the previous
+// one: its replies are lost with it.
+void SubscriberCore::mark_unsent() noexcept {
+  for (uint32_t i = 0; i < n_reqs_; ++i) reqs_[i].sent = false;
+  snap_sent_ = false;
+  for (auto& r : irecs_) r.sent = false;
+}
+
+// On a subscription acknowledged: whatever waits for one goes out now, with
+// the request ids and retry counts it had (a late answer still matches).
 void SubscriberCore::resend_unsent(uint64_t now) noexcept {
   if (mode_ == Mode::kSnapshot && !snap_sent_) send_snapshot_request(now);
   for (auto& r : irecs_)
     if (r.busy && !r.sent) send_irec(r, now);
+  for (uint32_t i = 0; i < n_reqs_; ++i)
+    if (!reqs_[i].sent) send_retransmit(reqs_[i], now);
 }
 
 // ------------------------------------------------------- full snapshots --

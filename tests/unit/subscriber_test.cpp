@@ -877,6 +877,83 @@ TEST_F(SubscriberTest, NothingFetchedIsAskedAgainThenSnapshot) {
   expect_books_equal();
 }
 
+// ---------------------------------------------------------- reconnection --
+
+// The replies to what was asked on a lost connection are lost with it: once
+// the new subscription is acknowledged, outstanding requests go out again at
+// once (same request ids), not after request_timeout.
+TEST_F(SubscriberTest, OutstandingRequestsAreResentWhenResubscribed) {
+  start();
+  publish_pairs(2);
+  rx_seq({1, 2});
+  rx(feed_.heartbeat({1, 2}, {}, {{2, 0xbad}}));  // instrument 2 is recovered alone
+  const auto irec = ctl_.all<SnapshotRequest>();
+  ASSERT_EQ(irec.size(), 1u);
+  publish_pairs(2);
+  rx(feed_.dg(4));
+  poll();
+  ASSERT_EQ(requests(), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 1}}));
+  const uint32_t r3 = rid_of(3);
+
+  sub_->on_control_disconnected();
+  ctl_.clear();
+  now_ += 10;
+  sub_->on_control_connected(now_);
+  const auto subs = ctl_.all<Subscribe>();
+  ASSERT_EQ(subs.size(), 1u);
+  poll();
+  EXPECT_TRUE(requests().empty()) << "nothing is asked before the subscription is acknowledged";
+  EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty());
+  ctl_.clear();
+  reply(encode_control(subs[0].first, SubscribeAck{kSession, feed_.newest(), 1, ctl::kAll}));
+  // No time passed: these are not timeouts.
+  EXPECT_EQ(requests(), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 1}}));
+  EXPECT_EQ(rid_of(3), r3);
+  const auto again = ctl_.all<SnapshotRequest>();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].first, irec[0].first);
+  EXPECT_EQ(again[0].second.instruments.ids, std::vector<uint32_t>{2});
+  EXPECT_EQ(sub_->counters().retransmit_timeouts.get(), 0u);
+  EXPECT_EQ(sub_->counters().retransmit_requests.get(), 1u) << "the same request, sent again";
+  // A repeated ack on the same connection re-sends nothing.
+  ctl_.clear();
+  reply(encode_control(subs[0].first, SubscribeAck{kSession, feed_.newest(), 1, ctl::kAll}));
+  EXPECT_TRUE(ctl_.sent.empty());
+
+  reply(feed_.retransmit_reply(r3, 3, 1));
+  reply(feed_.snapshot(irec[0].first, {2}));
+  EXPECT_TRUE(sub_->caught_up());
+  expect_iseqs(1, 1, 4);
+  EXPECT_EQ(h_.snapshots, std::vector<uint32_t>{2});
+  expect_books_equal();
+}
+
+TEST_F(SubscriberTest, SnapshotRequestIsResentWhenResubscribed) {
+  start();
+  publish_pairs(3);
+  rx_seq({1, 3});
+  poll();
+  reply(feed_.retransmit_reply(rid_of(2), 2, 1, RetransmitStatus::kTooOld));
+  const auto snaps = ctl_.all<SnapshotRequest>();
+  ASSERT_EQ(snaps.size(), 1u);
+  // The connection drops; the medium reports only the new one.
+  ctl_.clear();
+  now_ += 10;
+  sub_->on_control_connected(now_);
+  const auto subs = ctl_.all<Subscribe>();
+  ASSERT_EQ(subs.size(), 1u);
+  ctl_.clear();
+  reply(encode_control(subs[0].first, SubscribeAck{kSession, feed_.newest(), 1, ctl::kAll}));
+  const auto again = ctl_.all<SnapshotRequest>();
+  ASSERT_EQ(again.size(), 1u) << "sent at once, not at its deadline";
+  EXPECT_EQ(again[0].first, snaps[0].first);
+  EXPECT_TRUE(again[0].second.instruments.all);
+  EXPECT_EQ(sub_->counters().retransmit_timeouts.get(), 0u);
+  reply(feed_.snapshot(snaps[0].first, feed_.instruments_with_data()));
+  EXPECT_TRUE(sub_->caught_up());
+  expect_books_equal();
+}
+
 // ----------------------------------------------------------- known bugs --
 
 // A datagram longer than the configured max_datagram (legal on the wire: up

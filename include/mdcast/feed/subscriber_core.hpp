@@ -75,7 +75,10 @@ class SubscriberCore : public media::ControlEvents {
   SubscriberCore(const SubscriberCore&) = delete;
   SubscriberCore& operator=(const SubscriberCore&) = delete;
 
-  // media::ControlEvents.
+  // media::ControlEvents. A (re)connection subscribes; once the subscription
+  // is acknowledged, every request that was outstanding when the previous
+  // connection went away is sent again at once: its reply died with that
+  // connection, so waiting for request_timeout would only delay recovery.
   void on_control_connected(uint64_t now) noexcept final;
   void on_control_disconnected() noexcept final;
   void on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept final;
@@ -197,7 +200,7 @@ class SubscriberCore : public media::ControlEvents {
     uint32_t count;
     uint64_t deadline;
     uint32_t retries;
-    bool sent;  // false: to be sent (again) at the next poll(), not at `deadline`
+    bool sent;  // false: due now (the next poll, or the ack of a new subscription), not at `deadline`
   };
   struct InstrumentRecovery {
     bool busy = false;
@@ -238,6 +241,7 @@ class SubscriberCore : public media::ControlEvents {
   void send_irec(InstrumentRecovery& r, uint64_t now) noexcept;
   void finish_irec(int idx, uint64_t now) noexcept;
   void cancel_irecs() noexcept;
+  void mark_unsent() noexcept;
   void resend_unsent(uint64_t now) noexcept;
 
   // subscriber_control.cpp: the subscription and the control plane
