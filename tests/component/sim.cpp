@@ -169,6 +169,9 @@ void Sim::verify() const {
                          c.foreign_channel.get() + c.malformed.get() + c.stale_session.get() + c.heartbeats.get() +
                          c.skipped_by_snapshot.get() + c.window_discards.get() + sub.buffered();
     EXPECT_EQ(in, out) << report();
+    // The delivery hook saw every delivered datagram once, in sequence order.
+    EXPECT_EQ(s.rec->datagrams, c.datagrams_delivered.get());
+    EXPECT_FALSE(s.rec->datagram_order_broken);
     EXPECT_EQ(c.checksum_mismatch.get(), 0u);
     EXPECT_EQ(c.book_errors.get(), 0u);
   }

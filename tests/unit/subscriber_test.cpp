@@ -954,6 +954,106 @@ TEST_F(SubscriberTest, SnapshotRequestIsResentWhenResubscribed) {
   expect_books_equal();
 }
 
+// ------------------------------------------------------- delivery hook --
+
+// A handler with the optional on_datagram_delivered hook: records each call
+// with how many messages had been delivered when it came.
+struct HookHandler : Handler {
+  struct Call {
+    uint64_t seq;
+    bool recovered;
+    Bytes bytes;
+    size_t msgs_before;
+  };
+  std::vector<Call> calls;
+  void on_datagram_delivered(std::span<const std::byte> d, const feed::Delivery& dl) noexcept {
+    calls.push_back({dl.sequence, dl.recovered, Bytes(d.begin(), d.end()), msgs.size()});
+  }
+  std::vector<uint64_t> seqs_hooked() const {
+    std::vector<uint64_t> v;
+    for (const auto& c : calls) v.push_back(c.seq);
+    return v;
+  }
+};
+
+TEST(SubscriberDeliveryHook, OncePerDatagramInSequenceOrderBeforeItsMessages) {
+  uint64_t now = 1'000'000;
+  Feed feed;
+  HookHandler h;
+  FakeControl ctl;
+  Subscriber<HookHandler> sub(sub_config(), h, &ctl);
+  sub.on_control_connected(now);
+  sub.on_control_frame(encode_control(ctl.all<Subscribe>().at(0).first, SubscribeAck{kSession, 0, 1, ctl::kAll}), now);
+  for (int i = 0; i < 8; ++i) feed.publish({feed.add(1), feed.add(2)});
+  auto rx = [&](uint64_t seq) { sub.on_datagram(feed.dg(seq), Rail::kA, now); };
+  rx(1);                // live
+  rx(3);                // buffered
+  rx(5);                // buffered
+  rx(3);                // a duplicate: not delivered, not hooked
+  rx(2);                // live, then 3 from the window
+  sub.on_datagram(feed.heartbeat({}), Rail::kA, now);  // unsequenced: not hooked
+  EXPECT_EQ(h.seqs_hooked(), (std::vector<uint64_t>{1, 2, 3}));
+  ctl.clear();
+  sub.poll(now);
+  uint32_t r4 = 0, r6 = 0;
+  for (const auto& [rid, r] : ctl.all<RetransmitRequest>()) (r.from_seq == 4 ? r4 : r6) = rid;
+  ASSERT_NE(r4, 0u);
+  ASSERT_NE(r6, 0u);
+  sub.on_control_frame(feed.retransmit_reply(r6, 6, 3), now);  // buffered behind the hole at 4
+  EXPECT_EQ(h.seqs_hooked(), (std::vector<uint64_t>{1, 2, 3}));
+  sub.on_control_frame(feed.retransmit_reply(r4, 4, 1), now);  // 4 in order, then 5..8 from the window
+  EXPECT_EQ(h.seqs_hooked(), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  for (const auto& c : h.calls) {
+    SCOPED_TRACE(c.seq);
+    EXPECT_EQ(c.bytes, feed.dg(c.seq)) << "the datagram as published";
+    EXPECT_EQ(c.recovered, c.seq >= 3) << "live 1 and 2, the rest recovered";
+    EXPECT_EQ(c.msgs_before, 2 * (c.seq - 1)) << "called before the datagram's own messages";
+  }
+  EXPECT_EQ(h.calls.size(), sub.counters().datagrams_delivered.get());
+
+  // A full snapshot replaces datagrams: the hook resumes after it.
+  for (int i = 0; i < 4; ++i) feed.publish({feed.add(1), feed.add(2)});  // 9..12
+  rx(12);
+  sub.on_control_frame(feed.retransmit_reply(0, 9, 3), now);  // an unasked reply: ignored
+  ctl.clear();
+  sub.poll(now);
+  const auto req = ctl.all<RetransmitRequest>().at(0);
+  sub.on_control_frame(feed.retransmit_reply(req.first, 9, 3, RetransmitStatus::kTooOld), now);
+  ASSERT_TRUE(sub.in_snapshot());
+  const auto snap = feed.snapshot(ctl.all<SnapshotRequest>().at(0).first, feed.instruments_with_data());  // at 12
+  feed.publish({feed.add(1), feed.add(2)});  // 13
+  rx(13);
+  for (const auto& f : snap) sub.on_control_frame(f, now);
+  EXPECT_TRUE(sub.caught_up());
+  EXPECT_EQ(h.seqs_hooked(), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 13}));
+  EXPECT_EQ(h.calls.back().msgs_before, h.msgs.size() - 2);
+  EXPECT_EQ(h.calls.size(), sub.counters().datagrams_delivered.get());
+}
+
+// Messages the filter drops or an instrument recovery holds do not hide
+// their datagram from the hook.
+TEST(SubscriberDeliveryHook, SeesDatagramsWhoseMessagesAreFilteredOrHeld) {
+  uint64_t now = 1'000'000;
+  Feed feed;
+  HookHandler h;
+  FakeControl ctl;
+  auto c = sub_config();
+  c.all_instruments = false;
+  c.instruments = {2};
+  Subscriber<HookHandler> sub(c, h, &ctl);
+  sub.on_control_connected(now);
+  sub.on_control_frame(encode_control(ctl.all<Subscribe>().at(0).first, SubscribeAck{kSession, 0, 1, ctl::kAll}), now);
+  feed.publish({feed.add(1)});
+  feed.publish({feed.add(2)});
+  sub.on_datagram(feed.dg(1), Rail::kA, now);
+  sub.on_datagram(feed.dg(2), Rail::kB, now);
+  sub.on_datagram(feed.heartbeat({2}, {}, {{2, 0xbad}}), Rail::kA, now);  // instrument 2 now held
+  feed.publish({feed.add(2)});
+  sub.on_datagram(feed.dg(3), Rail::kA, now);
+  EXPECT_EQ(h.seqs_hooked(), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(h.iseqs(2), std::vector<uint32_t>{1}) << "2's second message is held";
+}
+
 // ----------------------------------------------------------- known bugs --
 
 // A datagram longer than the configured max_datagram (legal on the wire: up

@@ -37,6 +37,18 @@
 //   void on_reset(uint32_t new_session) noexcept;                          // every book cleared
 // and optionally
 //   void on_event(SubscriberEvent, std::string_view detail) noexcept;
+//   void on_datagram_delivered(std::span<const std::byte> datagram, const Delivery&) noexcept;
+//
+// on_datagram_delivered is for recorders (a capture of the stream as it was
+// delivered, a replay log): it sees each sequenced datagram once, in sequence
+// order, live and recovered alike, just before that datagram's messages are
+// delivered - whether or not any of them passes the filter or is held for an
+// instrument's recovery. The bytes are the datagram as validated, valid
+// during the call only. Datagrams a snapshot replaced are never delivered, so
+// the hook skips them: after a full snapshot (on_snapshot for every filtered
+// instrument) the next sequence it sees is the snapshot's + 1; after a new
+// session (on_reset) sequences restart at 1. Heartbeats are not sequenced and
+// not passed. A Handler without the member pays nothing for it.
 //
 // The data path (on_datagram in the live state) allocates nothing, throws
 // nothing and makes no virtual call per message. Control requests are built
@@ -75,6 +87,8 @@ class Subscriber final : public SubscriberCore {
   void on_datagram(std::span<const std::byte> d, Rail rail, uint64_t now) noexcept;
 
  private:
+  static constexpr bool kHasDatagramHook =
+      requires(Handler& h, std::span<const std::byte> d, const Delivery& dl) { h.on_datagram_delivered(d, dl); };
   static constexpr bool kHasEvents =
       requires(Handler& h, SubscriberEvent e, std::string_view s) { h.on_event(e, s); };
 
@@ -156,6 +170,7 @@ void Subscriber<Handler>::deliver(std::span<const std::byte> d, const wire::Data
   counters_->datagrams_delivered.add();
   // `received` is when the datagram arrived (latency); `now` drives timers.
   const Delivery dl{h.sequence, h.send_time_ns, received, recovered};
+  if constexpr (kHasDatagramHook) handler_.on_datagram_delivered(d, dl);
   wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
   wire::MessageView v;
   while (cur.next(v)) {
