@@ -47,8 +47,8 @@
 // during the call only. Datagrams a snapshot replaced are never delivered, so
 // the hook skips them: after a full snapshot (on_snapshot for every filtered
 // instrument) the next sequence it sees is the snapshot's + 1; after a new
-// session (on_reset) sequences restart at 1. Heartbeats are not sequenced and
-// not passed. A Handler without the member pays nothing for it.
+// session (on_reset) the sequence starts over. Heartbeats are not sequenced
+// and not passed. A Handler without the member pays nothing for it.
 //
 // The data path (on_datagram in the live state) allocates nothing, throws
 // nothing and makes no virtual call per message. Control requests are built
