@@ -188,7 +188,7 @@ class SubscriberCore : public media::ControlEvents {
   Mode mode_ = Mode::kLive;
   uint32_t session_ = 0;
   uint64_t next_seq_ = 1;
-  uint64_t highest_seen_ = 0;
+  uint64_t highest_seen_ = 0;  // never below a buffered sequence: the live path skips the window on that
   uint64_t last_rx_ = 0;
   bool publisher_silent_ = false;
   bool gap_open_ = false;
