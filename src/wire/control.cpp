@@ -238,8 +238,16 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
         return std::nullopt;
     }
     return out;
-  } catch (const std::bad_alloc&) {
-    if (why) *why = "out of memory parsing control frame";
+  } catch (...) {
+    // Out of memory building the result or the reason. Only this handler may
+    // not throw again (the function is noexcept): the short text fits the
+    // string's own buffer, and is dropped if even that fails.
+    if (why) {
+      try {
+        *why = "out of memory";
+      } catch (...) {
+      }
+    }
     return std::nullopt;
   }
 }

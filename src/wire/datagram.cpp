@@ -59,31 +59,33 @@ DatagramCheck validate_datagram(std::span<const std::byte> d, DatagramHeader& h,
   if (h.flags & kFlagCrc) {
     if (load_le<uint32_t>(p + dgram::kCrc) != datagram_crc(p, d.size())) return DatagramCheck::kBadCrc;
   }
-  const int n = validate_message_run(p + dgram::kHeaderSize, d.size() - dgram::kHeaderSize);
+  uint32_t unknown = 0;
+  const int n = validate_message_run(p + dgram::kHeaderSize, d.size() - dgram::kHeaderSize, &unknown);
   if (n < 0) return DatagramCheck::kBadMessage;
   if (n != h.message_count) return DatagramCheck::kBadCount;
-  if (unknown_types) {
-    *unknown_types = 0;
-    MessageCursor c = MessageCursor::payload_of(d);
-    MessageView v;
-    while (c.next(v))
-      if (validate_message(v.data(), v.size()) == MessageCheck::kUnknownType) ++*unknown_types;
-  }
+  // Only a datagram that passed gets a count: the caller trusts it then.
+  if (unknown_types) *unknown_types = unknown;
   return DatagramCheck::kOk;
 }
 
-int validate_message_run(const std::byte* p, size_t len) noexcept {
+int validate_message_run(const std::byte* p, size_t len, uint32_t* unknown_types) noexcept {
   size_t off = 0;
   int n = 0;
+  uint32_t unknown = 0;
   while (off < len) {
     if (len - off < msg::kHeaderSize) return -1;
     const auto mlen = load_le<uint16_t>(p + off + msg::kLength);
     if (mlen < msg::kHeaderSize || mlen > len - off) return -1;
     const MessageCheck c = validate_message(p + off, mlen);
-    if (c != MessageCheck::kOk && c != MessageCheck::kUnknownType) return -1;
+    if (c == MessageCheck::kUnknownType) {
+      ++unknown;
+    } else if (c != MessageCheck::kOk) {
+      return -1;
+    }
     off += mlen;
     ++n;
   }
+  if (unknown_types) *unknown_types = unknown;
   return n;
 }
 

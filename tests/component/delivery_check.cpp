@@ -57,6 +57,9 @@ void expect_exact_delivery(const PublishedLog& log, const feed::PublisherCore& p
   }
   expect_counters_add_up(sub, report);
   const auto& c = sub.counters();
+  // The delivery hook saw every delivered datagram once, in sequence order.
+  EXPECT_EQ(rec.datagrams, c.datagrams_delivered.get());
+  EXPECT_FALSE(rec.datagram_order_broken);
   EXPECT_EQ(c.checksum_mismatch.get(), 0u);
   EXPECT_EQ(c.book_errors.get(), 0u);
 }

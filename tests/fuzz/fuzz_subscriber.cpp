@@ -22,7 +22,8 @@
 //   5     control frame built around a body: payload = u8 type, u8 rid, body
 //   6     control connected (payload[0] odd) or disconnected
 //   7     answer one of the subscriber's latest requests (payload[0]: which,
-//         and the status): a retransmit with the datagrams seen so far, a
+//         and the status): a retransmit with the datagrams seen so far (bit
+//         0x40: handed over as a fetching medium would, on_retransmitted), a
 //         snapshot with payload[2..] as its message run (or empty books at
 //         iseq payload[1]), a subscribe with an ack
 #include <array>
@@ -236,7 +237,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
         }
         if (!req) break;
-        if (const auto* r = std::get_if<RetransmitRequest>(&req->body)) {
+        if (const auto* r = std::get_if<RetransmitRequest>(&req->body); r && (st & 0x40)) {
+          // As a medium that fetched the range itself answers: no frame;
+          // nothing fetched unless the status picked is ok.
+          std::vector<std::vector<std::byte>> copies;
+          if (st % 4 == 0)
+            for (uint64_t s = r->from_seq; s < r->from_seq + r->count && s - r->from_seq < 64; ++s) {
+              const auto it = seen.find(s);
+              if (it == seen.end()) break;
+              copies.push_back(it->second);
+            }
+          std::vector<std::span<const std::byte>> views(copies.begin(), copies.end());
+          sub.on_retransmitted(req->request_id, st & 8 ? r->session + 1 : r->session, views, now);
+        } else if (r) {
           RetransmitReplyBuilder b(req->request_id, st & 8 ? r->session + 1 : r->session,
                                    static_cast<RetransmitStatus>(st % 4), r->from_seq, 1);
           if (st % 4 == 0)

@@ -4,7 +4,9 @@
 // verbs system tests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "mdcast/book/order_book.hpp"
@@ -26,6 +28,11 @@ struct Recorder {
   uint64_t resets = 0;
   uint64_t delivered = 0;
   uint64_t recovered = 0;
+  // From the delivery hook: how many datagrams it saw, and whether their
+  // sequences ever failed to rise within a session (they may jump: snapshots).
+  uint64_t datagrams = 0;
+  uint64_t last_datagram_seq = 0;
+  bool datagram_order_broken = false;
 
   explicit Recorder(uint32_t n) : per_inst(n) {}
   void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
@@ -36,9 +43,15 @@ struct Recorder {
   void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
     per_inst[inst].push_back({true, b ? b->book(inst).instrument_seq() : 0, 0});
   }
+  void on_datagram_delivered(std::span<const std::byte>, const feed::Delivery& d) noexcept {
+    if (d.sequence <= last_datagram_seq) datagram_order_broken = true;
+    last_datagram_seq = d.sequence;
+    ++datagrams;
+  }
   void on_reset(uint32_t) noexcept {
     for (auto& v : per_inst) v.clear();
     ++resets;
+    last_datagram_seq = 0;
   }
 };
 

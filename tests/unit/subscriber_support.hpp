@@ -62,11 +62,26 @@ struct Handler {
 };
 
 struct FakeControl : feed::ControlChannel {
+  struct Typed {
+    uint32_t rid;
+    uint32_t session;
+    uint64_t from;
+    uint32_t count;
+  };
   std::vector<Bytes> sent;
   bool up = true;
+  // Set: behave like a medium that fetches retransmits itself (RDMA READ):
+  // requests are recorded here instead of becoming frames.
+  bool fetches = false;
+  std::vector<Typed> fetch_requests;
   bool send(std::span<const std::byte> f) override {
     if (!up) return false;
     sent.emplace_back(f.begin(), f.end());
+    return true;
+  }
+  bool request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) override {
+    if (!fetches) return ControlChannel::request_retransmit(rid, session, from, count);
+    fetch_requests.push_back({rid, session, from, count});
     return true;
   }
   // Every captured frame of body type T, with its request id.

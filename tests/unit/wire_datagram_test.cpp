@@ -284,6 +284,17 @@ TEST(WireValidateDatagram, MessageRun) {
   EXPECT_EQ(validate_message_run(run.data(), 0), 0);
   EXPECT_EQ(validate_message_run(run.data(), run.size() - 1), -1);
   EXPECT_EQ(validate_message_run(run.data(), 3), -1);
+  // Unknown types are counted by the validating pass itself.
+  Bytes u(6);
+  store_le<uint16_t>(u.data(), 6);
+  store_le<uint8_t>(u.data() + msg::kType, 77);
+  run.insert(run.end(), u.begin(), u.end());
+  uint32_t unknown = 99;
+  EXPECT_EQ(validate_message_run(run.data(), run.size(), &unknown), 3);
+  EXPECT_EQ(unknown, 1u);
+  unknown = 99;
+  EXPECT_EQ(validate_message_run(run.data(), run.size() - 1, &unknown), -1);
+  EXPECT_EQ(unknown, 99u) << "a malformed run leaves the count alone";
 }
 
 TEST(WireValidateDatagram, ToStringCoversEveryValue) {

@@ -18,56 +18,56 @@
 // is recovered alone (a single-instrument snapshot, its messages held until
 // it arrives) while the others keep flowing.
 //
+// This template is the live path only: the in-order datagram is validated,
+// walked, filtered, checked against its instruments' sequences, applied to
+// the books and handed to the Handler right here, inlined into the caller's
+// loop. Everything else - the window, requests, snapshots, sessions,
+// heartbeats, the control plane - is SubscriberCore (subscriber_core.hpp),
+// compiled once; it reaches the Handler through a virtual call per recovered
+// datagram or event, never per live message.
+//
+// The engine is a media::ControlEvents (through SubscriberCore): a medium's
+// poll_control(ControlEvents&) drives it directly.
+//
 // Handler requirements (called on this thread, from within on_datagram /
-// on_control_frame / poll; must not call back into the engine):
+// on_control_frame / on_retransmitted / poll; must not call back into the
+// engine):
 //   void on_message(const wire::Message&, const Delivery&) noexcept;
 //   void on_snapshot(uint32_t instrument, const book::BookSet*) noexcept;  // book replaced
 //   void on_reset(uint32_t new_session) noexcept;                          // every book cleared
 // and optionally
 //   void on_event(SubscriberEvent, std::string_view detail) noexcept;
+//   void on_datagram_delivered(std::span<const std::byte> datagram, const Delivery&) noexcept;
+//
+// on_datagram_delivered is for recorders (a capture of the stream as it was
+// delivered, a replay log): it sees each sequenced datagram once, in sequence
+// order, live and recovered alike, just before that datagram's messages are
+// delivered - whether or not any of them passes the filter or is held for an
+// instrument's recovery. The bytes are the datagram as validated, valid
+// during the call only. Datagrams a snapshot replaced are never delivered, so
+// the hook skips them: after a full snapshot (on_snapshot for every filtered
+// instrument) the next sequence it sees is the snapshot's + 1; after a new
+// session (on_reset) the sequence starts over. Heartbeats are not sequenced
+// and not passed. A Handler without the member pays nothing for it.
 //
 // The data path (on_datagram in the live state) allocates nothing, throws
 // nothing and makes no virtual call per message. Control requests are built
 // on the recovery path only.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <span>
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "mdcast/book/order_book.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
-#include "mdcast/feed/reassembler.hpp"
+#include "mdcast/feed/subscriber_core.hpp"
 #include "mdcast/media/medium.hpp"
-#include "mdcast/wire/control.hpp"
 #include "mdcast/wire/datagram.hpp"
+#include "mdcast/wire/messages.hpp"
 
 namespace mdcast::feed {
-
-enum class Rail : uint8_t { kA = 0, kB = 1, kRecovery = 2 };
-
-struct Delivery {
-  uint64_t sequence;         // datagram sequence
-  uint64_t send_time_ns;     // publisher clock when the datagram's first message was published
-  uint64_t receive_time_ns;  // the `now` given with the datagram
-  bool recovered;            // delivered late: retransmitted, reordered or held for recovery
-};
-
-enum class SubscriberEvent : uint8_t {
-  kPublisherSilent,   // nothing from the publisher for publisher_timeout
-  kPublisherBack,
-  kSessionEnded,      // the publisher announced a clean end of session
-  kControlError,      // an error reply (detail has its text)
-  kSessionChanged,
-};
-
-using media::ControlChannel;
 
 template <class H>
 concept SubscriberHandler = requires(H& h, const wire::Message& m, const Delivery& d, uint32_t u,
@@ -78,165 +78,147 @@ concept SubscriberHandler = requires(H& h, const wire::Message& m, const Deliver
 };
 
 template <SubscriberHandler Handler>
-class Subscriber {
+class Subscriber final : public SubscriberCore {
  public:
   Subscriber(const SubscriberConfig& cfg, Handler& handler, ControlChannel* control,
-             SubscriberCounters* counters = nullptr);
-  Subscriber(const Subscriber&) = delete;
-  Subscriber& operator=(const Subscriber&) = delete;
+             SubscriberCounters* counters = nullptr)
+      : SubscriberCore(cfg, control, counters), handler_(handler) {}
 
   void on_datagram(std::span<const std::byte> d, Rail rail, uint64_t now) noexcept;
-  void on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept;
-  void on_control_connected(uint64_t now) noexcept;
-  void on_control_disconnected() noexcept {
-    connected_ = false;
-    subscribed_ = false;
-  }
-  void poll(uint64_t now) noexcept;
-
-  // Changes the filter; new instruments are recovered by snapshot.
-  void add_instruments(std::span<const uint32_t> ids, uint64_t now);
-  void remove_instruments(std::span<const uint32_t> ids);
-
-  [[nodiscard]] const SubscriberCounters& counters() const noexcept { return *counters_; }
-  [[nodiscard]] const book::BookSet* books() const noexcept { return books_.get(); }
-  [[nodiscard]] uint32_t session() const noexcept { return session_; }
-  [[nodiscard]] uint64_t next_sequence() const noexcept { return next_seq_; }
-  [[nodiscard]] uint64_t highest_sequence() const noexcept { return highest_seen_; }
-  [[nodiscard]] bool subscribed() const noexcept { return subscribed_; }
-  [[nodiscard]] bool session_ended() const noexcept { return session_ended_; }
-  [[nodiscard]] bool in_snapshot() const noexcept { return mode_ == Mode::kSnapshot; }
-  [[nodiscard]] bool recovering() const noexcept {
-    return mode_ == Mode::kSnapshot || next_seq_ <= highest_seen_ || active_irecs() > 0;
-  }
-  // True once everything the publisher announced has been delivered.
-  [[nodiscard]] bool caught_up() const noexcept { return session_ != 0 && !recovering(); }
-  [[nodiscard]] bool wants(uint32_t inst) const noexcept { return inst < n_inst_ && filter_[inst]; }
-  [[nodiscard]] uint32_t instrument_seq(uint32_t inst) const noexcept { return last_iseq_[inst]; }
-  [[nodiscard]] size_t buffered() const noexcept;
-  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
-  [[nodiscard]] bool subscribe_refused() const noexcept { return subscribe_refused_; }
-  [[nodiscard]] const SubscriberConfig& config() const noexcept { return cfg_; }
 
  private:
-  enum class Mode : uint8_t { kLive, kSnapshot };
-  static constexpr uint8_t kNoRec = 0xff;
-  struct Meta {
-    uint64_t seq = 0;  // 0: empty
-    uint64_t recv = 0;
-    uint16_t len = 0;
-  };
-  struct Request {
-    uint32_t rid;
-    uint64_t from;
-    uint32_t count;
-    uint64_t deadline;
-    uint32_t retries;
-  };
-  struct InstrumentRecovery {
-    bool busy = false;
-    bool sent = false;
-    bool got_chunk = false;
-    bool overflow = false;
-    uint32_t inst = 0;
-    uint32_t rid = 0;
-    uint64_t deadline = 0;
-    uint32_t retries = 0;
-    size_t hold_len = 0;
-    std::unique_ptr<std::byte[]> hold;
-  };
-  static constexpr size_t kHoldHeader = 16;  // u64 sequence, u64 send time, then the message
+  static constexpr bool kHasDatagramHook =
+      requires(Handler& h, std::span<const std::byte> d, const Delivery& dl) { h.on_datagram_delivered(d, dl); };
+  static constexpr bool kHasEvents =
+      requires(Handler& h, SubscriberEvent e, std::string_view s) { h.on_event(e, s); };
 
-  void event(SubscriberEvent e, std::string_view detail) noexcept {
-    if constexpr (requires(Handler& h) { h.on_event(e, detail); }) handler_.on_event(e, detail);
-  }
-
-  bool accept_session(uint32_t s, uint64_t now) noexcept;
-  void start_session(uint32_t s) noexcept;
-  void handle_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now) noexcept;
-  void store(std::span<const std::byte> d, uint64_t seq, Rail rail, uint64_t now) noexcept;
-  void drain(uint64_t now) noexcept;
-  void note_gap(uint64_t now) noexcept;
   void deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received, uint64_t now,
                bool recovered) noexcept;
-  void process(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
-  void hold(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept;
-  void rail_first(Rail r) noexcept {
-    if (r == Rail::kA) counters_->rail_a_first.add();
-    else if (r == Rail::kB) counters_->rail_b_first.add();
-  }
-  [[nodiscard]] size_t slot_of(uint64_t seq) const noexcept { return seq % n_slots_; }
-  [[nodiscard]] bool present(uint64_t seq) const noexcept { return meta_[slot_of(seq)].seq == seq; }
-  [[nodiscard]] uint64_t window_base() const noexcept { return next_seq_ > floor_ ? next_seq_ : floor_; }
+  // Inlined into deliver's loop: a call per message costs measurably there.
+  [[gnu::always_inline]] inline void process(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
 
-  void request_missing(uint64_t now) noexcept;
-  void send_retransmit(Request& r, uint64_t now) noexcept;
-  void enter_snapshot(uint64_t now) noexcept;
-  void send_snapshot_request(uint64_t now) noexcept;
-  void apply_snapshot_run(std::span<const std::byte> run, int irec) noexcept;
-  void clear_filtered() noexcept;
-  void finish_snapshot(uint64_t snap_seq, uint64_t now) noexcept;
-  void start_irec(uint32_t inst, uint64_t now) noexcept;
-  void send_irec(InstrumentRecovery& r, uint64_t now) noexcept;
-  void finish_irec(int idx, uint64_t now) noexcept;
-  void cancel_irecs() noexcept;
-  [[nodiscard]] uint32_t active_irecs() const noexcept;
-  void send_subscribe(uint64_t now) noexcept;
-  void send_status(uint64_t now) noexcept;
-  void send(const std::vector<std::byte>& f) noexcept {
-    if (ctl_) (void)ctl_->send(f);
+  // SubscriberCore's way to the handler (the recovery path).
+  void receive_recovered(std::span<const std::byte> d, uint64_t now) noexcept override {
+    on_datagram(d, Rail::kRecovery, now);
+  }
+  void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
+                        uint64_t now) noexcept override {
+    deliver(d, h, received, now, true);
+  }
+  void replay_held(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept override { process(v, dl, now); }
+  void notify_snapshot(uint32_t inst, const book::BookSet* b) noexcept override { handler_.on_snapshot(inst, b); }
+  void notify_reset(uint32_t session) noexcept override { handler_.on_reset(session); }
+  void notify_event(SubscriberEvent e, std::string_view detail) noexcept override {
+    if constexpr (kHasEvents) handler_.on_event(e, detail);
   }
 
-  SubscriberConfig cfg_;
   Handler& handler_;
-  ControlChannel* ctl_;
-  std::unique_ptr<SubscriberCounters> owned_counters_;
-  SubscriberCounters* counters_;
-  std::unique_ptr<book::BookSet> books_;
-  uint32_t n_inst_;
-  std::unique_ptr<uint8_t[]> filter_;
-  std::unique_ptr<uint32_t[]> last_iseq_;
-  std::unique_ptr<uint8_t[]> irec_of_;
-  Reassembler reasm_;
-
-  // Window of out-of-order datagrams, indexed by sequence modulo n_slots_.
-  size_t n_slots_;
-  size_t slot_bytes_;
-  std::unique_ptr<std::byte[]> window_;
-  std::unique_ptr<Meta[]> meta_;
-  uint64_t floor_ = 0;  // sequences below this were abandoned to a snapshot
-
-  Mode mode_ = Mode::kLive;
-  uint32_t session_ = 0;
-  uint64_t next_seq_ = 1;
-  uint64_t highest_seen_ = 0;
-  uint64_t gap_since_ = 0;
-  bool gap_open_ = false;
-  bool scan_needed_ = false;
-  uint64_t last_rx_ = 0;
-  bool publisher_silent_ = false;
-  bool session_ended_ = false;
-
-  std::array<Request, 64> reqs_{};
-  uint32_t n_reqs_ = 0;
-
-  uint32_t snap_rid_ = 0;
-  bool snap_sent_ = false;
-  bool snap_cleared_ = false;
-  uint64_t snap_deadline_ = 0;
-
-  std::vector<InstrumentRecovery> irecs_;
-
-  bool connected_ = false;
-  bool subscribed_ = false;
-  bool subscribe_refused_ = false;
-  uint32_t subscribe_rid_ = 0;
-  uint64_t subscribe_deadline_ = 0;
-  uint64_t last_status_ = 0;
-  uint32_t next_rid_ = 1;
-  std::string last_error_;
 };
 
-}  // namespace mdcast::feed
+template <SubscriberHandler Handler>
+void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, uint64_t now) noexcept {
+  wire::DatagramHeader h;
+  uint32_t unknown = 0;
+  const wire::DatagramCheck chk = wire::validate_datagram(d, h, &unknown);
+  if (rail == Rail::kRecovery)
+    counters_->datagrams_recovered.add();
+  else
+    counters_->datagrams_received.add();
+  // One test passes the usual datagram; which check failed (and whether a
+  // new session begins) is worked out, and counted, out of line.
+  if (chk != wire::DatagramCheck::kOk || d.size() > cfg_.max_datagram || h.channel != cfg_.channel ||
+      (cfg_.sender_id != 0 && h.sender == cfg_.sender_id) || h.session != session_) [[unlikely]] {
+    if (!admit(h, chk, d.size())) return;
+  }
+  if (unknown) counters_->unknown_messages.add(unknown);
+  last_rx_ = now;
+  if (publisher_silent_) [[unlikely]]
+    publisher_back();
+  if (!h.sequenced()) {
+    on_unsequenced(d, h, now);
+    return;
+  }
+  const uint64_t seq = h.sequence;
+  if (seq > highest_seen_) {
+    highest_seen_ = seq;
+    counters_->highest_sequence.set(seq);
+  }
+  if (seq < next_seq_) {
+    counters_->duplicates.add();
+    return;
+  }
+  if (mode_ == Mode::kLive && seq == next_seq_) [[likely]] {
+    // The common case: in order, delivered straight from the medium's buffer.
+    rail_first(rail);
+    deliver(d, h, now, now, rail == Rail::kRecovery);
+    ++next_seq_;
+    // Nothing is ever buffered above highest_seen_, so with next_seq_ past it
+    // (no gap) and no full recovery started by this datagram, the window has
+    // nothing to drain: no need to look (a division) per datagram.
+    if (mode_ != Mode::kLive || next_seq_ <= highest_seen_) [[unlikely]] {
+      drain(now);
+      return;
+    }
+    counters_->next_sequence.set(next_seq_);
+    gap_open_ = false;
+    return;
+  }
+  store(d, seq, rail, now);
+}
 
-#include "mdcast/feed/subscriber_impl.hpp"
+template <SubscriberHandler Handler>
+void Subscriber<Handler>::deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
+                                  uint64_t now, bool recovered) noexcept {
+  counters_->datagrams_delivered.add();
+  // `received` is when the datagram arrived (latency); `now` drives timers.
+  const Delivery dl{h.sequence, h.send_time_ns, received, recovered};
+  if constexpr (kHasDatagramHook) handler_.on_datagram_delivered(d, dl);
+  wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
+  wire::MessageView v;
+  while (cur.next(v)) {
+    const auto t = static_cast<uint8_t>(v.type());
+    if (t == static_cast<uint8_t>(wire::MsgType::kFragment)) [[unlikely]] {
+      wire::MessageView whole;
+      if (reassemble(wire::FragmentView(v), whole)) process(whole, dl, now);
+      continue;
+    }
+    if (t < static_cast<uint8_t>(wire::MsgType::kInstrumentDefinition) ||
+        t > static_cast<uint8_t>(wire::MsgType::kOpaque) ||
+        t == static_cast<uint8_t>(wire::MsgType::kSnapshotChunk) ||
+        t == static_cast<uint8_t>(wire::MsgType::kHeartbeat))
+      continue;  // unknown types were counted at validation; others do not belong here
+    process(v, dl, now);
+  }
+}
+
+template <SubscriberHandler Handler>
+void Subscriber<Handler>::process(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept {
+  const uint32_t inst = v.instrument();
+  if (!wants(inst)) {
+    counters_->messages_filtered.add();
+    return;
+  }
+  if (irec_of_[inst] != kNoRec) [[unlikely]] {
+    hold(inst, v, dl);
+    return;
+  }
+  const uint32_t iseq = v.instrument_seq();
+  if (iseq != last_iseq_[inst] + 1) [[unlikely]] {
+    out_of_sequence(inst, v, dl, now);
+    return;
+  }
+  const wire::Message m = wire::decode(v);
+  if (books_) {
+    const book::ApplyResult r = books_->apply(m);
+    if (r != book::ApplyResult::kOk && r != book::ApplyResult::kIgnored) [[unlikely]] {
+      book_refused(inst, v, dl, now);
+      return;
+    }
+    books_->set_instrument_seq(inst, iseq);
+  }
+  last_iseq_[inst] = iseq;
+  counters_->messages_delivered.add();
+  handler_.on_message(m, dl);
+}
+
+}  // namespace mdcast::feed

@@ -48,7 +48,6 @@ class SubscriberAgent {
                   SubscriberAgentOptions opts = {})
       : medium_(medium),
         sub_(medium.configure(cfg), handler, &medium.control(), counters),
-        events_(sub_),
         opts_(opts),
         idle_(opts.idle) {}
   SubscriberAgent(const SubscriberAgent&) = delete;
@@ -83,7 +82,7 @@ class SubscriberAgent {
     ++control_rounds_;
     if (data_since_control_ || last_data_ == 0) last_data_ = now;
     data_since_control_ = false;
-    const size_t work = medium_.poll_control(events_, now);
+    const size_t work = medium_.poll_control(sub_, now);
     sub_.poll(now);
     return work;
   }
@@ -127,29 +126,8 @@ class SubscriberAgent {
   [[nodiscard]] uint64_t last_data_ns() const noexcept { return last_data_; }
 
  private:
-  // The engine as the medium's control plane sees it.
-  // TODO(merge): Subscriber<Handler> is a media::ControlEvents itself once split.
-  struct Events final : media::ControlEvents {
-    explicit Events(Subscriber<Handler>& s) noexcept : s_(s) {}
-    void on_control_connected(uint64_t now) noexcept override { s_.on_control_connected(now); }
-    void on_control_disconnected() noexcept override { s_.on_control_disconnected(); }
-    void on_control_frame(std::span<const std::byte> f, uint64_t now) noexcept override { s_.on_control_frame(f, now); }
-    void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
-                          uint64_t now) noexcept override {
-      try {
-        wire::RetransmitReplyBuilder b(rid, session, wire::RetransmitStatus::kOk, 0, 1);
-        for (const auto& d : datagrams) b.add(d);
-        s_.on_control_frame(std::move(b).finish(), now);
-      } catch (...) {
-      }
-    }
-    [[nodiscard]] uint64_t publisher_position() const noexcept override { return s_.highest_sequence(); }
-    Subscriber<Handler>& s_;
-  };
-
   Medium& medium_;
-  Subscriber<Handler> sub_;
-  Events events_;
+  Subscriber<Handler> sub_;  // also what the medium's control plane reports to (a media::ControlEvents)
   SubscriberAgentOptions opts_;
   IdleStrategy idle_;
   uint64_t last_control_ = 0;

@@ -124,7 +124,8 @@ struct ControlFrame {
 };
 
 // Parses one complete frame. Returns nullopt with `why` set when the frame is
-// malformed; views inside the result point into `frame`.
+// malformed, or could not be parsed for lack of memory ("out of memory"):
+// either way the caller drops it. Views inside the result point into `frame`.
 [[nodiscard]] std::optional<ControlFrame> parse_control(std::span<const std::byte> frame, std::string* why) noexcept;
 
 // Encoders: each returns one complete frame.

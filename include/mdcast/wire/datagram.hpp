@@ -79,6 +79,9 @@ class MessageCursor {
 
 // Validates a run of messages with no datagram header around it (control
 // frames carry these). Returns the number of messages, or -1 if malformed.
-[[nodiscard]] int validate_message_run(const std::byte* p, size_t len) noexcept;
+// `unknown_types` (set only when the run is well formed) receives how many of
+// them are of a type this build does not know, counted in the same pass so a
+// datagram's messages are read once.
+[[nodiscard]] int validate_message_run(const std::byte* p, size_t len, uint32_t* unknown_types = nullptr) noexcept;
 
 }  // namespace mdcast::wire

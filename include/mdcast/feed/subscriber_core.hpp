@@ -1,0 +1,291 @@
+// SubscriberCore: the medium- and handler-independent half of a subscriber
+// (feed::Subscriber<Handler>, subscriber.hpp, is the other half).
+//
+// It owns the state and everything that is not the in-order live path: the
+// recovery window, retransmit requests (timeouts, retries), full and
+// per-instrument snapshots (hold and replay), sessions, heartbeats and
+// checksums, A/B rail accounting, control frames, the instrument filter and
+// the counters. It is compiled once, in src/feed/subscriber_*.cpp, instead of
+// once per handler type: the recovery code is large and cold, and only the
+// live path gains from being inlined into the handler.
+//
+// The split of work:
+//   Subscriber<H>::on_datagram  validates, screens the common case (right
+//                               channel, session, sequence) and delivers it
+//                               inline, calling H directly per message;
+//   SubscriberCore              everything else, reached by a direct call
+//                               from the live path when something is
+//                               unusual; what it delivers itself (the window
+//                               after a gap, held messages, snapshots,
+//                               resets, events) reaches the handler through
+//                               the small virtual interface below, which
+//                               Subscriber<H> implements - one indirect call
+//                               per recovered datagram, never per live
+//                               message.
+//
+// The core is the engine's media::ControlEvents: a medium's poll_control
+// reports connection changes, control frames and datagrams it fetched itself
+// (RDMA READ) straight to it.
+//
+// Single-threaded. Construction throws Error for an invalid configuration;
+// everything else is noexcept except changing the filter (add/remove
+// instruments), which may allocate.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mdcast/book/order_book.hpp"
+#include "mdcast/feed/config.hpp"
+#include "mdcast/feed/counters.hpp"
+#include "mdcast/feed/reassembler.hpp"
+#include "mdcast/media/medium.hpp"
+#include "mdcast/wire/datagram.hpp"
+#include "mdcast/wire/messages.hpp"
+
+namespace mdcast::feed {
+
+enum class Rail : uint8_t { kA = 0, kB = 1, kRecovery = 2 };
+
+struct Delivery {
+  uint64_t sequence;         // datagram sequence
+  uint64_t send_time_ns;     // publisher clock when the datagram's first message was published
+  uint64_t receive_time_ns;  // the `now` given with the datagram
+  bool recovered;            // delivered late: retransmitted, reordered or held for recovery
+};
+
+enum class SubscriberEvent : uint8_t {
+  kPublisherSilent,   // nothing from the publisher for publisher_timeout
+  kPublisherBack,
+  kSessionEnded,      // the publisher announced a clean end of session
+  kControlError,      // an error reply (detail has its text)
+  kSessionChanged,
+};
+
+using media::ControlChannel;
+
+class SubscriberCore : public media::ControlEvents {
+ public:
+  SubscriberCore(const SubscriberCore&) = delete;
+  SubscriberCore& operator=(const SubscriberCore&) = delete;
+
+  // media::ControlEvents. A (re)connection subscribes; once the subscription
+  // is acknowledged, every request that was outstanding when the previous
+  // connection went away is sent again at once: its reply died with that
+  // connection, so waiting for request_timeout would only delay recovery.
+  void on_control_connected(uint64_t now) noexcept final;
+  void on_control_disconnected() noexcept final;
+  void on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept final;
+  // Datagrams the medium fetched itself for request_retransmit(rid, ...):
+  // handled as a RetransmitReply with status ok would be (the request is
+  // matched and retired, another session's answer is ignored, each datagram
+  // goes through the recovery rail). An empty span means the medium fetched
+  // nothing and did not ask the publisher either: the request stays
+  // outstanding and is sent again at the next poll(), counting as one of its
+  // retries, so a medium that can never fetch a range ends in a snapshot
+  // after max_retries instead of asking forever (and nothing is re-sent from
+  // inside the medium's own callback).
+  void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
+                        uint64_t now) noexcept final;
+  // What the engine knows the publisher sent: media say so when no data comes.
+  [[nodiscard]] uint64_t publisher_position() const noexcept final { return highest_seen_; }
+
+  // Timers: subscribe retries, request timeouts, gap requests, status reports,
+  // publisher silence. Call from the duty loop.
+  void poll(uint64_t now) noexcept;
+
+  // Changes the filter; new instruments are recovered by snapshot.
+  void add_instruments(std::span<const uint32_t> ids, uint64_t now);
+  void remove_instruments(std::span<const uint32_t> ids);
+
+  [[nodiscard]] const SubscriberCounters& counters() const noexcept { return *counters_; }
+  [[nodiscard]] const book::BookSet* books() const noexcept { return books_.get(); }
+  [[nodiscard]] uint32_t session() const noexcept { return session_; }
+  [[nodiscard]] uint64_t next_sequence() const noexcept { return next_seq_; }
+  [[nodiscard]] uint64_t highest_sequence() const noexcept { return highest_seen_; }
+  [[nodiscard]] bool subscribed() const noexcept { return subscribed_; }
+  [[nodiscard]] bool session_ended() const noexcept { return session_ended_; }
+  [[nodiscard]] bool in_snapshot() const noexcept { return mode_ == Mode::kSnapshot; }
+  [[nodiscard]] bool recovering() const noexcept {
+    return mode_ == Mode::kSnapshot || next_seq_ <= highest_seen_ || active_irecs() > 0;
+  }
+  // True once everything the publisher announced has been delivered.
+  [[nodiscard]] bool caught_up() const noexcept { return session_ != 0 && !recovering(); }
+  [[nodiscard]] bool wants(uint32_t inst) const noexcept { return inst < n_inst_ && filter_[inst]; }
+  [[nodiscard]] uint32_t instrument_seq(uint32_t inst) const noexcept { return last_iseq_[inst]; }
+  [[nodiscard]] size_t buffered() const noexcept;
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+  [[nodiscard]] bool subscribe_refused() const noexcept { return subscribe_refused_; }
+  [[nodiscard]] const SubscriberConfig& config() const noexcept { return cfg_; }
+
+ protected:
+  SubscriberCore(const SubscriberConfig& cfg, ControlChannel* control, SubscriberCounters* counters);
+  ~SubscriberCore() override;
+
+  // ---- implemented by Subscriber<H>: how the core's deliveries reach H --
+  // A datagram from a retransmit reply (or fetched by the medium): through
+  // on_datagram on the recovery rail, so it is screened like any other.
+  virtual void receive_recovered(std::span<const std::byte> d, uint64_t now) noexcept = 0;
+  // A validated datagram from the window, now next in sequence.
+  virtual void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
+                                uint64_t now) noexcept = 0;
+  // A held message of a recovered instrument, replayed after its snapshot.
+  virtual void replay_held(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept = 0;
+  virtual void notify_snapshot(uint32_t inst, const book::BookSet* books) noexcept = 0;
+  virtual void notify_reset(uint32_t session) noexcept = 0;
+  virtual void notify_event(SubscriberEvent e, std::string_view detail) noexcept = 0;
+
+  // ---- out of line for the live path: everything unusual -----------------
+  // A datagram the common-case screen did not pass: counts why and returns
+  // whether to go on (a newer session is adopted and goes on).
+  bool admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size) noexcept;
+  void publisher_back() noexcept;
+  void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now) noexcept;
+  // Out of order, or anything while a snapshot is awaited: into the window.
+  void store(std::span<const std::byte> d, uint64_t seq, Rail rail, uint64_t now) noexcept;
+  // Delivers what the window holds from next_seq_ on, then updates the gap.
+  void drain(uint64_t now) noexcept;
+  void note_gap(uint64_t now) noexcept;
+  // Adds a fragment; true when it completed a message that validates (whole
+  // views the reassembly buffer until the next fragment).
+  bool reassemble(const wire::FragmentView& f, wire::MessageView& whole) noexcept;
+  void hold(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept;
+  // The message's instrument sequence is not last + 1.
+  void out_of_sequence(uint32_t inst, wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
+  void book_refused(uint32_t inst, wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
+
+  void rail_first(Rail r) noexcept {
+    if (r == Rail::kA) counters_->rail_a_first.add();
+    else if (r == Rail::kB) counters_->rail_b_first.add();
+  }
+  [[nodiscard]] size_t slot_of(uint64_t seq) const noexcept { return seq % n_slots_; }
+  [[nodiscard]] bool present(uint64_t seq) const noexcept { return meta_[slot_of(seq)].seq == seq; }
+
+  enum class Mode : uint8_t { kLive, kSnapshot };
+  static constexpr uint8_t kNoRec = 0xff;  // irec_of_: the instrument is not being recovered
+  struct Meta {
+    uint64_t seq = 0;  // 0: empty
+    uint64_t recv = 0;
+    uint16_t len = 0;
+  };
+
+  // ---- state the live path reads and advances ---------------------------
+  SubscriberConfig cfg_;
+  std::unique_ptr<SubscriberCounters> owned_counters_;
+  SubscriberCounters* counters_;
+  std::unique_ptr<book::BookSet> books_;
+  uint32_t n_inst_;
+  std::unique_ptr<uint8_t[]> filter_;
+  std::unique_ptr<uint32_t[]> last_iseq_;
+  std::unique_ptr<uint8_t[]> irec_of_;
+  size_t n_slots_;
+  std::unique_ptr<Meta[]> meta_;
+
+  Mode mode_ = Mode::kLive;
+  uint32_t session_ = 0;
+  uint64_t next_seq_ = 1;
+  uint64_t highest_seen_ = 0;  // never below a buffered sequence: the live path skips the window on that
+  uint64_t last_rx_ = 0;
+  bool publisher_silent_ = false;
+  bool gap_open_ = false;
+
+ private:
+  struct Request {
+    uint32_t rid;
+    uint64_t from;
+    uint32_t count;
+    uint64_t deadline;
+    uint32_t retries;
+    bool sent;  // false: due now (the next poll, or the ack of a new subscription), not at `deadline`
+  };
+  struct InstrumentRecovery {
+    bool busy = false;
+    bool sent = false;
+    bool got_chunk = false;
+    bool overflow = false;
+    uint32_t inst = 0;
+    uint32_t rid = 0;
+    uint64_t deadline = 0;
+    uint32_t retries = 0;
+    size_t hold_len = 0;
+    std::unique_ptr<std::byte[]> hold;
+  };
+  static constexpr size_t kHoldHeader = 16;  // u64 sequence, u64 send time, then the message
+
+  [[nodiscard]] uint64_t window_base() const noexcept { return next_seq_ > floor_ ? next_seq_ : floor_; }
+  [[nodiscard]] uint32_t active_irecs() const noexcept;
+
+  // subscriber_core.cpp: sessions, heartbeats
+  bool accept_session(uint32_t s) noexcept;
+  void start_session(uint32_t s) noexcept;
+  void check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept;
+
+  // subscriber_recovery.cpp: retransmits, snapshots, per-instrument recovery
+  void request_missing(uint64_t now) noexcept;
+  void send_retransmit(Request& r, uint64_t now) noexcept;
+  void retransmit_answered(uint32_t rid, uint32_t session, wire::RetransmitStatus status,
+                           std::span<const std::span<const std::byte>> datagrams, uint64_t now) noexcept;
+  void poll_requests(uint64_t now) noexcept;
+  void enter_snapshot(uint64_t now) noexcept;
+  void send_snapshot_request(uint64_t now) noexcept;
+  void apply_snapshot_run(std::span<const std::byte> run, int irec) noexcept;
+  void clear_filtered() noexcept;
+  void finish_snapshot(uint64_t snap_seq, uint64_t now) noexcept;
+  void on_snapshot_data(uint32_t rid, const wire::SnapshotData& b) noexcept;
+  void on_snapshot_done(uint32_t rid, const wire::SnapshotDone& b, uint64_t now) noexcept;
+  void start_irec(uint32_t inst, uint64_t now) noexcept;
+  void send_irec(InstrumentRecovery& r, uint64_t now) noexcept;
+  void finish_irec(int idx, uint64_t now) noexcept;
+  void cancel_irecs() noexcept;
+  void mark_unsent() noexcept;
+  void resend_unsent(uint64_t now) noexcept;
+
+  // subscriber_control.cpp: the subscription and the control plane
+  void on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b, uint64_t now) noexcept;
+  void on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept;
+  void send_subscribe(uint64_t now) noexcept;
+  void send_status(uint64_t now) noexcept;
+  void send(const std::vector<std::byte>& f) noexcept {
+    if (ctl_) (void)ctl_->send(f);
+  }
+  void set_error(std::string_view a, std::string_view b, std::string_view c = {}) noexcept;
+
+  ControlChannel* ctl_;
+  Reassembler reasm_;
+
+  // Window of out-of-order datagrams, indexed by sequence modulo n_slots_.
+  size_t slot_bytes_;
+  std::unique_ptr<std::byte[]> window_;
+  uint64_t floor_ = 0;  // sequences below this were abandoned to a snapshot
+
+  uint64_t gap_since_ = 0;
+  bool scan_needed_ = false;
+  bool session_ended_ = false;
+
+  std::array<Request, 64> reqs_{};
+  uint32_t n_reqs_ = 0;
+
+  uint32_t snap_rid_ = 0;
+  bool snap_sent_ = false;
+  bool snap_cleared_ = false;
+  uint64_t snap_deadline_ = 0;
+
+  std::vector<InstrumentRecovery> irecs_;
+
+  bool connected_ = false;
+  bool subscribed_ = false;
+  bool subscribe_refused_ = false;
+  uint32_t subscribe_rid_ = 0;
+  uint64_t subscribe_deadline_ = 0;
+  uint64_t last_status_ = 0;
+  uint32_t next_rid_ = 1;
+  std::string last_error_;
+};
+
+}  // namespace mdcast::feed

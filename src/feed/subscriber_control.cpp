@@ -1,0 +1,160 @@
+// SubscriberCore: the control plane. The subscription and its retries,
+// replies from the publisher, status reports, timers, filter changes.
+//
+// Everything here is noexcept but control frames are built and parsed with
+// allocations: each is guarded, so that running out of memory costs a
+// counted, dropped frame (its request times out and is asked again), never
+// std::terminate.
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
+#include "mdcast/feed/subscriber_core.hpp"
+
+namespace mdcast::feed {
+
+void SubscriberCore::on_control_connected(uint64_t now) noexcept {
+  connected_ = true;
+  subscribed_ = false;
+  subscribe_refused_ = false;
+  mark_unsent();  // also when no disconnect was reported: a new connection is a new conversation
+  send_subscribe(now);
+}
+
+void SubscriberCore::on_control_disconnected() noexcept {
+  connected_ = false;
+  subscribed_ = false;
+  mark_unsent();
+}
+
+void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept {
+  std::string why;
+  // parse_control is noexcept: out of memory there comes back as a malformed
+  // frame, and is counted the same way below.
+  auto parsed = wire::parse_control(frame, &why);
+  if (!parsed) {
+    counters_->control_errors.add();
+    set_error("malformed reply from publisher: ", why);
+    return;
+  }
+  const uint32_t rid = parsed->request_id;
+  std::visit(
+      [&](auto& b) {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, wire::SubscribeAck>) {
+          on_subscribe_ack(rid, b, now);
+        } else if constexpr (std::is_same_v<T, wire::RetransmitReply>) {
+          retransmit_answered(rid, b.session, b.status, b.datagrams, now);
+        } else if constexpr (std::is_same_v<T, wire::SnapshotData>) {
+          on_snapshot_data(rid, b);
+        } else if constexpr (std::is_same_v<T, wire::SnapshotDone>) {
+          on_snapshot_done(rid, b, now);
+        } else if constexpr (std::is_same_v<T, wire::ErrorReply>) {
+          on_error_reply(rid, b);
+        }
+        // Requests (a publisher never sends them) are ignored.
+      },
+      parsed->body);
+}
+
+void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b, uint64_t now) noexcept {
+  if (rid != subscribe_rid_) return;
+  subscribed_ = true;
+  if (!accept_session(b.session)) return;
+  if (b.session == session_ && b.last_seq > highest_seen_) {
+    // Joining late: the publisher is already at last_seq.
+    highest_seen_ = b.last_seq;
+    counters_->highest_sequence.set(highest_seen_);
+    note_gap(now);
+  }
+  scan_needed_ = true;
+  resend_unsent(now);
+}
+
+void SubscriberCore::on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept {
+  counters_->control_errors.add();
+  if (rid == subscribe_rid_) subscribe_refused_ = true;  // retrying cannot help
+  set_error(wire::to_string(b.code), ": ", b.text);
+  notify_event(SubscriberEvent::kControlError, b.text);
+}
+
+void SubscriberCore::set_error(std::string_view a, std::string_view b, std::string_view c) noexcept {
+  try {
+    std::string e;
+    e.reserve(a.size() + b.size() + c.size());
+    e.append(a).append(b).append(c);
+    last_error_.swap(e);
+  } catch (...) {
+    // Out of memory: the previous text stays; the error is counted anyway.
+  }
+}
+
+void SubscriberCore::poll(uint64_t now) noexcept {
+  if (session_ != 0 && !publisher_silent_ && now - last_rx_ > cfg_.publisher_timeout_ns && last_rx_ != 0) {
+    publisher_silent_ = true;
+    counters_->publisher_timeouts.add();
+    notify_event(SubscriberEvent::kPublisherSilent, {});
+  }
+  if (connected_ && !subscribed_ && !subscribe_refused_ && now >= subscribe_deadline_) send_subscribe(now);
+  if (!subscribed_) return;
+  poll_requests(now);
+  if (now - last_status_ >= cfg_.status_interval_ns) send_status(now);
+}
+
+void SubscriberCore::send_subscribe(uint64_t now) noexcept {
+  try {
+    wire::Subscribe s;
+    s.channel = cfg_.channel;
+    s.sender_id = cfg_.sender_id;
+    s.credential = cfg_.credential;
+    s.instruments.all = cfg_.all_instruments;
+    if (!cfg_.all_instruments)
+      for (uint32_t i = 0; i < n_inst_; ++i)
+        if (filter_[i]) s.instruments.ids.push_back(i);
+    subscribe_rid_ = next_rid_++;
+    subscribe_deadline_ = now + cfg_.request_timeout_ns;
+    send(wire::encode_control(subscribe_rid_, s));
+  } catch (...) {
+    // Out of memory building a control frame: the deadline retries it.
+  }
+}
+
+void SubscriberCore::send_status(uint64_t now) noexcept {
+  last_status_ = now;
+  try {
+    send(wire::encode_control(0, wire::StatusReport{next_seq_, highest_seen_ >= next_seq_ ? highest_seen_ - next_seq_ + 1 : 0,
+                                                    counters_->gaps.get(), cfg_.capacity}));
+  } catch (...) {
+    // Out of memory: this report is skipped, the next interval sends one.
+  }
+}
+
+void SubscriberCore::add_instruments(std::span<const uint32_t> ids, uint64_t now) {
+  for (uint32_t i : ids) {
+    if (i >= n_inst_ || filter_[i]) continue;
+    filter_[i] = 1;
+    cfg_.instruments.push_back(i);
+    if (session_ != 0) start_irec(i, now);
+  }
+  if (connected_) send_subscribe(now);
+}
+
+void SubscriberCore::remove_instruments(std::span<const uint32_t> ids) {
+  wire::Unsubscribe u;
+  u.instruments.all = false;
+  for (uint32_t i : ids) {
+    if (i >= n_inst_ || !filter_[i]) continue;
+    filter_[i] = 0;
+    if (irec_of_[i] != kNoRec) {
+      irecs_[irec_of_[i]].busy = false;
+      irec_of_[i] = kNoRec;
+    }
+    last_iseq_[i] = 0;
+    if (books_) books_->clear(i);
+    u.instruments.ids.push_back(i);
+  }
+  std::erase_if(cfg_.instruments, [&](uint32_t i) { return !filter_[i]; });
+  if (connected_) send(wire::encode_control(next_rid_++, u));
+}
+
+}  // namespace mdcast::feed
