@@ -64,7 +64,8 @@ TEST(RetransmitRing, ControlBlockAndSlotOffsets) {
   std::byte* p = r.claim(1);
   EXPECT_EQ(load_le<uint64_t>(base), 1u);
   EXPECT_EQ(p, base + r.slot_offset(1) + RetransmitRing::kSlotHeader);
-  EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(1)), 0u) << "claimed, not yet valid";
+  EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(1)), 1u | RetransmitRing::kClaimed) << "claimed, not yet valid";
+  EXPECT_TRUE(r.get(1).empty());
   r.commit(1, 100);
   EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(1)), 1u);
   EXPECT_EQ(load_le<uint32_t>(base + r.slot_offset(1) + 8), 100u);

@@ -7,11 +7,15 @@
 // Layout of the memory it is given (64-byte aligned):
 //   control block (64 B): u64 reserved_seq, u64 slot_size, u64 slots, u64 magic
 //   slot[i] (slot_size B): u64 seq, u32 length, u32 zero, datagram bytes
-// A slot is claimed (reserved_seq published, its seq word zeroed) before it
-// is overwritten, and its seq word is stored last, with release, when the
-// datagram is complete. So a reader - another process, or a NIC executing an
-// RDMA READ - that finds seq == s before and after copying slot s, or that
-// copies it and then sees reserved_seq < s + slots, knows the copy is whole.
+// A slot is claimed (reserved_seq published, its seq word set to
+// s | kClaimed) before it is overwritten, and its seq word is stored last,
+// with release, when the datagram is complete. So a reader - another
+// process, or a NIC executing an RDMA READ - that finds seq == s before and
+// after copying slot s, or that copies it and then sees reserved_seq <
+// s + slots, knows the copy is whole; one that finds s | kClaimed knows s is
+// being written, without looking at reserved_seq (a line the writer stores to
+// on every claim: a reader spinning on it would cost the writer a cache miss
+// per datagram).
 //
 // Single writer; get() is for the writer's thread (the control service runs
 // there). The datagram being built lives in its slot: committing it is free.
@@ -31,6 +35,7 @@ class RetransmitRing {
   static constexpr size_t kControlSize = 64;
   static constexpr size_t kSlotHeader = 16;
   static constexpr uint64_t kMagic = 0x676e6972'7473646dull;  // "mdstring"
+  static constexpr uint64_t kClaimed = uint64_t{1} << 63;     // seq word of a slot being written
 
   static constexpr size_t slot_size_for(size_t max_datagram) noexcept {
     return (kSlotHeader + max_datagram + 63) / 64 * 64;
@@ -72,7 +77,7 @@ class RetransmitRing {
   [[nodiscard]] std::byte* claim(uint64_t seq) noexcept {
     std::byte* s = slot(seq);
     reserved().store(seq, std::memory_order_relaxed);
-    seq_word(s).store(0, std::memory_order_relaxed);  // not valid until committed
+    seq_word(s).store(seq | kClaimed, std::memory_order_relaxed);  // not valid until committed
     // Both stores above before any byte of the new datagram: a reader that
     // sees new bytes sees the slot reclaimed (RDMA READ validation and the
     // shm reader rely on it). A fence, because the datagram is written by

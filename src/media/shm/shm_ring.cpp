@@ -88,7 +88,7 @@ RingWriter::RingWriter(const RingOptions& opts, uint32_t session, uint16_t chann
   slots_ = opts.slots;
   ring_bytes_ = feed::RetransmitRing::kControlSize + slots_ * slot_size_;
   lane_slot_size_ = (kLaneHeader + opts.max_datagram + 63) / 64 * 64;
-  lane_offset_ = (kRingHeaderSize + ring_bytes_ + 63) / 64 * 64;
+  lane_offset_ = (kRingOffset + ring_bytes_ + 63) / 64 * 64;
   const size_t bytes = lane_offset_ + kLaneSlots * lane_slot_size_;
 
   std::string dir = opts.dir;
@@ -135,7 +135,7 @@ RingWriter::RingWriter(const RingOptions& opts, uint32_t session, uint16_t chann
   h.channel = channel;
   h.huge = huge_;
   std::memcpy(h.control, control_address.data(), control_address.size());
-  h.ring_offset = kRingHeaderSize;
+  h.ring_offset = kRingOffset;
   h.ring_bytes = ring_bytes_;
   h.lane_offset = lane_offset_;
   h.lane_slot_size = lane_slot_size_;
@@ -198,7 +198,7 @@ RingReader::RingReader(const std::string& path) : path_(path) {
   if (h.magic != kRingMagic) fail("{} is not an mdcast ring (or its publisher is still creating it)", path);
   const auto size = static_cast<uint64_t>(st.st_size);
   if (h.header_size != kRingHeaderSize || h.slot_size < kSlotHeader + h.max_datagram || h.slots < 16 ||
-      h.slot_size % 64 != 0 || h.ring_offset != kRingHeaderSize ||
+      h.slot_size % 64 != 0 || h.ring_offset != kRingOffset ||
       h.ring_bytes != feed::RetransmitRing::kControlSize + h.slots * h.slot_size ||
       h.lane_offset < h.ring_offset + h.ring_bytes || h.lane_slot_size < kLaneHeader + h.max_datagram ||
       h.lane_slots == 0 || h.lane_offset + h.lane_slots * h.lane_slot_size > size)
@@ -233,7 +233,7 @@ RingReader::RingReader(RingReader&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
       hdr_(o.hdr_), ino_(o.ino_), ring_(o.ring_), lane_(o.lane_), slot_size_(o.slot_size_), slots_(o.slots_),
       lane_slot_size_(o.lane_slot_size_), lane_slots_(o.lane_slots_), max_datagram_(o.max_datagram_),
-      next_(o.next_), lane_next_(o.lane_next_), lapped_(o.lapped_) {}
+      next_(o.next_), published_(o.published_), lane_next_(o.lane_next_), lapped_(o.lapped_) {}
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
   if (this != &o) {
@@ -252,6 +252,7 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     lane_slots_ = o.lane_slots_;
     max_datagram_ = o.max_datagram_;
     next_ = o.next_;
+    published_ = o.published_;
     lane_next_ = o.lane_next_;
     lapped_ = o.lapped_;
   }
@@ -299,9 +300,8 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   sleepers.fetch_or(bit, std::memory_order_seq_cst);
   const uint64_t e = event.load(std::memory_order_seq_cst);
   // Sleep only if nothing is there for us: our data slot, the lane, or a lap.
-  const uint64_t q = word(data_slot(next_)).load(std::memory_order_acquire);
   const bool lane = word(lane_slot(lane_next_)).load(std::memory_order_acquire) >= 2 * lane_next_ + 2;
-  if (q < next_ && reserved() < next_ + slots_ && !lane) {
+  if (published() < next_ && !lane) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     futex(ctl_.data() + kEventOffset, FUTEX_WAIT, static_cast<uint32_t>(e), &ts);
   }
@@ -309,12 +309,7 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   return true;
 }
 
-uint64_t RingReader::writer_position() const noexcept {
-  const uint64_t r = reserved();
-  if (r == 0) return 1;
-  // The reserved slot is either committed or still being built (the open datagram).
-  return word(data_slot(r)).load(std::memory_order_acquire) == r ? r + 1 : r;
-}
+uint64_t RingReader::writer_position() const noexcept { return published() + 1; }
 
 void RingReader::seek_to_writer() noexcept {
   next_ = writer_position();
@@ -326,7 +321,7 @@ uint64_t RingReader::alive_stamp() const noexcept { return word(mem_.data() + kA
 void RingReader::skip_ahead() noexcept {
   // Resume an eighth of the ring behind the writer: far enough that the
   // writer will not lap us again at once, near enough to lose little.
-  const uint64_t w = reserved();
+  const uint64_t w = published();
   const uint64_t keep = slots_ - slots_ / 8;
   const uint64_t safe = w > keep ? w - keep : 0;
   const uint64_t target = safe > next_ ? safe : next_ + 1;

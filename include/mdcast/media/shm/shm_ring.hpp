@@ -12,18 +12,23 @@
 //                     start time, session, channel, control socket name; on
 //                     their own cache lines the event word (futex), a
 //                     liveness stamp, sleeper bits, reader slots
-//   [4096, +ring)     the retransmit ring: control block (reserved sequence,
-//                     geometry), then slots {u64 seq, u32 length, u32 0, datagram}
-//                     indexed by sequence
+//   [4032, +ring)     the retransmit ring: control block (reserved sequence,
+//                     geometry) in the header page's last line, then from 4096
+//                     slots {u64 seq, u32 length, u32 0, datagram} indexed by
+//                     sequence
 //   [.., +lane)       the lane: a small ring of unsequenced datagrams
 //                     (heartbeats), slots {u64 marker, u64 data_newest,
 //                     u64 length, u64 0, datagram} indexed by position
 //
-// Data slot s is a seqlock on its seq word: a reader at sequence s copies
-// the datagram while the word says s before and after. A word that says a
-// later lap, or a reserved sequence s + slots or more, means the writer
-// lapped the reader: it jumps ahead and the feed engine recovers the gap
-// through the control plane like any loss. A torn slot is never handed out.
+// Readers poll the published word (the newest data sequence announced), not
+// the slots: the publisher builds a datagram in its slot over many stores,
+// and a reader spinning on that line would take it away from the writer
+// between every two of them. Once s is published, data slot s is a seqlock
+// on its seq word: the reader copies the datagram while the word says s
+// before and after. Any other word (a later lap, or s + slots | kClaimed
+// being written) means the writer lapped the reader: it jumps ahead and the
+// feed engine recovers the gap through the control plane like any loss. A
+// torn slot is never handed out.
 // A heartbeat is handed out only after every datagram it follows (its
 // data_newest) was read, so it never announces a sequence the reader is
 // about to get anyway.
@@ -82,16 +87,22 @@ constexpr uint64_t kRingMagic = 0x32524853'43444d4dull;  // "MMDCSHR2"
 constexpr uint64_t kRingMagicV1 = 0x31524853'43444d4dull;  // "MMDCSHR1": refused with a clear message
 constexpr uint32_t kRingLayoutVersion = 2;
 constexpr size_t kRingHeaderSize = 4096;
+// The retransmit ring's 64-byte control block is the header page's last line,
+// so its slots start on page boundaries: a reader streaming through slot s
+// never has the prefetcher pull in lines of slot s + 1 while the writer is
+// building it (a slot straddling pages halved throughput on distant cores).
+constexpr size_t kRingOffset = kRingHeaderSize - feed::RetransmitRing::kControlSize;
 constexpr size_t kSlotHeader = feed::RetransmitRing::kSlotHeader;  // u64 seq, u32 length, u32 0
 constexpr size_t kLaneHeader = 32;  // u64 marker, u64 data_newest, u64 length, u64 0
 constexpr size_t kLaneSlots = 64;   // heartbeats a reader may fall behind by without missing one
 // Header offsets of the words the writer and readers share at run time, each
 // on its own cache line.
-constexpr size_t kEventOffset = 1024;      // u64 datagrams published; its low half is the futex word
-constexpr size_t kAliveOffset = 1088;      // u64 writer liveness stamp
-constexpr size_t kSleepersOffset = 1152;   // u64 bit i: reader slot i is blocked in futex_wait
-constexpr size_t kLanePosOffset = 1216;    // u64 next lane position
-constexpr size_t kReaderSlotsOffset = 1280;
+constexpr size_t kPublishedOffset = 1024;  // u64 newest data sequence published: what readers poll
+constexpr size_t kEventOffset = 1088;      // u64 datagrams + heartbeats published; its low half is the futex word
+constexpr size_t kAliveOffset = 1152;      // u64 writer liveness stamp
+constexpr size_t kSleepersOffset = 1216;   // u64 bit i: reader slot i is blocked in futex_wait
+constexpr size_t kLanePosOffset = 1280;    // u64 next lane position
+constexpr size_t kReaderSlotsOffset = 1344;
 constexpr size_t kReaderSlots = 64;        // readers that can block; more fall back to backing off
 constexpr size_t kReaderSlotSize = 16;     // u32 pid, u32 0, u64 process start time
 
@@ -140,13 +151,15 @@ class RingWriter {
   // The retransmit ring's memory, formatted for this ring's slots: the
   // publisher's engine builds its datagrams here (feed::RetransmitRing adopts
   // the geometry), and publish() announces each one.
-  [[nodiscard]] std::span<std::byte> ring_memory() const noexcept { return {mem_.data() + kRingHeaderSize, ring_bytes_}; }
+  [[nodiscard]] std::span<std::byte> ring_memory() const noexcept { return {mem_.data() + kRingOffset, ring_bytes_}; }
   [[nodiscard]] bool holds(std::span<const std::byte> d) const noexcept {
     return d.data() >= ring_lo_ && d.data() + d.size() <= ring_hi_;
   }
-  // Datagram `seq`, committed in place in ring_memory(), is out: wake sleepers.
+  // Datagram `seq`, committed in place in ring_memory(), is out: readers
+  // may read it; sleepers are woken.
   void publish(uint64_t seq) noexcept {
     if (seq > newest_) newest_ = seq;
+    word(mem_.data() + kPublishedOffset).store(newest_, std::memory_order_release);
     announce();
   }
   // Copies datagram `seq` (newest + 1; len <= max_datagram) into its slot:
@@ -229,10 +242,13 @@ class RingReader {
   // kLapped: the writer overwrote what this reader had not read yet; the
   // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
+    if (next_ > published_) {
+      published_ = word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
+      if (next_ > published_) return read_lane(buf, len);  // no new data
+    }
     const std::byte* s = data_slot(next_);
     const auto& seq = word(s);
-    const uint64_t q1 = seq.load(std::memory_order_acquire);
-    if (q1 == next_) {
+    if (seq.load(std::memory_order_acquire) == next_) {
       auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(s)).load(std::memory_order_acquire));
       if (l > max_datagram_) l = 0;  // torn length: the re-check below rejects it
       copy_out(buf, s + kSlotHeader, l);
@@ -242,10 +258,8 @@ class RingReader {
         ++next_;
         return Read::kOk;
       }
-    } else if (q1 < next_ && reserved() < next_ + slots_) {
-      return read_lane(buf, len);  // 0 (being written) or an older lap: not there yet
     }
-    skip_ahead();
+    skip_ahead();  // published, yet overwritten: a later lap took the slot
     return Read::kLapped;
   }
 
@@ -271,8 +285,8 @@ class RingReader {
   Read read_lane(std::byte* buf, size_t& len) noexcept;
   void skip_ahead() noexcept;
   void release_slot() noexcept;
-  [[nodiscard]] uint64_t reserved() const noexcept {
-    return word(ring_).load(std::memory_order_acquire);
+  [[nodiscard]] uint64_t published() const noexcept {
+    return word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
   }
   const std::byte* data_slot(uint64_t seq) const noexcept {
     return ring_ + feed::RetransmitRing::kControlSize + (seq % slots_) * slot_size_;
@@ -293,6 +307,7 @@ class RingReader {
   size_t lane_slots_ = 0;
   size_t max_datagram_ = 0;
   uint64_t next_ = 1;       // next data sequence
+  uint64_t published_ = 0;  // the writer's published word as last read
   uint64_t lane_next_ = 0;  // next lane position
   uint64_t lapped_ = 0;
 };
