@@ -69,7 +69,7 @@ inline void prefetch_for_write(const std::byte* p, size_t bytes) noexcept {
 
 void PublisherCore::open(uint64_t now) noexcept {
   open_ = ring_.claim(ring_.newest() + 1);
-  prefetch_for_write(open_, std::min(kPrefetchAhead + dgram::kHeaderSize, cfg_.max_datagram));
+  prefetch_for_write(open_ + 64 - RetransmitRing::kSlotHeader, std::min(kPrefetchAhead, cfg_.max_datagram));
   open_len_ = 0;
   open_count_ = 0;
   open_since_ = now;
@@ -133,11 +133,14 @@ PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
   }
   if (size > datagram_capacity()) return stage_fragmented(m, size, now);
 
-  if (open_count_ > 0 && open_len_ + size > datagram_capacity()) seal(now);
-  if (open_count_ == 0) open(now);
+  // The book first, then the datagram: claiming a slot and writing it stay
+  // close together, so a subscriber waiting on that slot's line (shm) takes
+  // it from the writer once, not between the claim and the commit.
   (void)books_.apply(m);
   m.instrument_seq = books_.book(m.instrument).instrument_seq() + 1;
   books_.set_instrument_seq(m.instrument, m.instrument_seq);
+  if (open_count_ > 0 && open_len_ + size > datagram_capacity()) seal(now);
+  if (open_count_ == 0) open(now);
   encode(m, open_ + dgram::kHeaderSize + open_len_);
   open_len_ += size;
   if (dgram::kHeaderSize + open_len_ + kPrefetchAhead < cfg_.max_datagram)

@@ -233,7 +233,7 @@ RingReader::RingReader(RingReader&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
       hdr_(o.hdr_), ino_(o.ino_), ring_(o.ring_), lane_(o.lane_), slot_size_(o.slot_size_), slots_(o.slots_),
       lane_slot_size_(o.lane_slot_size_), lane_slots_(o.lane_slots_), max_datagram_(o.max_datagram_),
-      next_(o.next_), published_(o.published_), lane_next_(o.lane_next_), lapped_(o.lapped_) {}
+      next_(o.next_), lane_next_(o.lane_next_), lapped_(o.lapped_) {}
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
   if (this != &o) {
@@ -252,7 +252,6 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     lane_slots_ = o.lane_slots_;
     max_datagram_ = o.max_datagram_;
     next_ = o.next_;
-    published_ = o.published_;
     lane_next_ = o.lane_next_;
     lapped_ = o.lapped_;
   }

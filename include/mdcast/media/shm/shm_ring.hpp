@@ -20,15 +20,16 @@
 //                     (heartbeats), slots {u64 marker, u64 data_newest,
 //                     u64 length, u64 0, datagram} indexed by position
 //
-// Readers poll the published word (the newest data sequence announced), not
-// the slots: the publisher builds a datagram in its slot over many stores,
-// and a reader spinning on that line would take it away from the writer
-// between every two of them. Once s is published, data slot s is a seqlock
-// on its seq word: the reader copies the datagram while the word says s
-// before and after. Any other word (a later lap, or s + slots | kClaimed
-// being written) means the writer lapped the reader: it jumps ahead and the
-// feed engine recovers the gap through the control plane like any loss. A
-// torn slot is never handed out.
+// Data slot s is a seqlock on its seq word: a reader at sequence s copies
+// the datagram while the word says s before and after; s | kClaimed (being
+// written) or the previous lap means not yet. A word of a later lap means
+// the writer lapped the reader: it jumps ahead and the feed engine recovers
+// the gap through the control plane like any loss. A torn slot is never
+// handed out. The reader learns of a datagram from the line that carries
+// its start (one cache-line transfer); the writer claims, encodes, seals
+// and commits a datagram in one short burst, so a reader waiting on that
+// line takes it from the writer about once. The published word (the newest
+// sequence announced) serves sleepers and a reader that positions itself.
 // A heartbeat is handed out only after every datagram it follows (its
 // data_newest) was read, so it never announces a sequence the reader is
 // about to get anyway.
@@ -242,13 +243,12 @@ class RingReader {
   // kLapped: the writer overwrote what this reader had not read yet; the
   // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
-    if (next_ > published_) {
-      published_ = word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
-      if (next_ > published_) return read_lane(buf, len);  // no new data
-    }
     const std::byte* s = data_slot(next_);
     const auto& seq = word(s);
-    if (seq.load(std::memory_order_acquire) == next_) {
+    const uint64_t q1 = seq.load(std::memory_order_acquire);
+    // Being written (next_ | kClaimed) or still the previous lap: not yet.
+    if (q1 != next_ && (q1 & ~feed::RetransmitRing::kClaimed) <= next_) return read_lane(buf, len);
+    if (q1 == next_) {
       auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(s)).load(std::memory_order_acquire));
       if (l > max_datagram_) l = 0;  // torn length: the re-check below rejects it
       copy_out(buf, s + kSlotHeader, l);
@@ -259,7 +259,7 @@ class RingReader {
         return Read::kOk;
       }
     }
-    skip_ahead();  // published, yet overwritten: a later lap took the slot
+    skip_ahead();  // a later lap took the slot
     return Read::kLapped;
   }
 
@@ -307,7 +307,6 @@ class RingReader {
   size_t lane_slots_ = 0;
   size_t max_datagram_ = 0;
   uint64_t next_ = 1;       // next data sequence
-  uint64_t published_ = 0;  // the writer's published word as last read
   uint64_t lane_next_ = 0;  // next lane position
   uint64_t lapped_ = 0;
 };
