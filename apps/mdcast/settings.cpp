@@ -130,7 +130,7 @@ const std::map<std::string, Key>& registry() {
       s.pub.heartbeat_interval_ns = parse_duration(v);
       if (!s.pub.heartbeat_interval_ns) fail("heartbeat interval must be positive");
     });
-    add("publisher.retransmit_bytes", "retransmit ring size", [](Settings& s, const std::string& v) {
+    add("publisher.retransmit_bytes", "retransmit ring size (verbs; over shm the shm ring is the retransmit ring: shm.slots)", [](Settings& s, const std::string& v) {
       s.pub.retransmit_bytes = parse_size(v);
     });
     add("publisher.pacing", "none | fixed | slowest", [](Settings& s, const std::string& v) {
@@ -190,7 +190,7 @@ const std::map<std::string, Key>& registry() {
     });
     add("subscriber.result", "write a result file at the end", [](Settings& s, const std::string& v) { s.sub.result = v; });
     // [shm]
-    add("shm.slots", "ring slots", [](Settings& s, const std::string& v) { s.shm.slots = parse_uint<size_t>(v, 16, 1u << 24); });
+    add("shm.slots", "ring slots (over shm also the publisher's retransmit history)", [](Settings& s, const std::string& v) { s.shm.slots = parse_uint<size_t>(v, 16, 1u << 24); });
     add("shm.max_datagram", "ring slot payload", [](Settings& s, const std::string& v) {
       s.shm.max_datagram = parse_size(v);
       if (s.shm.max_datagram < 256 || s.shm.max_datagram > 4096) fail("'{}' must be in [256, 4096]", v);
