@@ -391,6 +391,11 @@ std::string_view to_string(CtlType t) noexcept {
     case CtlType::kSnapshotDone: return "snapshot-done";
     case CtlType::kStatusReport: return "status-report";
     case CtlType::kError: return "error";
+    case CtlType::kAuthHello: return "auth-hello";
+    case CtlType::kAuthChallenge: return "auth-challenge";
+    case CtlType::kAuthProof: return "auth-proof";
+    case CtlType::kSessionQuery: return "session-query";
+    case CtlType::kSessionStatus: return "session-status";
   }
   return "unknown";
 }

@@ -96,7 +96,10 @@ class ReplySink {
  public:
   virtual ~ReplySink() = default;
   virtual void send(ClientId client, std::vector<std::byte> frame) = 0;
-
+  // Reply bytes queued for `client` and not yet taken by it. A handler that
+  // streams a long reply (a snapshot) produces more only while this stays
+  // under its share; a transport without a queue of its own reports 0.
+  [[nodiscard]] virtual size_t queued_bytes(ClientId /*client*/) const noexcept { return 0; }
 };
 
 // What a publisher's control transport drives (feed::ControlService).
@@ -107,7 +110,14 @@ class ControlHandler {
   virtual void on_disconnect(ClientId c) = 0;
   // One whole frame from client c; false: cut the client off.
   virtual bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) = 0;
-
+  // Whether client c is through admission (authenticated and subscribed).
+  // A transport holds the others to a small cap and a short timeout, so
+  // connections that never authenticate cannot lock subscribers out.
+  [[nodiscard]] virtual bool admitted(ClientId /*c*/) const noexcept { return true; }
+  // Whether the handler has more of a streamed reply for c. A transport calls
+  // on_writable when c's queue has drained (see ReplySink::queued_bytes).
+  [[nodiscard]] virtual bool has_pending(ClientId /*c*/) const noexcept { return false; }
+  virtual void on_writable(ClientId /*c*/, uint64_t /*now*/, ReplySink& /*out*/) {}
 };
 
 // How a subscriber's engine talks to the publisher.

@@ -42,6 +42,14 @@ enum class CtlType : uint8_t {
   kSnapshotDone = 8,
   kStatusReport = 9,
   kError = 10,
+  // Mutual authentication (wire/auth.hpp): hello, challenge, proof, before Subscribe.
+  kAuthHello = 11,
+  kAuthChallenge = 12,
+  kAuthProof = 13,
+  // The control plane confirms what a datagram claims (a new session, an end
+  // of session, a far-ahead sequence) before a subscriber acts on it.
+  kSessionQuery = 14,
+  kSessionStatus = 15,
 };
 
 enum class RetransmitStatus : uint8_t { kOk = 0, kTooOld = 1, kNotYet = 2, kWrongSession = 3 };
