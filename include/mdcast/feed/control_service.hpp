@@ -44,6 +44,7 @@ class ControlService final : public media::ControlHandler {
   [[nodiscard]] size_t clients() const noexcept { return clients_.size(); }
   [[nodiscard]] size_t subscribed_clients() const noexcept;
   [[nodiscard]] const ControlCounters& counters() const noexcept { return *counters_; }
+  [[nodiscard]] ControlCounters& mutable_counters() noexcept { return *counters_; }
 
   struct ClientView {
     ClientId id;

@@ -31,7 +31,8 @@ namespace mdcast::feed {
   X(snapshot_requests, "snapshot requests served")                                \
   X(snapshot_instruments, "instrument books sent in snapshots")                   \
   X(status_reports, "subscriber status reports received")                         \
-  X(slowest_capacity, "lowest capacity reported by a live subscriber (msg/s)")
+  X(slowest_capacity, "lowest capacity reported by a live subscriber (msg/s)")   \
+  X(longest_poll_ns, "longest control-plane poll on the publishing thread (ns)")
 
 #define MDCAST_SUBSCRIBER_COUNTERS(X)                                              \
   X(datagrams_received, "datagrams received on the data rails")                   \

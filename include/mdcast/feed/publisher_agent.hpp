@@ -81,8 +81,12 @@ class PublisherAgent {
     last_control_ = now;
     const size_t work = medium_.poll_control(svc_, now);
     svc_.tick(now);
-    control_ns_ += monotonic_ns() - now;
+    // The stall a control poll imposes on the feed: what any client's
+    // requests may cost the publishing thread, bounded by the service.
+    const uint64_t took = monotonic_ns() - now;
+    control_ns_ += took;
     ++control_polls_;
+    if (took > svc_.counters().longest_poll_ns.get()) svc_.mutable_counters().longest_poll_ns.set(took);
     return work;
   }
 
