@@ -101,7 +101,7 @@ struct CountingHandler {
     sum += m.instrument;
   }
   void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
-  void on_reset(uint32_t) noexcept {}
+  void on_reset(uint64_t) noexcept {}
 };
 
 // Subscriber::on_datagram on the in-order live path: every datagram is the
@@ -115,7 +115,7 @@ void run_subscriber(benchmark::State& state, Stream& s, bool books) {
   sc.verify_checksums = false;
   CountingHandler h;
   feed::Subscriber<CountingHandler> sub(sc, h, nullptr);
-  uint32_t session = 1;
+  uint64_t session = 1;
   auto restart = [&] {
     s.set_session(++session);
     for (size_t i = 0; i < s.warm; ++i) sub.on_datagram(s.datagram(i), feed::Rail::kA, 2);

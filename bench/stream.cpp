@@ -34,7 +34,7 @@ feed::PublisherConfig batching_config(size_t max_datagram) {
 
 }  // namespace
 
-void Stream::set_session(uint32_t session) noexcept {
+void Stream::set_session(uint64_t session) noexcept {
   for (size_t i = 0; i < size(); ++i) store_le<uint32_t>(bytes.data() + offsets[i] + wire::dgram::kSession, session);
 }
 

@@ -24,7 +24,7 @@ struct Stream {
   }
   // Rewrites every datagram's session id (CRC is off): replaying the stream
   // under a new session makes a subscriber start over.
-  void set_session(uint32_t session) noexcept;
+  void set_session(uint64_t session) noexcept;
 };
 
 // `warm_messages` then `messages` of the synthetic order flow over

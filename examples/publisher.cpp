@@ -40,7 +40,7 @@ std::vector<Message> todays_messages(unsigned rounds) {
 }
 
 template <class Medium>
-void publish(Medium& medium, const example::Args& a, uint32_t session) {
+void publish(Medium& medium, const example::Args& a, uint64_t session) {
   feed::PublisherConfig cfg;
   cfg.session = session;
   cfg.max_datagram = 0;  // what the medium carries (a shm slot, the verbs port's MTU)
@@ -76,7 +76,7 @@ void publish(Medium& medium, const example::Args& a, uint32_t session) {
 
 int main(int argc, char** argv) try {
   const example::Args a = example::parse(argc, argv);
-  const uint32_t session = static_cast<uint32_t>(realtime_ns() / kNsPerMs) | 1;  // new per run, never 0
+  const uint64_t session = feed::new_session_id();  // 64 random bits: new per run, never reused
   with_context(fmt::format("feed '{}' over {}", a.name, a.medium), [&] {
     if (a.medium == "shm") {
       media::shm::Options o;

@@ -35,7 +35,9 @@ struct Printer {
       std::fprintf(stderr, "subscriber: instrument %u from a snapshot, %u orders\n", inst,
                    books->book(inst).order_count());
   }
-  void on_reset(uint32_t session) noexcept { std::fprintf(stderr, "subscriber: session %u, books empty\n", session); }
+  void on_reset(uint64_t session) noexcept {
+    std::fprintf(stderr, "subscriber: session %016llx, books empty\n", static_cast<unsigned long long>(session));
+  }
   void on_event(feed::SubscriberEvent e, std::string_view detail) noexcept {
     using E = feed::SubscriberEvent;
     const char* what = e == E::kPublisherSilent  ? "publisher silent"

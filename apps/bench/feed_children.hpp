@@ -214,7 +214,7 @@ struct BenchHandler {
     latency.record(d.receive_time_ns > d.send_time_ns ? d.receive_time_ns - d.send_time_ns : 0);
   }
   void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
-  void on_reset(uint32_t) noexcept {}
+  void on_reset(uint64_t) noexcept {}
 };
 
 template <class Medium>

@@ -50,7 +50,7 @@ struct ShmEntry {
     o.wait_ns = s.sub.wait_ns;
     return o;
   }
-  static std::unique_ptr<Publisher> publisher(const Settings& s, uint32_t session) {
+  static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }

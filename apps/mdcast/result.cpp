@@ -4,6 +4,7 @@
 #include <fmt/os.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <toml++/toml.h>
 
@@ -22,7 +23,7 @@ void write_result(const std::string& path, const RunResult& r) {
   {
     auto out = fmt::output_file(tmp);
     out.print("role = \"{}\"\nname = \"{}\"\nmedium = \"{}\"\noutcome = \"{}\"\n", r.role, r.name, r.medium, r.outcome);
-    out.print("session = {}\nlast_sequence = {}\nseconds = {}\nmessages = {}\nall_instruments = {}\n", r.session,
+    out.print("session = \"{:016x}\"\nlast_sequence = {}\nseconds = {}\nmessages = {}\nall_instruments = {}\n", r.session,
               r.last_sequence, r.seconds, r.messages, r.all_instruments);
     out.print("\n[counters]\n");
     for (const auto& [k, v] : r.counters) out.print("\"{}\" = {}\n", k, v);
@@ -55,7 +56,8 @@ RunResult read_result(const std::string& path) {
   r.name = t["name"].value_or(std::string{});
   r.medium = t["medium"].value_or(std::string{});
   r.outcome = t["outcome"].value_or(std::string{"missing"});
-  r.session = static_cast<uint32_t>(t["session"].value_or(int64_t{0}));
+  // Hex text: a 64-bit id does not fit TOML's signed integers.
+  r.session = std::strtoull(t["session"].value_or(std::string{"0"}).c_str(), nullptr, 16);
   r.last_sequence = static_cast<uint64_t>(t["last_sequence"].value_or(int64_t{0}));
   r.seconds = t["seconds"].value_or(0.0);
   r.messages = static_cast<uint64_t>(t["messages"].value_or(int64_t{0}));
@@ -89,7 +91,7 @@ RunResult read_result(const std::string& path) {
 BookVerdict compare_books(const RunResult& pub, const RunResult& sub) {
   BookVerdict v;
   if (pub.session != sub.session) {
-    v.detail = fmt::format("subscriber ended in session {}, publisher in {}", sub.session, pub.session);
+    v.detail = fmt::format("subscriber ended in session {:016x}, publisher in {:016x}", sub.session, pub.session);
     return v;
   }
   std::map<uint32_t, const BookDigest*> p;

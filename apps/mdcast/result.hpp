@@ -23,7 +23,7 @@ struct RunResult {
   std::string name;
   std::string medium;
   std::string outcome = "ok";  // ok | publisher-lost | timeout | error: ...
-  uint32_t session = 0;
+  uint64_t session = 0;
   uint64_t last_sequence = 0;
   double seconds = 0;
   uint64_t messages = 0;

@@ -38,11 +38,7 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-uint32_t pick_session(const Settings& s) {
-  if (s.pub.session) return s.pub.session;
-  const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
-  return ms ? ms : 1;
-}
+uint64_t pick_session(const Settings& s) { return s.pub.session ? s.pub.session : feed::new_session_id(); }
 
 book::GeneratorConfig generator_config(const Settings& s) {
   book::GeneratorConfig gc;
@@ -66,7 +62,7 @@ struct GeneratorSource {
 };
 
 template <class Medium>
-int publish_loop(Settings& s, Medium& medium, uint32_t session, std::string_view medium_name) {
+int publish_loop(Settings& s, Medium& medium, uint64_t session, std::string_view medium_name) {
   MirroredCounters medium_counters(medium.counter_groups());
   std::vector<stats::Section> sections{
       {"pub", feed::PublisherCounters::kInfo}, {"ctl", feed::ControlCounters::kInfo}, {"app", AppPubCounters::kInfo}};
@@ -79,7 +75,7 @@ int publish_loop(Settings& s, Medium& medium, uint32_t session, std::string_view
   GeneratorSource src{book::Generator(generator_config(s))};
   app->target_rate.set(static_cast<uint64_t>(s.pub.rate));
   cf.set_state(stats::ProcessState::kRunning);
-  fmt::print(stderr, "mdcast publish: {}; session {}; {:.0f} msg/s over {} instruments for {}\n", medium.describe(),
+  fmt::print(stderr, "mdcast publish: {}; session {:016x}; {:.0f} msg/s over {} instruments for {}\n", medium.describe(),
              agent.core().session(), s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
 
   auto refresh = [&](uint64_t now, uint64_t t0) {
@@ -180,8 +176,8 @@ struct AppHandler {
       fmt::print("snapshot instrument={} seq={} orders={}\n", inst, b->book(inst).instrument_seq(),
                  b->book(inst).order_count());
   }
-  void on_reset(uint32_t session) noexcept {
-    if (print) fmt::print("session {}: books reset\n", session);
+  void on_reset(uint64_t session) noexcept {
+    if (print) fmt::print("session {:016x}: books reset\n", session);
   }
   void on_event(feed::SubscriberEvent e, std::string_view detail) noexcept {
     fmt::print(stderr, "mdcast subscribe: {}{}{}\n", to_string(e), detail.empty() ? "" : ": ", detail);
@@ -272,7 +268,7 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
   if (!s.sub.result.empty()) write_result(s.sub.result, r);
   const auto& c = sub.counters();
   fmt::print(stderr,
-             "mdcast subscribe: {} ({}): {} messages, {} gaps, {} datagrams recovered, {} snapshots; latency p50 {} ns "
+             "mdcast subscribe: {} (session {:016x}): {} messages, {} gaps, {} datagrams recovered, {} snapshots; latency p50 {} ns "
              "p99 {} ns\n",
              r.outcome, r.session, h.delivered, c.gaps.get(), c.datagrams_recovered.get(), c.snapshots_applied.get(),
              h.latency.percentile(50), h.latency.percentile(99));
@@ -285,7 +281,7 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
 int run_publish(Settings& s) {
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
-    const uint32_t session = pick_session(s);
+    const uint64_t session = pick_session(s);
     auto medium = E::publisher(s, session);
     return publish_loop(s, *medium, session, E::kName);
   });

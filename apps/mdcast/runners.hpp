@@ -18,8 +18,8 @@ void install_signal_handlers();
 int run_publish(Settings& s);
 int run_subscribe(Settings& s);
 
-// publisher.session, or one derived from the wall clock.
-uint32_t pick_session(const Settings& s);
+// publisher.session, or 64 fresh random bits.
+uint64_t pick_session(const Settings& s);
 // The synthetic order flow of `mdcast publish`.
 book::GeneratorConfig generator_config(const Settings& s);
 

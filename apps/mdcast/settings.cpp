@@ -148,10 +148,10 @@ const std::map<std::string, Key>& registry() {
     });
     add("publisher.crc", "CRC-32C in every datagram", [](Settings& s, const std::string& v) { s.pub.crc = parse_bool(v); });
     add("publisher.sender_id", "id in every datagram (subscribers drop their own)", [](Settings& s, const std::string& v) {
-      s.pub.sender_id = parse_uint<uint32_t>(v, 1, 0xffffffffu);
+      s.pub.sender_id = parse_uint<uint32_t>(v, 1, 0xffffu);  // a 16-bit header field
     });
-    add("publisher.session", "session id (0: from the clock)", [](Settings& s, const std::string& v) {
-      s.pub.session = parse_uint<uint32_t>(v, 0, 0xffffffffu);
+    add("publisher.session", "session id (0: 64 random bits; a fixed id is for tests: never reuse one)", [](Settings& s, const std::string& v) {
+      s.pub.session = parse_uint<uint64_t>(v, 0, ~uint64_t{0});
     });
     add("publisher.wait_subscribers", "hold publishing until this many subscribers have subscribed", [](Settings& s, const std::string& v) {
       s.pub.wait_subscribers = parse_uint<uint32_t>(v, 0, 100000);
@@ -390,7 +390,7 @@ void load_config(Settings& s, const std::string& path) {
   }
 }
 
-feed::PublisherConfig publisher_config(const Settings& s, uint32_t session) {
+feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   if (s.pub.instruments > s.feed.max_instruments)
     fail("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
   feed::PublisherConfig pc;

@@ -48,7 +48,7 @@ struct PublisherOptions {
   uint32_t sender_id = 1;
   std::vector<feed::Entitlement> entitlements;
   std::string result;                // write a result file here at the end
-  uint32_t session = 0;
+  uint64_t session = 0;
   uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
 };
 
@@ -116,7 +116,7 @@ std::vector<std::pair<std::string, std::string>> known_settings();
 
 // The engines' configurations from the settings: the one mapping, used by
 // publish, subscribe, demo and bench alike.
-feed::PublisherConfig publisher_config(const Settings& s, uint32_t session);
+feed::PublisherConfig publisher_config(const Settings& s, uint64_t session);
 feed::ControlConfig control_config(const Settings& s);
 feed::SubscriberConfig subscriber_config(const Settings& s);
 // subscriber.inject_loss as a fault profile (inactive when 0).

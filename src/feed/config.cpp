@@ -11,6 +11,7 @@ void PublisherConfig::validate() const {
   if (max_message < 64 || max_message > wire::kMaxMessage)
     fail("max_message {} outside [64, {}]", max_message, wire::kMaxMessage);
   if (sender_id == 0) fail("sender_id must be non-zero (0 means 'none' to subscribers)");
+  if (sender_id > 0xffff) fail("sender_id {} does not fit the datagram's 16-bit sender field", sender_id);
   if (max_unsent == 0) fail("max_unsent must be at least 1");
   if (heartbeat_interval_ns == 0) fail("heartbeat_interval must be positive");
   if (pacing.mode != PacingMode::kNone && pacing.rate <= 0) fail("pacing rate must be positive");

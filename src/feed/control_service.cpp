@@ -71,6 +71,13 @@ bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint
           return handle(c, cl, rid, body, now, out);
         } else if constexpr (std::is_same_v<T, StatusReport>) {
           return handle(c, cl, body, now);
+        } else if constexpr (std::is_same_v<T, SessionQuery>) {
+          // What a subscriber checks before it acts on what a datagram claimed.
+          if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "session query before subscribe", out);
+          counters_->session_queries.add();
+          out.send(c, encode_control(rid, SessionStatus{core_.session(), core_.last_committed(), core_.ring().oldest(),
+                                                        core_.ended(), core_.end_seq()}));
+          return true;
         } else {
           return reject(c, cl, rid, ErrorCode::kUnsupported,
                         fmt::format("a publisher does not accept {} frames", to_string(static_cast<CtlType>(
@@ -214,7 +221,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Snapshot
   // The book must equal "every committed datagram": seal the open one.
   core_.commit_open(now);
   const uint64_t snap_seq = core_.last_committed();
-  const uint32_t session = core_.session();
+  const uint64_t session = core_.session();
   constexpr size_t kMaxOrdersPerChunk = 2000;  // keeps a chunk under the u16 message length
   SnapshotDataBuilder b(rid, session);
   auto flush_if_full = [&](size_t next) {

@@ -1,6 +1,9 @@
 #include "mdcast/feed/publisher_core.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
@@ -9,18 +12,19 @@ namespace mdcast::feed {
 
 using namespace wire;
 
-namespace {
-uint32_t default_session() noexcept {
-  // Milliseconds of wall-clock time: a restarted publisher gets a larger id,
-  // which subscribers compare with serial-number arithmetic (RFC 1982).
-  const auto ms = static_cast<uint32_t>(realtime_ns() / kNsPerMs);
-  return ms ? ms : 1;
+uint64_t new_session_id() {
+  for (;;) {
+    uint64_t id = 0;
+    const ssize_t n = ::getrandom(&id, sizeof id, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof id)) fail_errno("session id: getrandom");
+    if (id != 0) return id;
+  }
 }
-}  // namespace
 
 PublisherCore::PublisherCore(const PublisherConfig& cfg, std::span<std::byte> ring_memory,
                              PublisherCounters* counters)
-    : cfg_(cfg), session_(cfg.session ? cfg.session : default_session()), books_(cfg.books), pacer_(cfg.pacing) {
+    : cfg_(cfg), session_(cfg.session ? cfg.session : new_session_id()), books_(cfg.books), pacer_(cfg.pacing) {
   cfg_.validate();
   if (ring_memory.empty()) {
     owned_ring_ = MappedMemory::anonymous(RetransmitRing::memory_for(cfg.retransmit_bytes, cfg.max_datagram));

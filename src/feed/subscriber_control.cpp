@@ -17,6 +17,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   connected_ = true;
   subscribed_ = false;
   subscribe_refused_ = false;
+  query_sent_ = false;
   mark_unsent();  // also when no disconnect was reported: a new connection is a new conversation
   send_subscribe(now);
 }
@@ -24,6 +25,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
 void SubscriberCore::on_control_disconnected() noexcept {
   connected_ = false;
   subscribed_ = false;
+  query_sent_ = false;
   mark_unsent();
 }
 
@@ -49,6 +51,8 @@ void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t
           on_snapshot_data(rid, b);
         } else if constexpr (std::is_same_v<T, wire::SnapshotDone>) {
           on_snapshot_done(rid, b, now);
+        } else if constexpr (std::is_same_v<T, wire::SessionStatus>) {
+          on_session_status(rid, b, now);
         } else if constexpr (std::is_same_v<T, wire::ErrorReply>) {
           on_error_reply(rid, b);
         }
@@ -60,15 +64,11 @@ void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t
 void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b, uint64_t now) noexcept {
   if (rid != subscribe_rid_) return;
   subscribed_ = true;
-  if (!accept_session(b.session)) return;
-  if (b.session == session_ && b.last_seq > highest_seen_) {
-    // Joining late: the publisher is already at last_seq.
-    highest_seen_ = b.last_seq;
-    counters_->highest_sequence.set(highest_seen_);
-    note_gap(now);
-  }
-  scan_needed_ = true;
+  // The control plane's word on the session: adopt, confirm, or replace what
+  // the data suggested.
+  session_confirmed_by(b.session, b.last_seq, now);
   resend_unsent(now);
+  if (claims_) send_query(now);
 }
 
 void SubscriberCore::on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept {
@@ -98,6 +98,7 @@ void SubscriberCore::poll(uint64_t now) noexcept {
   if (connected_ && !subscribed_ && !subscribe_refused_ && now >= subscribe_deadline_) send_subscribe(now);
   if (!subscribed_) return;
   poll_requests(now);
+  poll_query(now);
   if (now - last_status_ >= cfg_.status_interval_ns) send_status(now);
 }
 

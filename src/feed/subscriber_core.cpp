@@ -50,7 +50,7 @@ uint32_t SubscriberCore::active_irecs() const noexcept {
 
 // ------------------------------------------------------------ screening --
 
-bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size) noexcept {
+bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size, uint64_t now) noexcept {
   if (chk != wire::DatagramCheck::kOk) {
     counters_->malformed.add();
     if (chk == wire::DatagramCheck::kBadCrc) counters_->crc_errors.add();
@@ -71,9 +71,14 @@ bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck ch
     counters_->dropped_own.add();
     return false;
   }
-  if (!accept_session(h.session)) {
-    counters_->stale_session.add();
-    return false;
+  if (h.session != session_) {
+    // The first session heard is taken on trust until the subscription's
+    // acknowledgement confirms or replaces it; any other is only a claim.
+    if (session_ == 0) {
+      start_session(h.session);
+      return true;
+    }
+    return other_session(h.session, now);
   }
   return true;
 }
@@ -220,23 +225,7 @@ void SubscriberCore::book_refused(uint32_t inst, wire::MessageView v, const Deli
 
 // ------------------------------------------------- sessions, heartbeats --
 
-bool SubscriberCore::accept_session(uint32_t s) noexcept {
-  if (s == session_) return true;
-  if (session_ == 0) {
-    start_session(s);
-    return true;
-  }
-  // Serial-number comparison: a restarted publisher has a later session id.
-  if (static_cast<int32_t>(s - session_) > 0) {
-    counters_->session_changes.add();
-    start_session(s);
-    notify_event(SubscriberEvent::kSessionChanged, {});
-    return true;
-  }
-  return false;
-}
-
-void SubscriberCore::start_session(uint32_t s) noexcept {
+void SubscriberCore::start_session(uint64_t s) noexcept {
   session_ = s;
   mode_ = Mode::kLive;
   next_seq_ = 1;
@@ -245,6 +234,12 @@ void SubscriberCore::start_session(uint32_t s) noexcept {
   gap_open_ = false;
   scan_needed_ = false;
   session_ended_ = false;
+  end_seq_ = 0;
+  session_confirmed_ = false;
+  confirmed_last_ = 0;
+  claims_ = 0;
+  claim_ahead_ = 0;
+  held_ = 0;
   n_reqs_ = 0;
   snap_sent_ = false;
   for (size_t i = 0; i < n_slots_; ++i)
@@ -272,14 +267,20 @@ void SubscriberCore::on_unsequenced(std::span<const std::byte> d, const wire::Da
 
 void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept {
   const uint64_t last = hb.last_seq();
-  if (last > highest_seen_) {  // tail loss: the publisher sent more than we saw
+  // Tail loss: the publisher sent more than we saw (unless the claim reaches
+  // beyond the window: then the control plane is asked first).
+  if (last > highest_seen_ && (last < ahead_limit() || plausible_ahead(last, now, false))) {
     highest_seen_ = last;
     counters_->highest_sequence.set(last);
     note_gap(now);
   }
-  if (flags & wire::kFlagEndOfSession) {
-    if (!session_ended_) notify_event(SubscriberEvent::kSessionEnded, {});
-    session_ended_ = true;
+  if ((flags & wire::kFlagEndOfSession) && !session_ended_) {
+    if (ctl_) {
+      ++held_;
+      claim(kClaimEnd, now);  // ended only at the sequence the publisher confirms
+    } else {
+      end_confirmed(last, now);
+    }
   }
   if (!cfg_.verify_checksums || !books_ || mode_ != Mode::kLive) return;
   // Per-instrument checksums: comparable whenever our instrument sequence

@@ -58,17 +58,27 @@ void SubscriberCore::send_retransmit(Request& r, uint64_t now) noexcept {
   }
 }
 
-void SubscriberCore::retransmit_answered(uint32_t rid, uint32_t session, wire::RetransmitStatus status,
+void SubscriberCore::retransmit_answered(uint32_t rid, uint64_t session, wire::RetransmitStatus status,
                                          std::span<const std::span<const std::byte>> datagrams,
                                          uint64_t now) noexcept {
   uint32_t i = 0;
   while (i < n_reqs_ && reqs_[i].rid != rid) ++i;
   if (i == n_reqs_) return;  // late reply to a request we gave up on
   reqs_[i] = reqs_[--n_reqs_];
-  // Whatever the answer left out (a capped reply, "not yet") is asked for
-  // again by the next scan, as a fresh request.
+  if (session != session_) {
+    scan_needed_ = true;
+    return;
+  }
+  if (status == wire::RetransmitStatus::kNotYet) {
+    // We asked beyond what the publisher sent: our idea of its tail came
+    // from something that lied. Its status bounds what we wait for; asking
+    // again before that would only hear "not yet" again.
+    claim(kClaimNotYet, now);
+    return;
+  }
+  // Whatever the answer left out (a capped reply) is asked for again by the
+  // next scan, as a fresh request.
   scan_needed_ = true;
-  if (session != session_) return;
   if (status == wire::RetransmitStatus::kTooOld) {
     counters_->retransmit_too_old.add();
     enter_snapshot(now);
@@ -77,7 +87,7 @@ void SubscriberCore::retransmit_answered(uint32_t rid, uint32_t session, wire::R
   for (const auto& d : datagrams) receive_recovered(d, now);
 }
 
-void SubscriberCore::on_retransmitted(uint32_t rid, uint32_t session,
+void SubscriberCore::on_retransmitted(uint32_t rid, uint64_t session,
                                       std::span<const std::span<const std::byte>> datagrams, uint64_t now) noexcept {
   if (datagrams.empty() && session == session_) {
     uint32_t i = 0;

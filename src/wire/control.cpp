@@ -10,17 +10,19 @@ namespace {
 // Subscribe
 constexpr size_t kSubChannel = 12, kSubCredLen = 14, kSubSender = 16, kSubCount = 20, kSubCred = 24;
 // SubscribeAck
-constexpr size_t kAckSession = 12, kAckLastSeq = 16, kAckOldest = 24, kAckGranted = 32, kAckSize = 36;
+constexpr size_t kAckSession = 12, kAckLastSeq = 20, kAckOldest = 28, kAckGranted = 36, kAckSize = 40;
 // Unsubscribe / SnapshotRequest
 constexpr size_t kSetCount = 12, kSetIds = 16;
 // RetransmitRequest
-constexpr size_t kRtxSession = 12, kRtxFrom = 16, kRtxCount = 24, kRtxSize = 28;
+constexpr size_t kRtxSession = 12, kRtxFrom = 20, kRtxCount = 28, kRtxSize = 32;
 // RetransmitReply
-constexpr size_t kRrSession = 12, kRrStatus = 16, kRrCount = 20, kRrFrom = 24, kRrOldest = 32, kRrData = 40;
+constexpr size_t kRrSession = 12, kRrStatus = 20, kRrCount = 24, kRrFrom = 28, kRrOldest = 36, kRrData = 44;
 // SnapshotData
-constexpr size_t kSdSession = 12, kSdMessages = 16;
+constexpr size_t kSdSession = 12, kSdMessages = 20;
 // SnapshotDone
-constexpr size_t kSnSession = 12, kSnStatus = 16, kSnInstruments = 20, kSnSeq = 24, kSnSize = 32;
+constexpr size_t kSnSession = 12, kSnStatus = 20, kSnInstruments = 24, kSnSeq = 28, kSnSize = 36;
+// SessionQuery: the header alone. SessionStatus:
+constexpr size_t kSsSession = 12, kSsLastSeq = 20, kSsOldest = 28, kSsFlags = 36, kSsEndSeq = 40, kSsSize = 48;
 // StatusReport
 constexpr size_t kStPosition = 12, kStLag = 20, kStDrops = 28, kStCapacity = 36, kStSize = 44;
 // Error
@@ -134,7 +136,7 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
       }
       case CtlType::kSubscribeAck: {
         if (!exact(f, kAckSize, why, "subscribe-ack")) return std::nullopt;
-        out.body = SubscribeAck{load_le<uint32_t>(p + kAckSession), load_le<uint64_t>(p + kAckLastSeq),
+        out.body = SubscribeAck{load_le<uint64_t>(p + kAckSession), load_le<uint64_t>(p + kAckLastSeq),
                                 load_le<uint64_t>(p + kAckOldest), load_le<uint32_t>(p + kAckGranted)};
         break;
       }
@@ -151,14 +153,14 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
       }
       case CtlType::kRetransmitRequest: {
         if (!exact(f, kRtxSize, why, "retransmit-request")) return std::nullopt;
-        out.body = RetransmitRequest{load_le<uint32_t>(p + kRtxSession), load_le<uint64_t>(p + kRtxFrom),
+        out.body = RetransmitRequest{load_le<uint64_t>(p + kRtxSession), load_le<uint64_t>(p + kRtxFrom),
                                      load_le<uint32_t>(p + kRtxCount)};
         break;
       }
       case CtlType::kRetransmitReply: {
         if (!need(f, kRrData, why, "retransmit-reply")) return std::nullopt;
         RetransmitReply r;
-        r.session = load_le<uint32_t>(p + kRrSession);
+        r.session = load_le<uint64_t>(p + kRrSession);
         const auto st = load_le<uint8_t>(p + kRrStatus);
         if (st > static_cast<uint8_t>(RetransmitStatus::kWrongSession)) {
           if (why) *why = fmt::format("retransmit status {} unknown", st);
@@ -202,7 +204,7 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
           if (why) *why = "snapshot data holds a malformed message";
           return std::nullopt;
         }
-        out.body = SnapshotData{load_le<uint32_t>(p + kSdSession), run};
+        out.body = SnapshotData{load_le<uint64_t>(p + kSdSession), run};
         break;
       }
       case CtlType::kSnapshotDone: {
@@ -212,8 +214,24 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
           if (why) *why = fmt::format("snapshot status {} unknown", st);
           return std::nullopt;
         }
-        out.body = SnapshotDone{load_le<uint32_t>(p + kSnSession), static_cast<SnapshotStatus>(st),
+        out.body = SnapshotDone{load_le<uint64_t>(p + kSnSession), static_cast<SnapshotStatus>(st),
                                 load_le<uint32_t>(p + kSnInstruments), load_le<uint64_t>(p + kSnSeq)};
+        break;
+      }
+      case CtlType::kSessionQuery: {
+        if (!exact(f, ctl::kHeaderSize, why, "session-query")) return std::nullopt;
+        out.body = SessionQuery{};
+        break;
+      }
+      case CtlType::kSessionStatus: {
+        if (!exact(f, kSsSize, why, "session-status")) return std::nullopt;
+        const auto fl = load_le<uint8_t>(p + kSsFlags);
+        if (fl & ~uint8_t{1}) {
+          if (why) *why = fmt::format("session status flags {:#x} unknown", fl);
+          return std::nullopt;
+        }
+        out.body = SessionStatus{load_le<uint64_t>(p + kSsSession), load_le<uint64_t>(p + kSsLastSeq),
+                                 load_le<uint64_t>(p + kSsOldest), (fl & 1) != 0, load_le<uint64_t>(p + kSsEndSeq)};
         break;
       }
       case CtlType::kStatusReport: {
@@ -267,7 +285,7 @@ std::vector<std::byte> encode_control(uint32_t rid, const Subscribe& b) {
 
 std::vector<std::byte> encode_control(uint32_t rid, const SubscribeAck& b) {
   auto f = frame(CtlType::kSubscribeAck, rid, kAckSize - ctl::kHeaderSize);
-  store_le<uint32_t>(f.data() + kAckSession, b.session);
+  store_le<uint64_t>(f.data() + kAckSession, b.session);
   store_le<uint64_t>(f.data() + kAckLastSeq, b.last_seq);
   store_le<uint64_t>(f.data() + kAckOldest, b.oldest_retransmit);
   store_le<uint32_t>(f.data() + kAckGranted, b.granted);
@@ -288,7 +306,7 @@ std::vector<std::byte> encode_control(uint32_t rid, const SnapshotRequest& b) {
 
 std::vector<std::byte> encode_control(uint32_t rid, const RetransmitRequest& b) {
   auto f = frame(CtlType::kRetransmitRequest, rid, kRtxSize - ctl::kHeaderSize);
-  store_le<uint32_t>(f.data() + kRtxSession, b.session);
+  store_le<uint64_t>(f.data() + kRtxSession, b.session);
   store_le<uint64_t>(f.data() + kRtxFrom, b.from_seq);
   store_le<uint32_t>(f.data() + kRtxCount, b.count);
   return f;
@@ -296,10 +314,25 @@ std::vector<std::byte> encode_control(uint32_t rid, const RetransmitRequest& b) 
 
 std::vector<std::byte> encode_control(uint32_t rid, const SnapshotDone& b) {
   auto f = frame(CtlType::kSnapshotDone, rid, kSnSize - ctl::kHeaderSize);
-  store_le<uint32_t>(f.data() + kSnSession, b.session);
+  store_le<uint64_t>(f.data() + kSnSession, b.session);
   store_le<uint8_t>(f.data() + kSnStatus, static_cast<uint8_t>(b.status));
   store_le<uint32_t>(f.data() + kSnInstruments, b.instrument_count);
   store_le<uint64_t>(f.data() + kSnSeq, b.snapshot_seq);
+  return f;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const SessionQuery&) {
+  return frame(CtlType::kSessionQuery, rid, 0);
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const SessionStatus& b) {
+  auto f = frame(CtlType::kSessionStatus, rid, kSsSize - ctl::kHeaderSize);
+  store_le<uint64_t>(f.data() + kSsSession, b.session);
+  store_le<uint64_t>(f.data() + kSsLastSeq, b.last_seq);
+  store_le<uint64_t>(f.data() + kSsOldest, b.oldest_retransmit);
+  store_le<uint8_t>(f.data() + kSsFlags, b.ended ? 1 : 0);
+  std::memset(f.data() + kSsFlags + 1, 0, 3);
+  store_le<uint64_t>(f.data() + kSsEndSeq, b.ended ? b.end_seq : 0);
   return f;
 }
 
@@ -321,10 +354,10 @@ std::vector<std::byte> encode_control(uint32_t rid, const ErrorReply& b) {
   return f;
 }
 
-RetransmitReplyBuilder::RetransmitReplyBuilder(uint32_t rid, uint32_t session, RetransmitStatus status,
+RetransmitReplyBuilder::RetransmitReplyBuilder(uint32_t rid, uint64_t session, RetransmitStatus status,
                                                uint64_t from_seq, uint64_t oldest_available)
     : buf_(frame(CtlType::kRetransmitReply, rid, kRrData - ctl::kHeaderSize)) {
-  store_le<uint32_t>(buf_.data() + kRrSession, session);
+  store_le<uint64_t>(buf_.data() + kRrSession, session);
   store_le<uint8_t>(buf_.data() + kRrStatus, static_cast<uint8_t>(status));
   std::memset(buf_.data() + kRrStatus + 1, 0, 3);
   store_le<uint64_t>(buf_.data() + kRrFrom, from_seq);
@@ -347,9 +380,9 @@ std::vector<std::byte> RetransmitReplyBuilder::finish() && {
   return std::move(buf_);
 }
 
-SnapshotDataBuilder::SnapshotDataBuilder(uint32_t rid, uint32_t session)
+SnapshotDataBuilder::SnapshotDataBuilder(uint32_t rid, uint64_t session)
     : buf_(frame(CtlType::kSnapshotData, rid, kSdMessages - ctl::kHeaderSize)) {
-  store_le<uint32_t>(buf_.data() + kSdSession, session);
+  store_le<uint64_t>(buf_.data() + kSdSession, session);
 }
 
 std::byte* SnapshotDataBuilder::reserve(size_t len) {

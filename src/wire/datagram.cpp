@@ -10,12 +10,11 @@ void write_header(std::byte* out, const DatagramHeader& h) noexcept {
   store_le<uint8_t>(out + dgram::kFlags, h.flags);
   store_le<uint16_t>(out + dgram::kChannel, h.channel);
   store_le<uint16_t>(out + dgram::kMessageCount, h.message_count);
-  store_le<uint32_t>(out + dgram::kSession, h.session);
-  store_le<uint32_t>(out + dgram::kSender, h.sender);
+  store_le<uint64_t>(out + dgram::kSession, h.session);
+  store_le<uint16_t>(out + dgram::kSender, h.sender);
   store_le<uint64_t>(out + dgram::kSequence, h.sequence);
   store_le<uint64_t>(out + dgram::kSendTime, h.send_time_ns);
   store_le<uint16_t>(out + dgram::kLength, h.length);
-  store_le<uint16_t>(out + dgram::kReserved, 0);
   store_le<uint32_t>(out + dgram::kCrc, 0);
 }
 
@@ -24,8 +23,8 @@ DatagramHeader read_header(const std::byte* p) noexcept {
   h.flags = load_le<uint8_t>(p + dgram::kFlags);
   h.channel = load_le<uint16_t>(p + dgram::kChannel);
   h.message_count = load_le<uint16_t>(p + dgram::kMessageCount);
-  h.session = load_le<uint32_t>(p + dgram::kSession);
-  h.sender = load_le<uint32_t>(p + dgram::kSender);
+  h.session = load_le<uint64_t>(p + dgram::kSession);
+  h.sender = load_le<uint16_t>(p + dgram::kSender);
   h.sequence = load_le<uint64_t>(p + dgram::kSequence);
   h.send_time_ns = load_le<uint64_t>(p + dgram::kSendTime);
   h.length = load_le<uint16_t>(p + dgram::kLength);

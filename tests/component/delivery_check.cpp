@@ -68,7 +68,7 @@ void expect_counters_add_up(const feed::Subscriber<Recorder>& sub, const std::st
   const auto& c = sub.counters();
   const uint64_t in = c.datagrams_received.get() + c.datagrams_recovered.get();
   const uint64_t out = c.datagrams_delivered.get() + c.duplicates.get() + c.dropped_own.get() +
-                       c.foreign_channel.get() + c.malformed.get() + c.stale_session.get() + c.heartbeats.get() +
+                       c.foreign_channel.get() + c.malformed.get() + c.stale_session.get() + c.claims_held.get() + c.heartbeats.get() +
                        c.skipped_by_snapshot.get() + c.window_discards.get() + sub.buffered();
   EXPECT_EQ(in, out) << report;
 }

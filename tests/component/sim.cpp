@@ -20,7 +20,7 @@ Sim::Sim(SimSpec spec)
   for (size_t i = 0; i < opaque_buf_.size(); ++i) opaque_buf_[i] = std::byte{static_cast<uint8_t>(i * 7)};
 }
 
-void Sim::start_publisher(uint32_t session) {
+void Sim::start_publisher(uint64_t session) {
   auto cfg = spec_.pub;
   cfg.session = session;
   svc_.reset();

@@ -78,7 +78,7 @@ class Sim {
   std::string report() const;
 
  private:
-  void start_publisher(uint32_t session);
+  void start_publisher(uint64_t session);
   void attach(SubRuntime& s);
   void tick();
   void drain(SubRuntime& s);
@@ -94,7 +94,7 @@ class Sim {
   PublishedLog log_;
   uint64_t published_ = 0;
   uint64_t ticks_ = 0;
-  uint32_t session_ = 1000;
+  uint64_t session_ = 1000;
   std::vector<std::byte> opaque_buf_;
 };
 

@@ -69,7 +69,7 @@ struct Handler {
     FUZZ_CHECK(inst < kInstruments, "snapshot of instrument %u", inst);
     last[inst] = b ? b->book(inst).instrument_seq() : 0;
   }
-  void on_reset(uint32_t) noexcept { last.fill(0); }
+  void on_reset(uint64_t) noexcept { last.fill(0); }
   void on_event(feed::SubscriberEvent, std::string_view) noexcept {}
 };
 
@@ -111,7 +111,7 @@ std::vector<std::byte> datagram_around(Reader& p) {
   const uint8_t flags = static_cast<uint8_t>(p.u8() & kKnownDatagramFlags);
   const uint64_t seq = p.u8();
   const uint8_t pick = p.u8();
-  const uint32_t session = pick % 4 == 1 ? kSession + 1 : pick % 4 == 2 ? kSession - 1 : kSession;
+  const uint64_t session = pick % 4 == 1 ? kSession + 1 : pick % 4 == 2 ? kSession - 1 : kSession;
   auto run = p.rest();
   if (run.size() > kMaxDatagram - dgram::kHeaderSize) run = run.first(kMaxDatagram - dgram::kHeaderSize);
   std::vector<std::byte> d(dgram::kHeaderSize + run.size());
@@ -178,7 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   h.wants = [&sub](uint32_t i) { return sub.wants(i); };
   uint64_t now = 1'000'000;
   std::map<uint64_t, std::vector<std::byte>> seen;  // datagrams by sequence, for retransmit answers
-  uint32_t session = 0;
+  uint64_t session = 0;
   uint64_t next = 1;
   sub.on_control_connected(now);
 

@@ -48,7 +48,7 @@ struct Recorder {
     last_datagram_seq = d.sequence;
     ++datagrams;
   }
-  void on_reset(uint32_t) noexcept {
+  void on_reset(uint64_t) noexcept {
     for (auto& v : per_inst) v.clear();
     ++resets;
     last_datagram_seq = 0;

@@ -220,7 +220,7 @@ TEST_F(ControlServiceTest, RetransmitStatuses) {
 
 TEST_F(ControlServiceTest, RetransmitReplySizeCapGivesAPartialReply) {
   ControlConfig cc;
-  cc.max_reply_bytes = 40 + 3 * (2 + 40 + 36);  // three one-add datagrams
+  cc.max_reply_bytes = 44 + 3 * (2 + 40 + 36);  // three one-add datagrams
   PublisherCore core(pub_config());
   ControlService svc(cc, core);
   Capture out;

@@ -114,7 +114,7 @@ struct Events : ControlEvents {
   void on_control_frame(std::span<const std::byte> f, uint64_t) noexcept override {
     log.push_back("frame " + std::to_string(f.size()));
   }
-  void on_retransmitted(uint32_t, uint32_t, std::span<const std::span<const std::byte>>, uint64_t) noexcept override {}
+  void on_retransmitted(uint32_t, uint64_t, std::span<const std::span<const std::byte>>, uint64_t) noexcept override {}
 };
 
 TEST(MemControl, ServiceHearsOfEachConnectionOnceAndRepliesComeBack) {

@@ -58,7 +58,7 @@ struct CountingHandler {
   uint64_t messages = 0;
   void on_message(const Message&, const feed::Delivery&) noexcept { ++messages; }
   void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
-  void on_reset(uint32_t) noexcept {}
+  void on_reset(uint64_t) noexcept {}
 };
 
 class SubscriberOomTest : public ::testing::Test {

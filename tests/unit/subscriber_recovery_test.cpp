@@ -95,6 +95,13 @@ TEST_F(SubscriberTest, WindowOverflowGoesToSnapshot) {
   rx(feed_.dg(1));
   rx(feed_.dg(3));
   rx(feed_.dg(66));  // 64 slots from next (2): 66 is one beyond
+  // Beyond the window is a claim the publisher confirms first.
+  EXPECT_EQ(sub_->counters().claims_held.get(), 1u);
+  const auto q = ctl_.all<SessionQuery>();
+  ASSERT_EQ(q.size(), 1u);
+  reply(encode_control(q[0].first, SessionStatus{kSession, 70, 1, false, 0}));
+  EXPECT_EQ(sub_->counters().claims_confirmed.get(), 1u);
+  rx(feed_.dg(67));
   EXPECT_EQ(sub_->counters().window_overflows.get(), 1u);
   EXPECT_TRUE(sub_->in_snapshot());
   EXPECT_EQ(ctl_.all<SnapshotRequest>().size(), 1u);
@@ -105,16 +112,22 @@ TEST_F(SubscriberTest, WindowOverflowGoesToSnapshot) {
   expect_books_equal();
 }
 
-// A valid datagram with an absurd sequence (a rogue sender on a medium
-// without CRC) forces one snapshot, not an endless series of them.
-TEST_F(SubscriberTest, FarAheadSequenceCostsOneSnapshotNotAnEndlessRecovery) {
+// A valid datagram with an absurd sequence (a rogue sender on the group)
+// costs one session query, not a snapshot.
+TEST_F(SubscriberTest, FarAheadSequenceCostsOneQueryNotASnapshot) {
   start();
   publish_pairs(5);
   rx(feed_.dg(1));
   rx(DatagramBuilder(~uint64_t{0} - 1, kSession, kChannel, kPubSender).add(feed_.add(9)).build());
-  EXPECT_TRUE(sub_->in_snapshot());
-  reply(feed_.snapshot(ctl_.all<SnapshotRequest>().at(0).first, feed_.instruments_with_data()));
   EXPECT_FALSE(sub_->in_snapshot());
+  EXPECT_EQ(sub_->highest_sequence(), 1u) << "nothing believed before the publisher says so";
+  const auto q = ctl_.all<SessionQuery>();
+  ASSERT_EQ(q.size(), 1u);
+  reply(encode_control(q[0].first, SessionStatus{kSession, 5, 1, false, 0}));
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 1u);
+  EXPECT_FALSE(sub_->in_snapshot());
+  EXPECT_EQ(sub_->counters().snapshots_requested.get(), 0u);
+  rx_seq({2, 3, 4, 5});
   EXPECT_EQ(sub_->next_sequence(), 6u);
   EXPECT_EQ(sub_->highest_sequence(), 5u) << "the bogus sequence is forgotten";
   publish_pairs(1);

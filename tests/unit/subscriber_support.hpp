@@ -35,7 +35,7 @@ struct Handler {
   };
   std::vector<Msg> msgs;
   std::vector<uint32_t> snapshots;
-  std::vector<uint32_t> resets;
+  std::vector<uint64_t> resets;
   std::vector<feed::SubscriberEvent> events;
 
   void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
@@ -44,7 +44,7 @@ struct Handler {
     msgs.push_back(std::move(x));
   }
   void on_snapshot(uint32_t inst, const book::BookSet*) noexcept { snapshots.push_back(inst); }
-  void on_reset(uint32_t s) noexcept { resets.push_back(s); }
+  void on_reset(uint64_t s) noexcept { resets.push_back(s); }
   void on_event(feed::SubscriberEvent e, std::string_view) noexcept { events.push_back(e); }
 
   std::vector<uint32_t> iseqs(uint32_t inst) const {
@@ -64,7 +64,7 @@ struct Handler {
 struct FakeControl : feed::ControlChannel {
   struct Typed {
     uint32_t rid;
-    uint32_t session;
+    uint64_t session;
     uint64_t from;
     uint32_t count;
   };
@@ -79,7 +79,7 @@ struct FakeControl : feed::ControlChannel {
     sent.emplace_back(f.begin(), f.end());
     return true;
   }
-  bool request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) override {
+  bool request_retransmit(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) override {
     if (!fetches) return ControlChannel::request_retransmit(rid, session, from, count);
     fetch_requests.push_back({rid, session, from, count});
     return true;
@@ -103,7 +103,7 @@ struct FakeControl : feed::ControlChannel {
 // hand from messages whose instrument sequences and book effects it tracks.
 class Feed {
  public:
-  uint32_t session = kSession;
+  uint64_t session = kSession;
   uint16_t channel = kChannel;
   uint32_t sender = kPubSender;
   uint8_t flags = wire::kFlagCrc;

@@ -90,7 +90,7 @@ inline Bytes snapshot_chunk_msg(uint32_t inst, uint32_t iseq, uint64_t snap_seq,
 // so tests can break exactly one field at a time.
 class DatagramBuilder {
  public:
-  explicit DatagramBuilder(uint64_t seq, uint32_t session = 7, uint16_t channel = 1, uint32_t sender = 99) {
+  explicit DatagramBuilder(uint64_t seq, uint64_t session = 7, uint16_t channel = 1, uint16_t sender = 99) {
     h_.sequence = seq;
     h_.session = session;
     h_.channel = channel;

@@ -71,9 +71,22 @@ TEST(WireControl, SubscribeRoundTrips) {
   EXPECT_TRUE(rn.instruments.ids.empty());
 }
 
+TEST(WireControl, SessionQueryAndStatusRoundTrip) {
+  (void)parse_as<SessionQuery>(encode_control(4, SessionQuery{}), 4);
+  const auto s = parse_as<SessionStatus>(encode_control(5, SessionStatus{0xfedcba9876543210, 99, 7, true, 98}), 5);
+  EXPECT_EQ(s.session, 0xfedcba9876543210u);
+  EXPECT_EQ(s.last_seq, 99u);
+  EXPECT_EQ(s.oldest_retransmit, 7u);
+  EXPECT_TRUE(s.ended);
+  EXPECT_EQ(s.end_seq, 98u);
+  const auto live = parse_as<SessionStatus>(encode_control(5, SessionStatus{1, 99, 7, false, 98}), 5);
+  EXPECT_FALSE(live.ended);
+  EXPECT_EQ(live.end_seq, 0u) << "no end sequence travels before the end";
+}
+
 TEST(WireControl, SubscribeAckRoundTrips) {
-  const auto r = parse_as<SubscribeAck>(encode_control(2, SubscribeAck{77, 1ull << 40, 5, 12}), 2);
-  EXPECT_EQ(r.session, 77u);
+  const auto r = parse_as<SubscribeAck>(encode_control(2, SubscribeAck{0x8000000000000077, 1ull << 40, 5, 12}), 2);
+  EXPECT_EQ(r.session, 0x8000000000000077u) << "all 64 bits of the session";
   EXPECT_EQ(r.last_seq, 1ull << 40);
   EXPECT_EQ(r.oldest_retransmit, 5u);
   EXPECT_EQ(r.granted, 12u);
@@ -137,7 +150,7 @@ TEST(WireControl, RetransmitReplyRoundTripsDatagrams) {
 TEST(WireControl, RetransmitReplyBuilderRespectsMaxFrame) {
   const Bytes d = DatagramBuilder(1).add(Message::make_delete(1, 1)).build();
   RetransmitReplyBuilder b(1, 1, RetransmitStatus::kOk, 1, 1);
-  const size_t one = 40 + 2 + d.size();  // header fields + one entry
+  const size_t one = 44 + 2 + d.size();  // header fields + one entry
   EXPECT_TRUE(b.add(d, one));
   EXPECT_FALSE(b.add(d, one + 2 + d.size() - 1)) << "one byte short of the second";
   EXPECT_TRUE(b.add(d, one + 2 + d.size()));
@@ -232,6 +245,8 @@ std::vector<std::pair<std::string, Bytes>> every_frame() {
       {"snapshot-done", encode_control(1, SnapshotDone{})},
       {"status-report", encode_control(1, StatusReport{})},
       {"error", encode_control(1, ErrorReply{ErrorCode::kMalformed, "x"})},
+      {"session-query", encode_control(1, SessionQuery{})},
+      {"session-status", encode_control(1, SessionStatus{1, 2, 3, true, 2})},
   };
 }
 
@@ -247,7 +262,7 @@ TEST(WireControlMalformed, EveryTruncationIsRefused) {
     ASSERT_TRUE(parse_control(f, nullptr)) << name;
     for (size_t n = 0; n < f.size(); ++n) {
       // A snapshot-data frame cut at a message boundary is still valid.
-      if (name == "snapshot-data" && n == ctl::kHeaderSize + 4) continue;
+      if (name == "snapshot-data" && n == ctl::kHeaderSize + 8) continue;
       expect_malformed(resized(f, n), name + " cut to " + std::to_string(n));
     }
   }
@@ -276,15 +291,15 @@ TEST(WireControlMalformed, LengthFieldMustMatch) {
 
 TEST(WireControlMalformed, UnknownTypeAndVersion) {
   Bytes f = encode_control(1, StatusReport{});
-  for (uint8_t t : {0, 11, 200, 255}) {
+  for (uint8_t t : {0, 16, 200, 255}) {
     store_le<uint8_t>(f.data() + ctl::kType, t);
     std::string why;
     EXPECT_FALSE(parse_control(f, &why)) << int{t};
     EXPECT_NE(why.find("unknown"), std::string::npos) << why;
   }
   f = encode_control(1, StatusReport{});
-  store_le<uint8_t>(f.data() + ctl::kVersion, 2);
-  expect_malformed(f, "version 2");
+  store_le<uint8_t>(f.data() + ctl::kVersion, 1);
+  expect_malformed(f, "version 1");
 }
 
 TEST(WireControlMalformed, HugeCountsAreRefusedWithoutAllocating) {
@@ -303,14 +318,14 @@ TEST(WireControlMalformed, HugeCountsAreRefusedWithoutAllocating) {
   // A retransmit reply claiming billions of datagrams.
   for (uint32_t n : {1u, 5u, 0x7fffffffu, 0xffffffffu}) {
     Bytes r = RetransmitReplyBuilder(1, 1, RetransmitStatus::kOk, 1, 1).finish();
-    store_le<uint32_t>(r.data() + 20, n);
+    store_le<uint32_t>(r.data() + 24, n);
     expect_malformed(r, "retransmit-reply count " + std::to_string(n));
   }
   // A datagram length beyond the frame.
   RetransmitReplyBuilder b(1, 1, RetransmitStatus::kOk, 1, 1);
   b.add(DatagramBuilder(1).build());
   Bytes r = std::move(b).finish();
-  store_le<uint16_t>(r.data() + 40, 0xffff);
+  store_le<uint16_t>(r.data() + 44, 0xffff);
   expect_malformed(r, "datagram length beyond frame");
 }
 
@@ -319,11 +334,14 @@ TEST(WireControlMalformed, FieldRanges) {
   store_le<uint16_t>(s.data() + 14, 257);  // credential length above the cap
   expect_malformed(resized(s, s.size() + 257), "credential 257");
   Bytes rr = RetransmitReplyBuilder(1, 1, RetransmitStatus::kOk, 1, 1).finish();
-  store_le<uint8_t>(rr.data() + 16, 4);
+  store_le<uint8_t>(rr.data() + 20, 4);
   expect_malformed(rr, "retransmit status 4");
   Bytes sd = encode_control(1, SnapshotDone{});
-  store_le<uint8_t>(sd.data() + 16, 3);
+  store_le<uint8_t>(sd.data() + 20, 3);
   expect_malformed(sd, "snapshot status 3");
+  Bytes ss = encode_control(1, SessionStatus{});
+  store_le<uint8_t>(ss.data() + 36, 2);
+  expect_malformed(ss, "session status flags 2");
   Bytes e = encode_control(1, ErrorReply{ErrorCode::kMalformed, ""});
   store_le<uint16_t>(e.data() + 14, 1025);
   expect_malformed(resized(e, e.size() + 1025), "error text 1025");
@@ -336,7 +354,7 @@ TEST(WireControlMalformed, FieldRanges) {
 }
 
 TEST(WireControl, ToStringCoversEveryValue) {
-  for (int t = 1; t <= 10; ++t) EXPECT_NE(to_string(static_cast<CtlType>(t)), "unknown") << t;
+  for (int t = 1; t <= 15; ++t) EXPECT_NE(to_string(static_cast<CtlType>(t)), "unknown") << t;
   for (int c = 1; c <= 8; ++c) EXPECT_NE(to_string(static_cast<ErrorCode>(c)), "unknown") << c;
   for (int s = 0; s <= 3; ++s) EXPECT_NE(to_string(static_cast<RetransmitStatus>(s)), "unknown") << s;
 }

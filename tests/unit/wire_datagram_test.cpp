@@ -10,15 +10,15 @@ namespace {
 
 using namespace wire;
 
-// Golden datagram, protocol version 1. Derived by hand from protocol.hpp (and
+// Golden datagram, protocol version 2. Derived by hand from protocol.hpp (and
 // the CRC by an independent bitwise CRC-32C), not from the encoder, so a
 // change to any offset, width or byte order fails here. Docs may quote it:
 //
-//   header   4d43 01 02 0700 0200 04030201 0d0c0b0a 2a00000000000000
-//            00ca9a3b00000000 6000 0000 5d9c790f
-//            magic 'MC', version 1, flags CRC, channel 7, 2 messages,
-//            session 0x01020304, sender 0x0a0b0c0d, sequence 42,
-//            send time 1e9 ns, length 96, reserved, CRC-32C 0x0f799c5d
+//   header   4d43 02 02 0700 0200 0807060504030201 2a00000000000000
+//            00ca9a3b00000000 6000 0b0a 055ad587
+//            magic 'MC', version 2, flags CRC, channel 7, 2 messages,
+//            session 0x0102030405060708, sequence 42, send time 1e9 ns,
+//            length 96, sender 0x0a0b, CRC-32C 0x87d55a05
 //   add      2400 02 00 05000000 01000000 e903000000000000 44d6120000000000
 //            2c010000 01 000000
 //            36 bytes, AddOrder, instrument 5, iseq 1, order 1001,
@@ -26,7 +26,7 @@ using namespace wire;
 //   delete   1400 04 00 05000000 02000000 e903000000000000
 //            20 bytes, DeleteOrder, instrument 5, iseq 2, order 1001
 constexpr std::string_view kGolden =
-    "4d43010207000200040302010d0c0b0a2a0000000000000000ca9a3b00000000600000005d9c790f"
+    "4d4302020700020008070605040302012a0000000000000000ca9a3b0000000060000b0a055ad587"
     "240002000500000001000000e90300000000000044d61200000000002c01000001000000"
     "140004000500000002000000e903000000000000";
 
@@ -35,7 +35,7 @@ Bytes golden_by_encoder() {
   add.instrument_seq = 1;
   Message del = Message::make_delete(5, 1001);
   del.instrument_seq = 2;
-  return DatagramBuilder(42, 0x01020304, 7, 0x0a0b0c0d)
+  return DatagramBuilder(42, 0x0102030405060708, 7, 0x0a0b)
       .flags(kFlagCrc)
       .send_time(1'000'000'000)
       .add(add)
@@ -57,8 +57,8 @@ TEST(WireDatagram, GoldenBytesDecode) {
   EXPECT_EQ(h.flags, kFlagCrc);
   EXPECT_EQ(h.channel, 7);
   EXPECT_EQ(h.message_count, 2);
-  EXPECT_EQ(h.session, 0x01020304u);
-  EXPECT_EQ(h.sender, 0x0a0b0c0du);
+  EXPECT_EQ(h.session, 0x0102030405060708u);
+  EXPECT_EQ(h.sender, 0x0a0bu);
   EXPECT_EQ(h.sequence, 42u);
   EXPECT_EQ(h.send_time_ns, 1'000'000'000u);
   EXPECT_EQ(h.length, 96);
@@ -77,19 +77,18 @@ TEST(WireDatagram, GoldenBytesDecode) {
   EXPECT_FALSE(c.next(v));
 }
 
-TEST(WireDatagram, HeaderRoundTripAndReservedZero) {
+TEST(WireDatagram, HeaderRoundTrip) {
   DatagramHeader h;
   h.flags = kFlagUnsequenced | kFlagEndOfSession;
   h.channel = 0xfffe;
   h.message_count = 0x1234;
-  h.session = 0xfedcba98;
+  h.session = 0xfedcba9876543210;
   h.sender = 1;
   h.sequence = UINT64_MAX;
   h.send_time_ns = 0x0102030405060708ull;
   h.length = 4096;
   Bytes b(dgram::kHeaderSize, std::byte{0xff});
   write_header(b.data(), h);
-  EXPECT_EQ(load_le<uint16_t>(b.data() + dgram::kReserved), 0);
   EXPECT_EQ(load_le<uint32_t>(b.data() + dgram::kCrc), 0u);
   const DatagramHeader r = read_header(b.data());
   EXPECT_EQ(r.flags, h.flags);
@@ -136,7 +135,9 @@ TEST(WireValidateDatagram, BadMagicAndVersion) {
   d[1] ^= std::byte{1};
   EXPECT_EQ(check(d), DatagramCheck::kBadMagic);
   d = good();
-  store_le<uint8_t>(d.data() + dgram::kVersion, 2);
+  store_le<uint8_t>(d.data() + dgram::kVersion, 1);  // the 32-bit-session format
+  EXPECT_EQ(check(d), DatagramCheck::kBadVersion);
+  store_le<uint8_t>(d.data() + dgram::kVersion, 3);
   EXPECT_EQ(check(d), DatagramCheck::kBadVersion);
   store_le<uint8_t>(d.data() + dgram::kVersion, 0);
   EXPECT_EQ(check(d), DatagramCheck::kBadVersion);

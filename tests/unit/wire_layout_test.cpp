@@ -40,12 +40,11 @@ TEST(WireLayout, DatagramHeader) {
                 {dgram::kFlags, 1, "flags"},
                 {dgram::kChannel, 2, "channel"},
                 {dgram::kMessageCount, 2, "message_count"},
-                {dgram::kSession, 4, "session"},
-                {dgram::kSender, 4, "sender"},
+                {dgram::kSession, 8, "session"},
                 {dgram::kSequence, 8, "sequence"},
                 {dgram::kSendTime, 8, "send_time"},
                 {dgram::kLength, 2, "length"},
-                {dgram::kReserved, 2, "reserved"},
+                {dgram::kSender, 2, "sender"},
                 {dgram::kCrc, 4, "crc"}},
                dgram::kHeaderSize);
   EXPECT_EQ(dgram::kHeaderSize % 8, 0u) << "messages start 8-byte aligned in an aligned buffer";

@@ -31,12 +31,12 @@ struct PacingConfig {
 
 struct PublisherConfig {
   uint16_t channel = 1;
-  uint32_t session = 0;         // 0: derive from the wall clock at start
+  uint64_t session = 0;         // 0: 64 random bits at start (new_session_id)
   uint32_t sender_id = 1;       // goes in every datagram; subscribers drop their own
   size_t max_datagram = 1472;   // medium payload limit (UDP 1472, verbs active MTU, shm slot)
   size_t max_message = 16384;   // larger messages are refused; messages above a datagram are fragmented
   uint64_t flush_interval_ns = 0;  // a partly filled datagram leaves after at most this long (0: at once)
-  uint64_t heartbeat_interval_ns = 100 * kNsPerMs;  // idle time before a heartbeat
+  uint64_t heartbeat_interval_ns = 100 * kNsPerMs;  // between heartbeats (tail, checksums), busy or idle
   uint16_t heartbeat_entries = 16;                  // per-instrument checksums per heartbeat (rotating)
   size_t retransmit_bytes = 64u << 20;              // retransmit ring size
   uint32_t max_unsent = 256;    // committed datagrams the medium may hold back before publish() back-pressures

@@ -31,6 +31,7 @@ namespace mdcast::feed {
   X(snapshot_requests, "snapshot requests served")                                \
   X(snapshot_instruments, "instrument books sent in snapshots")                   \
   X(status_reports, "subscriber status reports received")                         \
+  X(session_queries, "session queries answered (subscribers confirming a datagram's claim)") \
   X(slowest_capacity, "lowest capacity reported by a live subscriber (msg/s)")   \
   X(longest_poll_ns, "longest control-plane poll on the publishing thread (ns)")
 
@@ -45,7 +46,11 @@ namespace mdcast::feed {
   X(oversized, "datagrams above max_datagram (subset of malformed)")         \
   X(foreign_channel, "datagrams for another channel")                             \
   X(dropped_own, "own looped-back datagrams dropped")                             \
-  X(stale_session, "datagrams of an older session dropped")                       \
+  X(stale_session, "datagrams of the session left behind, dropped")               \
+  X(claims_held, "datagrams claiming another session or a far sequence, dropped until confirmed") \
+  X(claims_confirmed, "claims (session, end, far sequence) the control plane confirmed") \
+  X(forged_datagrams, "datagrams whose claim the control plane refuted (never acted on)") \
+  X(session_queries, "session queries sent to confirm what a datagram claimed")   \
   X(duplicates, "datagrams already delivered or buffered")                        \
   X(heartbeats, "heartbeats received")                                            \
   X(gaps, "gaps detected")                                                        \

@@ -42,15 +42,15 @@ class Publisher {
   void poll(uint64_t now) noexcept {
     if (core_.flush_due(now)) core_.commit_open(now);
     drain(now);
-    if (core_.next_unsent() > core_.last_committed() && core_.heartbeat_due(now)) send_heartbeat(now, ended_);
+    if (core_.next_unsent() > core_.last_committed() && core_.heartbeat_due(now)) send_heartbeat(now, core_.ended());
   }
 
   // Flushes and announces a clean end of session; returns false while the
   // medium still holds back committed datagrams (call again). Heartbeats
   // from poll() repeat the announcement afterwards, for receivers that lost it.
   bool end_session(uint64_t now) noexcept {
-    ended_ = true;  // later heartbeats repeat the announcement
     flush(now);
+    core_.mark_ended();  // later heartbeats repeat the announcement; the control plane confirms it
     if (core_.next_unsent() <= core_.last_committed()) return false;
     return send_heartbeat(now, true);
   }
@@ -98,7 +98,6 @@ class Publisher {
 
   PublisherCore core_;
   Sink& sink_;
-  bool ended_ = false;
 };
 
 }  // namespace mdcast::feed

@@ -24,6 +24,12 @@
 
 namespace mdcast::feed {
 
+// A session id for a new run of a publisher: 64 random bits from the kernel,
+// never 0. Ids are compared for equality only (a subscriber adopts a new one
+// when the control plane confirms it), so a clock step or a long uptime can
+// never make a restarted publisher look older.
+[[nodiscard]] uint64_t new_session_id();
+
 enum class PublishResult : uint8_t {
   kOk,
   kBackPressured,  // pacing or the medium: try the same message again later
@@ -60,19 +66,31 @@ class PublisherCore {
   void mark_sent(uint64_t seq, size_t bytes, uint64_t now) noexcept;
   void mark_send_back_pressured() noexcept { counters_->send_back_pressured.add(); }
 
+  // Busy or idle: heartbeats carry the book checksums that catch a silent
+  // divergence, and the tail that catches a silent loss, so they go out on a
+  // clock, not only after the feed fell quiet.
   [[nodiscard]] bool heartbeat_due(uint64_t now) const noexcept {
-    return now - last_send_ >= cfg_.heartbeat_interval_ns;
+    return now - last_heartbeat_ >= cfg_.heartbeat_interval_ns;
   }
   // Builds a heartbeat (rotating per-instrument checksums) after committing
   // the open datagram. The span is valid until the next call.
   std::span<const std::byte> build_heartbeat(uint64_t now, bool end_of_session) noexcept;
   void mark_heartbeat_sent(uint64_t now) noexcept {
     last_send_ = now;
+    last_heartbeat_ = now;
     counters_->heartbeats_sent.add();
   }
 
   [[nodiscard]] const PublisherConfig& config() const noexcept { return cfg_; }
-  [[nodiscard]] uint32_t session() const noexcept { return session_; }
+  [[nodiscard]] uint64_t session() const noexcept { return session_; }
+  // The session ended cleanly after end_seq(): what the control plane
+  // confirms to a subscriber that saw an end-of-session heartbeat.
+  void mark_ended() noexcept {
+    if (!ended_) end_seq_ = last_committed();
+    ended_ = true;
+  }
+  [[nodiscard]] bool ended() const noexcept { return ended_; }
+  [[nodiscard]] uint64_t end_seq() const noexcept { return end_seq_; }
   [[nodiscard]] const book::BookSet& books() const noexcept { return books_; }
   [[nodiscard]] const RetransmitRing& ring() const noexcept { return ring_; }
   [[nodiscard]] const Pacer& pacer() const noexcept { return pacer_; }
@@ -90,7 +108,7 @@ class PublisherCore {
   PublishResult stage_fragmented(wire::Message& m, size_t size, uint64_t now) noexcept;
 
   PublisherConfig cfg_;
-  uint32_t session_;
+  uint64_t session_;
   MappedMemory owned_ring_;
   RetransmitRing ring_;
   book::BookSet books_;
@@ -106,6 +124,9 @@ class PublisherCore {
 
   uint64_t next_unsent_ = 1;
   uint64_t last_send_ = 0;
+  uint64_t last_heartbeat_ = 0;
+  bool ended_ = false;
+  uint64_t end_seq_ = 0;
   uint32_t next_message_id_ = 1;
   uint32_t hb_cursor_ = 0;
   book::ApplyResult last_reject_ = book::ApplyResult::kOk;

@@ -34,7 +34,7 @@
 // engine):
 //   void on_message(const wire::Message&, const Delivery&) noexcept;
 //   void on_snapshot(uint32_t instrument, const book::BookSet*) noexcept;  // book replaced
-//   void on_reset(uint32_t new_session) noexcept;                          // every book cleared
+//   void on_reset(uint64_t new_session) noexcept;                          // every book cleared
 // and optionally
 //   void on_event(SubscriberEvent, std::string_view detail) noexcept;
 //   void on_datagram_delivered(std::span<const std::byte> datagram, const Delivery&) noexcept;
@@ -107,7 +107,7 @@ class Subscriber final : public SubscriberCore {
   }
   void replay_held(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept override { process(v, dl, now); }
   void notify_snapshot(uint32_t inst, const book::BookSet* b) noexcept override { handler_.on_snapshot(inst, b); }
-  void notify_reset(uint32_t session) noexcept override { handler_.on_reset(session); }
+  void notify_reset(uint64_t session) noexcept override { handler_.on_reset(session); }
   void notify_event(SubscriberEvent e, std::string_view detail) noexcept override {
     if constexpr (kHasEvents) handler_.on_event(e, detail);
   }
@@ -128,7 +128,7 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   // new session begins) is worked out, and counted, out of line.
   if (chk != wire::DatagramCheck::kOk || d.size() > cfg_.max_datagram || h.channel != cfg_.channel ||
       (cfg_.sender_id != 0 && h.sender == cfg_.sender_id) || h.session != session_) [[unlikely]] {
-    if (!admit(h, chk, d.size())) return;
+    if (!admit(h, chk, d.size(), now)) return;
   }
   if (unknown) counters_->unknown_messages.add(unknown);
   last_rx_ = now;
@@ -140,6 +140,9 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   }
   const uint64_t seq = h.sequence;
   if (seq > highest_seen_) {
+    // Beyond the window is a claim the control plane confirms first.
+    if (seq >= ahead_limit() && !plausible_ahead(seq, now, true)) [[unlikely]]
+      return;
     highest_seen_ = seq;
     counters_->highest_sequence.set(seq);
   }

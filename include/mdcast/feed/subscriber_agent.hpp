@@ -116,7 +116,9 @@ class SubscriberAgent {
   }
 
   // The publisher ended its session and everything it announced was delivered.
-  [[nodiscard]] bool finished() const noexcept { return sub_.session_ended() && sub_.caught_up(); }
+  // The publisher confirmed the end of its session and everything through it
+  // was delivered.
+  [[nodiscard]] bool finished() const noexcept { return sub_.delivered_to_end(); }
   [[nodiscard]] Subscriber<Handler>& subscriber() noexcept { return sub_; }
   [[nodiscard]] const Subscriber<Handler>& subscriber() const noexcept { return sub_; }
   [[nodiscard]] Medium& medium() noexcept { return medium_; }

@@ -63,7 +63,7 @@ struct Delivery {
 enum class SubscriberEvent : uint8_t {
   kPublisherSilent,   // nothing from the publisher for publisher_timeout
   kPublisherBack,
-  kSessionEnded,      // the publisher announced a clean end of session
+  kSessionEnded,      // the publisher ended its session cleanly (confirmed by the control plane)
   kControlError,      // an error reply (detail has its text)
   kSessionChanged,
 };
@@ -91,7 +91,7 @@ class SubscriberCore : public media::ControlEvents {
   // retries, so a medium that can never fetch a range ends in a snapshot
   // after max_retries instead of asking forever (and nothing is re-sent from
   // inside the medium's own callback).
-  void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
+  void on_retransmitted(uint32_t rid, uint64_t session, std::span<const std::span<const std::byte>> datagrams,
                         uint64_t now) noexcept final;
   // What the engine knows the publisher sent: media say so when no data comes.
   [[nodiscard]] uint64_t publisher_position() const noexcept final { return highest_seen_; }
@@ -106,11 +106,19 @@ class SubscriberCore : public media::ControlEvents {
 
   [[nodiscard]] const SubscriberCounters& counters() const noexcept { return *counters_; }
   [[nodiscard]] const book::BookSet* books() const noexcept { return books_.get(); }
-  [[nodiscard]] uint32_t session() const noexcept { return session_; }
+  [[nodiscard]] uint64_t session() const noexcept { return session_; }
   [[nodiscard]] uint64_t next_sequence() const noexcept { return next_seq_; }
   [[nodiscard]] uint64_t highest_sequence() const noexcept { return highest_seen_; }
   [[nodiscard]] bool subscribed() const noexcept { return subscribed_; }
+  // The session ended: confirmed by the control plane (a heartbeat alone only
+  // asks), at end_sequence(). Without a control channel a heartbeat decides.
   [[nodiscard]] bool session_ended() const noexcept { return session_ended_; }
+  [[nodiscard]] uint64_t end_sequence() const noexcept { return end_seq_; }
+  // Everything through the confirmed end of session was delivered.
+  [[nodiscard]] bool delivered_to_end() const noexcept { return session_ended_ && caught_up() && next_seq_ > end_seq_; }
+  // The current session came from the control plane (a subscription
+  // acknowledgement or a session status), not only from data.
+  [[nodiscard]] bool session_confirmed() const noexcept { return session_confirmed_; }
   [[nodiscard]] bool in_snapshot() const noexcept { return mode_ == Mode::kSnapshot; }
   [[nodiscard]] bool recovering() const noexcept {
     return mode_ == Mode::kSnapshot || next_seq_ <= highest_seen_ || active_irecs() > 0;
@@ -138,13 +146,19 @@ class SubscriberCore : public media::ControlEvents {
   // A held message of a recovered instrument, replayed after its snapshot.
   virtual void replay_held(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept = 0;
   virtual void notify_snapshot(uint32_t inst, const book::BookSet* books) noexcept = 0;
-  virtual void notify_reset(uint32_t session) noexcept = 0;
+  virtual void notify_reset(uint64_t session) noexcept = 0;
   virtual void notify_event(SubscriberEvent e, std::string_view detail) noexcept = 0;
 
   // ---- out of line for the live path: everything unusual -----------------
   // A datagram the common-case screen did not pass: counts why and returns
   // whether to go on (a newer session is adopted and goes on).
-  bool admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size) noexcept;
+  bool admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size, uint64_t now) noexcept;
+  // A sequenced datagram at or beyond ahead_limit(): it claims the
+  // publisher is further than the window reaches. True: act on it (the
+  // control plane confirmed that far, or there is none); false: it was
+  // dropped and counted, and the control plane is asked.
+  bool plausible_ahead(uint64_t seq, uint64_t now, bool sequenced) noexcept;
+  [[nodiscard]] uint64_t ahead_limit() const noexcept { return window_base() + n_slots_; }
   void publisher_back() noexcept;
   void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now) noexcept;
   // Out of order, or anything while a snapshot is awaited: into the window.
@@ -165,6 +179,7 @@ class SubscriberCore : public media::ControlEvents {
     else if (r == Rail::kB) counters_->rail_b_first.add();
   }
   [[nodiscard]] size_t slot_of(uint64_t seq) const noexcept { return seq % n_slots_; }
+  [[nodiscard]] uint64_t window_base() const noexcept { return next_seq_ > floor_ ? next_seq_ : floor_; }
   [[nodiscard]] bool present(uint64_t seq) const noexcept { return meta_[slot_of(seq)].seq == seq; }
 
   enum class Mode : uint8_t { kLive, kSnapshot };
@@ -188,12 +203,13 @@ class SubscriberCore : public media::ControlEvents {
   std::unique_ptr<Meta[]> meta_;
 
   Mode mode_ = Mode::kLive;
-  uint32_t session_ = 0;
+  uint64_t session_ = 0;
   uint64_t next_seq_ = 1;
   uint64_t highest_seen_ = 0;  // never below a buffered sequence: the live path skips the window on that
   uint64_t last_rx_ = 0;
   bool publisher_silent_ = false;
   bool gap_open_ = false;
+  uint64_t confirmed_last_ = 0;  // the publisher's last sequence, as the control plane last said
 
  private:
   struct Request {
@@ -218,18 +234,30 @@ class SubscriberCore : public media::ControlEvents {
   };
   static constexpr size_t kHoldHeader = 16;  // u64 sequence, u64 send time, then the message
 
-  [[nodiscard]] uint64_t window_base() const noexcept { return next_seq_ > floor_ ? next_seq_ : floor_; }
   [[nodiscard]] uint32_t active_irecs() const noexcept;
 
   // subscriber_core.cpp: sessions, heartbeats
-  bool accept_session(uint32_t s) noexcept;
-  void start_session(uint32_t s) noexcept;
+  void start_session(uint64_t s) noexcept;
   void check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept;
+
+  // subscriber_session.cpp: what the control plane confirms. A datagram
+  // that claims a new session, an end of session or a sequence far ahead
+  // never acts alone: the claim is noted, the publisher asked (one query in
+  // flight, retried on the request timeout), and the answer decides.
+  enum Claim : uint8_t { kClaimSession = 1, kClaimEnd = 2, kClaimAhead = 4, kClaimNotYet = 8 };
+  bool other_session(uint64_t s, uint64_t now) noexcept;  // true: adopted (no control plane to ask)
+  void claim(Claim c, uint64_t now) noexcept;
+  void send_query(uint64_t now) noexcept;
+  void poll_query(uint64_t now) noexcept;
+  void on_session_status(uint32_t rid, const wire::SessionStatus& b, uint64_t now) noexcept;
+  void session_confirmed_by(uint64_t session, uint64_t last_seq, uint64_t now) noexcept;
+  void end_confirmed(uint64_t end_seq, uint64_t now) noexcept;
+  void clamp_to(uint64_t last_seq) noexcept;
 
   // subscriber_recovery.cpp: retransmits, snapshots, per-instrument recovery
   void request_missing(uint64_t now) noexcept;
   void send_retransmit(Request& r, uint64_t now) noexcept;
-  void retransmit_answered(uint32_t rid, uint32_t session, wire::RetransmitStatus status,
+  void retransmit_answered(uint32_t rid, uint64_t session, wire::RetransmitStatus status,
                            std::span<const std::span<const std::byte>> datagrams, uint64_t now) noexcept;
   void poll_requests(uint64_t now) noexcept;
   void enter_snapshot(uint64_t now) noexcept;
@@ -267,6 +295,17 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t gap_since_ = 0;
   bool scan_needed_ = false;
   bool session_ended_ = false;
+  uint64_t end_seq_ = 0;
+  bool session_confirmed_ = false;
+  uint64_t previous_session_ = 0;  // its late datagrams are stale, not a claim
+
+  uint8_t claims_ = 0;            // Claim bits awaiting the publisher's answer
+  uint64_t claim_ahead_ = 0;      // highest sequence claimed beyond the window
+  uint64_t claimed_session_ = 0;  // the last other session a datagram claimed
+  uint64_t held_ = 0;             // datagrams dropped while their claims wait
+  bool query_sent_ = false;
+  uint32_t query_rid_ = 0;
+  uint64_t query_deadline_ = 0;
 
   std::array<Request, 64> reqs_{};
   uint32_t n_reqs_ = 0;

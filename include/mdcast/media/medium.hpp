@@ -131,7 +131,7 @@ class ControlChannel {
   // fetch them itself (RDMA READ of the publisher's ring) overrides this and
   // answers through ControlEvents::on_retransmitted; the default sends the
   // request to the publisher.
-  virtual bool request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) {
+  virtual bool request_retransmit(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) {
     return send(wire::encode_control(rid, wire::RetransmitRequest{session, from, count}));
   }
 };
@@ -147,7 +147,7 @@ class ControlEvents {
   // The answer to request_retransmit(rid, ...) that the medium fetched
   // itself: whole datagrams, oldest first, valid during the call. Handled as
   // a RetransmitReply from the publisher would be, without encoding one.
-  virtual void on_retransmitted(uint32_t rid, uint32_t session, std::span<const std::span<const std::byte>> datagrams,
+  virtual void on_retransmitted(uint32_t rid, uint64_t session, std::span<const std::span<const std::byte>> datagrams,
                                 uint64_t now) noexcept = 0;
   // The highest sequence the engine knows the publisher has sent (from data,
   // heartbeats or the subscription's acknowledgement): a medium that hears no

@@ -79,7 +79,7 @@ struct Subscribe {
   InstrumentSet instruments;
 };
 struct SubscribeAck {
-  uint32_t session = 0;
+  uint64_t session = 0;
   uint64_t last_seq = 0;
   uint64_t oldest_retransmit = 0;  // oldest sequence still in the retransmit ring (0: none)
   uint32_t granted = ctl::kAll;    // instruments granted, kAll for every instrument
@@ -88,12 +88,12 @@ struct Unsubscribe {
   InstrumentSet instruments;
 };
 struct RetransmitRequest {
-  uint32_t session = 0;
+  uint64_t session = 0;
   uint64_t from_seq = 0;
   uint32_t count = 0;
 };
 struct RetransmitReply {
-  uint32_t session = 0;
+  uint64_t session = 0;
   RetransmitStatus status = RetransmitStatus::kOk;
   uint64_t from_seq = 0;
   uint64_t oldest_available = 0;
@@ -103,14 +103,25 @@ struct SnapshotRequest {
   InstrumentSet instruments;  // all = everything the client subscribed to
 };
 struct SnapshotData {
-  uint32_t session = 0;
+  uint64_t session = 0;
   std::span<const std::byte> messages;  // a validated message run (definitions + chunks)
 };
 struct SnapshotDone {
-  uint32_t session = 0;
+  uint64_t session = 0;
   SnapshotStatus status = SnapshotStatus::kOk;
   uint32_t instrument_count = 0;
   uint64_t snapshot_seq = 0;
+};
+// What the publisher says of its session, asked when a datagram claims
+// something a datagram alone must not decide: a new session, an end of
+// session, a sequence far beyond what the subscriber knows.
+struct SessionQuery {};
+struct SessionStatus {
+  uint64_t session = 0;
+  uint64_t last_seq = 0;           // last sequence committed
+  uint64_t oldest_retransmit = 0;  // oldest sequence still in the retransmit ring (0: none)
+  bool ended = false;              // the session ended cleanly ...
+  uint64_t end_seq = 0;            // ... after this sequence (0 unless ended)
 };
 struct StatusReport {
   uint64_t position = 0;   // next sequence the subscriber will deliver
@@ -124,7 +135,8 @@ struct ErrorReply {
 };
 
 using ControlBody = std::variant<Subscribe, SubscribeAck, Unsubscribe, RetransmitRequest, RetransmitReply,
-                                 SnapshotRequest, SnapshotData, SnapshotDone, StatusReport, ErrorReply>;
+                                 SnapshotRequest, SnapshotData, SnapshotDone, StatusReport, ErrorReply, SessionQuery,
+                                 SessionStatus>;
 
 struct ControlFrame {
   uint32_t request_id = 0;
@@ -144,11 +156,13 @@ std::vector<std::byte> encode_control(uint32_t request_id, const RetransmitReque
 std::vector<std::byte> encode_control(uint32_t request_id, const SnapshotRequest& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const SnapshotDone& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const StatusReport& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const SessionQuery& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const SessionStatus& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const ErrorReply& b);
 // Large replies are built in place by these builders (no per-datagram vectors).
 class RetransmitReplyBuilder {
  public:
-  RetransmitReplyBuilder(uint32_t request_id, uint32_t session, RetransmitStatus status, uint64_t from_seq,
+  RetransmitReplyBuilder(uint32_t request_id, uint64_t session, RetransmitStatus status, uint64_t from_seq,
                          uint64_t oldest_available);
   // Appends a datagram; false if it would exceed `max_frame` (the caller stops there).
   bool add(std::span<const std::byte> datagram, size_t max_frame = ctl::kMaxFrame);
@@ -161,7 +175,7 @@ class RetransmitReplyBuilder {
 };
 class SnapshotDataBuilder {
  public:
-  SnapshotDataBuilder(uint32_t request_id, uint32_t session);
+  SnapshotDataBuilder(uint32_t request_id, uint64_t session);
   // Reserves `len` bytes for one message and returns where to write it.
   std::byte* reserve(size_t len);
   [[nodiscard]] size_t size() const noexcept { return buf_.size(); }
@@ -169,7 +183,7 @@ class SnapshotDataBuilder {
   std::vector<std::byte> finish() &&;
 
  private:
-  static constexpr size_t kBodyStart = ctl::kHeaderSize + 4;
+  static constexpr size_t kBodyStart = ctl::kHeaderSize + 8;
   std::vector<std::byte> buf_;
 };
 

@@ -17,8 +17,8 @@ struct DatagramHeader {
   uint8_t flags = 0;
   uint16_t channel = 0;
   uint16_t message_count = 0;
-  uint32_t session = 0;
-  uint32_t sender = 0;
+  uint64_t session = 0;
+  uint16_t sender = 0;
   uint64_t sequence = 0;
   uint64_t send_time_ns = 0;
   uint16_t length = 0;

@@ -1,4 +1,4 @@
-// The mdcast wire protocol, version 1. docs/protocol.md is the byte-exact
+// The mdcast wire protocol, version 2. docs/protocol.md is the byte-exact
 // specification; this header is its single source of truth in code (every
 // offset below is checked against the document by tests/unit/wire_layout_test).
 //
@@ -12,7 +12,9 @@
 namespace mdcast::wire {
 
 constexpr uint16_t kMagic = 0x434d;  // bytes 'M','C'
-constexpr uint8_t kVersion = 1;
+// 2: 64-bit session ids (the sender id moved to the former reserved field),
+// and the control frames that carry sessions widened with them.
+constexpr uint8_t kVersion = 2;
 
 // ---------------------------------------------------------------- datagram --
 // A datagram is one medium frame: a 40-byte header then `message_count`
@@ -23,12 +25,11 @@ constexpr size_t kVersion = 2;        // u8
 constexpr size_t kFlags = 3;          // u8, DatagramFlag
 constexpr size_t kChannel = 4;        // u16
 constexpr size_t kMessageCount = 6;   // u16
-constexpr size_t kSession = 8;        // u32, changes when a publisher restarts
-constexpr size_t kSender = 12;        // u32, drops own looped-back frames
+constexpr size_t kSession = 8;        // u64, random per run of a publisher: never reused, never ordered
 constexpr size_t kSequence = 16;      // u64, datagram sequence (first is 1)
 constexpr size_t kSendTime = 24;      // u64, publisher clock when its first message was published, ns
 constexpr size_t kLength = 32;        // u16, total bytes including this header
-constexpr size_t kReserved = 34;      // u16, zero
+constexpr size_t kSender = 34;        // u16, drops own looped-back frames
 constexpr size_t kCrc = 36;           // u32, CRC-32C when FlagCrc is set
 constexpr size_t kHeaderSize = 40;
 }  // namespace dgram

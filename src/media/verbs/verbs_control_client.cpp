@@ -28,7 +28,7 @@ struct VerbsControlClient::Conn {
   struct Read {
     bool busy = false;      // posted, or its answer not yet handed to the engine
     uint32_t rid = 0;
-    uint32_t session = 0;
+    uint64_t session = 0;
     uint64_t from = 0;
     uint32_t asked = 0;     // datagrams the engine asked for
     uint32_t count = 0;     // slots read
@@ -286,7 +286,7 @@ bool VerbsControlClient::send(std::span<const std::byte> frame) {
   return queue_rc(frame);
 }
 
-bool VerbsControlClient::request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) {
+bool VerbsControlClient::request_retransmit(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) {
   if (!connected()) {
     counters_.send_dropped.add();
     return false;
@@ -296,7 +296,7 @@ bool VerbsControlClient::request_retransmit(uint32_t rid, uint32_t session, uint
   return queue_rc(wire::encode_control(rid, wire::RetransmitRequest{session, from, count}));
 }
 
-bool VerbsControlClient::try_read(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) {
+bool VerbsControlClient::try_read(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) {
   Conn& c = *conn_;
   if (!c.ring || from == 0 || count == 0) return false;
   uint32_t idx = 0;

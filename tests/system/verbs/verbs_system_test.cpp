@@ -394,7 +394,7 @@ TEST(VerbsControl, SlowClientIsCutOffPublisherNeverWaits) {
   // The slow client asks for far more than it will ever read (64 replies of
   // up to max_reply_bytes) and stops reading altogether. The publisher must
   // cut it, not wait for it.
-  const uint32_t session = pw.pub.core().session();
+  const uint64_t session = pw.pub.core().session();
   for (uint32_t i = 0; i < 64; ++i)
     ASSERT_TRUE(slow.send(wire::encode_control(10 + i, wire::RetransmitRequest{session, 1, 2000})));
   ASSERT_TRUE(fast.send(wire::encode_control(2, wire::RetransmitRequest{session, 1, 20})));

@@ -94,7 +94,7 @@ TEST(StreamControl, GarbageStreamIsCutOffOthersUnaffected) {
   EXPECT_EQ(server.stats().bad_stream_disconnects.get(), 1u);
   char buf[256];
   const ssize_t n = ::recv(good, buf, sizeof buf, MSG_DONTWAIT);
-  EXPECT_EQ(n, 36) << "the good client gets its SubscribeAck";
+  EXPECT_EQ(n, 40) << "the good client gets its SubscribeAck";
   ::close(bad);
   ::close(good);
 }

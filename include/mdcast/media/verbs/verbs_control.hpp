@@ -135,7 +135,7 @@ class VerbsControlClient final : public ControlChannel {
   // ControlChannel: queues one frame (false while disconnected).
   bool send(std::span<const std::byte> frame) override;
   // By RDMA READ where the ring allows (see above), else over RC.
-  bool request_retransmit(uint32_t rid, uint32_t session, uint64_t from, uint32_t count) override;
+  bool request_retransmit(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) override;
 
   // Progresses connection setup, sends, receives and READs. Never blocks.
   size_t poll(uint64_t now);
@@ -171,7 +171,7 @@ class VerbsControlClient final : public ControlChannel {
   void on_cm_event(uint64_t now);
   void drop_connection(const std::string& why, uint64_t now);
   size_t poll_cq(uint64_t now);
-  bool try_read(uint32_t rid, uint32_t session, uint64_t from, uint32_t count);
+  bool try_read(uint32_t rid, uint64_t session, uint64_t from, uint32_t count);
   void finish_read(uint32_t idx, bool ok);
   void release_read(uint32_t idx) noexcept;
   bool queue_rc(std::span<const std::byte> frame);

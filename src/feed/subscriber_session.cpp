@@ -1,0 +1,187 @@
+// SubscriberCore: what the control plane confirms.
+//
+// Anyone who can send to the group can send a datagram, so a datagram never
+// decides alone what would cost every subscriber dearly: adopting another
+// session (books wiped, the real feed dropped as stale), ending the session
+// (an "ok" exit before the feed was delivered), or a sequence far beyond the
+// window (a full snapshot per forgery). Such a datagram is dropped and
+// counted as a claim; the subscriber asks the publisher (SessionQuery, one in
+// flight, retried after the request timeout) and acts on its answer
+// (SessionStatus). Claims the answer refutes are counted as forged. What the
+// control plane says comes from a connection the subscriber authenticated,
+// so it is what the subscriber trusts.
+//
+// Without a control channel there is nothing to ask: data decides, as it must.
+#include <algorithm>
+
+#include "mdcast/feed/subscriber_core.hpp"
+
+namespace mdcast::feed {
+
+bool SubscriberCore::other_session(uint64_t s, uint64_t now) noexcept {
+  if (!ctl_) {
+    // Nothing can confirm anything: follow the data.
+    if (session_ != 0) {
+      counters_->session_changes.add();
+      previous_session_ = session_;
+    }
+    start_session(s);
+    if (previous_session_ != 0) notify_event(SubscriberEvent::kSessionChanged, {});
+    return true;
+  }
+  if (s == previous_session_ && previous_session_ != 0) {
+    counters_->stale_session.add();  // late datagrams of the session we left
+    return false;
+  }
+  claimed_session_ = s;
+  counters_->claims_held.add();
+  ++held_;
+  claim(kClaimSession, now);
+  return false;
+}
+
+bool SubscriberCore::plausible_ahead(uint64_t seq, uint64_t now, bool sequenced) noexcept {
+  // Within a window's reach of what the publisher confirmed is plausible: a
+  // subscriber that fell behind by more than its window gets the datagrams
+  // that move it to a snapshot, as it would without confirmations.
+  if (!ctl_ || seq < confirmed_last_ + n_slots_) return true;
+  if (sequenced) counters_->claims_held.add();  // a heartbeat is counted as one already
+  ++held_;
+  claim_ahead_ = std::max(claim_ahead_, seq);
+  claim(kClaimAhead, now);
+  return false;
+}
+
+void SubscriberCore::claim(Claim c, uint64_t now) noexcept {
+  claims_ |= c;
+  if (!query_sent_) send_query(now);
+}
+
+void SubscriberCore::send_query(uint64_t now) noexcept {
+  // The subscription's acknowledgement answers too; a query waits for it.
+  if (!subscribed_ || !ctl_) return;
+  query_sent_ = true;
+  query_rid_ = next_rid_++;
+  query_deadline_ = now + cfg_.request_timeout_ns;
+  counters_->session_queries.add();
+  try {
+    send(wire::encode_control(query_rid_, wire::SessionQuery{}));
+  } catch (...) {
+    // Out of memory building the frame: the deadline asks again.
+  }
+}
+
+void SubscriberCore::poll_query(uint64_t now) noexcept {
+  if (claims_ == 0) return;
+  if (!query_sent_ || now >= query_deadline_) send_query(now);
+}
+
+void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& b, uint64_t now) noexcept {
+  if (rid != query_rid_ || !query_sent_) return;  // late answer to a query already settled
+  query_sent_ = false;
+  const uint8_t claims = claims_;
+  const uint64_t ahead = claim_ahead_;
+  claims_ = 0;
+  claim_ahead_ = 0;
+  uint64_t refuted = held_;
+  held_ = 0;
+  if (b.session != session_ || !session_confirmed_) {
+    // The publisher runs another session than ours: whatever was claimed
+    // about the old one is moot. The new one is recovered from its start.
+    session_confirmed_by(b.session, b.last_seq, now);
+    counters_->claims_confirmed.add();
+    refuted = 0;
+  } else {
+    confirmed_last_ = std::max(confirmed_last_, b.last_seq);
+    if (claims & kClaimAhead) {
+      if (ahead <= b.last_seq) {
+        counters_->claims_confirmed.add();
+        refuted = 0;  // real datagrams, lost here: recovered below like any gap
+        if (b.last_seq > highest_seen_) {
+          highest_seen_ = b.last_seq;
+          counters_->highest_sequence.set(highest_seen_);
+          note_gap(now);
+          scan_needed_ = true;
+        }
+      }
+    }
+    if (claims & kClaimNotYet) {
+      clamp_to(b.last_seq);
+      scan_needed_ = true;  // what is really missing is asked for again
+    }
+  }
+  if (b.ended) {
+    if ((claims & kClaimEnd) || !session_ended_) counters_->claims_confirmed.add();
+    end_confirmed(b.end_seq, now);
+  }
+  if (refuted) counters_->forged_datagrams.add(refuted);
+}
+
+void SubscriberCore::session_confirmed_by(uint64_t session, uint64_t last_seq, uint64_t now) noexcept {
+  if (session != session_) {
+    const bool had = session_ != 0;
+    if (had) {
+      counters_->session_changes.add();
+      previous_session_ = session_;
+    }
+    start_session(session);
+    if (had) notify_event(SubscriberEvent::kSessionChanged, {});
+  } else if (session_confirmed_ && last_seq + 1 < next_seq_) {
+    // The publisher is behind what we delivered in "its" session: the id was
+    // reused by a new run (a fixed id in a configuration). Its data is not
+    // ours to skip: start over.
+    counters_->session_changes.add();
+    start_session(session);
+    notify_event(SubscriberEvent::kSessionChanged, {});
+  }
+  session_confirmed_ = true;
+  confirmed_last_ = std::max(confirmed_last_, last_seq);
+  if (last_seq > highest_seen_) {
+    // Joining late, or data lost before we heard any: the publisher is at last_seq.
+    highest_seen_ = last_seq;
+    counters_->highest_sequence.set(highest_seen_);
+    note_gap(now);
+  }
+  scan_needed_ = true;
+}
+
+void SubscriberCore::end_confirmed(uint64_t end_seq, uint64_t now) noexcept {
+  const bool first = !session_ended_;
+  session_ended_ = true;
+  end_seq_ = end_seq;
+  if (end_seq > highest_seen_) {  // the tail we have not seen is recovered before "finished"
+    highest_seen_ = end_seq;
+    counters_->highest_sequence.set(highest_seen_);
+    note_gap(now);
+    scan_needed_ = true;
+  }
+  if (first) notify_event(SubscriberEvent::kSessionEnded, {});
+}
+
+// The publisher said "not yet" to a range we believed it had sent: our idea
+// of its tail came from a datagram or heartbeat that lied (or ran ahead of the
+// control plane). The publisher's word bounds what we wait for; anything
+// buffered beyond it is dropped and, if real, asked for again later.
+void SubscriberCore::clamp_to(uint64_t last_seq) noexcept {
+  if (highest_seen_ <= last_seq) return;
+  uint64_t dropped = 0;
+  uint64_t high = std::max(last_seq, next_seq_ - 1);
+  for (size_t i = 0; i < n_slots_; ++i) {
+    Meta& m = meta_[i];
+    if (m.seq == 0) continue;
+    if (m.seq > last_seq) {
+      m.seq = 0;
+      counters_->window_discards.add();
+      ++dropped;
+    } else {
+      high = std::max(high, m.seq);
+    }
+  }
+  highest_seen_ = high;
+  counters_->highest_sequence.set(highest_seen_);
+  counters_->forged_datagrams.add(dropped ? dropped : 1);
+  if (next_seq_ > highest_seen_) gap_open_ = false;
+  scan_needed_ = true;
+}
+
+}  // namespace mdcast::feed

@@ -1,0 +1,192 @@
+// What a datagram claims and the control plane confirms: forged sessions,
+// forged ends of session, forged far-ahead sequences and tails. Anyone on the
+// group can send these; each costs a subscriber at most one session query,
+// is counted, and never acts alone.
+#include "subscriber_fixture.hpp"
+
+namespace mdcast::test {
+namespace {
+
+class SubscriberSessionTest : public SubscriberTest {
+ protected:
+  // The one query in flight (fails the test if there is not exactly one).
+  uint32_t query() {
+    const auto q = ctl_.all<SessionQuery>();
+    EXPECT_EQ(q.size(), 1u);
+    return q.empty() ? 0 : q.back().first;
+  }
+  void status(uint32_t rid, bool ended = false, uint64_t end = 0) {
+    reply(encode_control(rid, SessionStatus{feed_.session, feed_.newest(), 1, ended, end}));
+  }
+};
+
+TEST_F(SubscriberSessionTest, ForgedNewSessionIsRefutedAndTheFeedGoesOn) {
+  start();
+  publish_pairs(2);
+  rx_seq({1, 2});
+  Feed forger;
+  forger.session = feed_.session + 1;  // what broke every subscriber before: session + 1
+  rx(forger.heartbeat({}, 1u << 20));
+  forger.publish({forger.add(1)});
+  rx(forger.dg(1));
+  EXPECT_EQ(sub_->session(), kSession);
+  status(query());
+  EXPECT_EQ(sub_->session(), kSession);
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 2u);
+  EXPECT_EQ(sub_->counters().session_changes.get(), 0u);
+  EXPECT_EQ(h_.resets.size(), 1u) << "books never wiped";
+  publish_pairs(1);
+  rx(feed_.dg(3));
+  EXPECT_EQ(sub_->next_sequence(), 4u);
+  expect_books_equal();
+}
+
+TEST_F(SubscriberSessionTest, ForgedEndOfSessionNeverEndsTheFeed) {
+  start();
+  publish_pairs(1);
+  const Bytes end = feed_.heartbeat({}, 1, {}, kFlagEndOfSession);  // checksums true at 1
+  publish_pairs(2);
+  rx_seq({1});
+  rx(end);
+  EXPECT_FALSE(sub_->session_ended());
+  status(query());  // the publisher is live at 3
+  EXPECT_FALSE(sub_->session_ended());
+  EXPECT_FALSE(sub_->delivered_to_end());
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 1u);
+  // Replayed: one more query, one more refutation, nothing else.
+  ctl_.clear();
+  rx(end);
+  status(query());
+  EXPECT_FALSE(sub_->session_ended());
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 2u);
+  rx_seq({2, 3});
+  EXPECT_EQ(sub_->next_sequence(), 4u);
+}
+
+TEST_F(SubscriberSessionTest, ConfirmedEndWaitsForEverythingThroughIt) {
+  start();
+  publish_pairs(3);
+  const Bytes end = feed_.heartbeat({}, 3, {}, kFlagEndOfSession);
+  publish_pairs(2);
+  rx_seq({1, 2, 3});
+  rx(end);  // an end claim that reached us before 4 and 5
+  status(query(), true, 5);
+  EXPECT_TRUE(sub_->session_ended());
+  EXPECT_EQ(sub_->end_sequence(), 5u);
+  EXPECT_FALSE(sub_->delivered_to_end()) << "4 and 5 are still missing";
+  EXPECT_EQ(sub_->highest_sequence(), 5u) << "the confirmed end is the tail to recover";
+  poll();
+  EXPECT_EQ(requests(), (std::vector<std::pair<uint64_t, uint32_t>>{{4, 2}}));
+  reply(feed_.retransmit_reply(rid_of(4), 4, 2));
+  EXPECT_TRUE(sub_->delivered_to_end());
+  expect_books_equal();
+}
+
+TEST_F(SubscriberSessionTest, ForgedHugeTailCostsAQueryNotASnapshot) {
+  start();
+  publish_pairs(2);
+  rx_seq({1, 2});
+  rx(feed_.heartbeat({}, uint64_t{1} << 40));  // last_seq = 2^40
+  EXPECT_EQ(sub_->highest_sequence(), 2u);
+  EXPECT_FALSE(sub_->recovering());
+  status(query());
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 1u);
+  poll();
+  EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty());
+  EXPECT_TRUE(requests().empty());
+  EXPECT_TRUE(sub_->caught_up());
+}
+
+// A lie small enough to fit the window: the retransmit request it causes is
+// answered "not yet", the status bounds the tail, and the requests stop.
+TEST_F(SubscriberSessionTest, ForgedNearTailIsClampedByThePublishersWord) {
+  start();
+  publish_pairs(2);
+  rx_seq({1, 2});
+  rx(feed_.heartbeat({}, 10));
+  EXPECT_TRUE(sub_->recovering());
+  poll();
+  ASSERT_EQ(requests(), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 8}}));
+  reply(feed_.retransmit_reply(rid_of(3), 3, 8, RetransmitStatus::kNotYet));
+  status(query());
+  EXPECT_FALSE(sub_->recovering());
+  EXPECT_EQ(sub_->highest_sequence(), 2u);
+  EXPECT_GE(sub_->counters().forged_datagrams.get(), 1u);
+  ctl_.clear();
+  for (int i = 0; i < 5; ++i) {
+    now_ += 10'000;
+    poll();
+  }
+  EXPECT_TRUE(requests().empty()) << "no endless asking for what was never sent";
+  EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty());
+}
+
+TEST_F(SubscriberSessionTest, ManyClaimsOneQueryInFlightRetriedOnTimeout) {
+  start();
+  publish_pairs(1);
+  rx(feed_.dg(1));
+  Feed forger;
+  forger.session = 0xdead;
+  forger.publish({forger.add(1)});
+  for (int i = 0; i < 100; ++i) rx(forger.dg(1));
+  EXPECT_EQ(ctl_.all<SessionQuery>().size(), 1u) << "a flood of claims is one probe";
+  EXPECT_EQ(sub_->counters().claims_held.get(), 100u);
+  now_ += sub_config().request_timeout_ns;
+  poll();
+  EXPECT_EQ(ctl_.all<SessionQuery>().size(), 2u) << "an unanswered query is asked again";
+  status(ctl_.all<SessionQuery>().back().first);
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 100u);
+  EXPECT_EQ(sub_->session(), kSession);
+}
+
+TEST_F(SubscriberSessionTest, AReusedSessionIdIsANewRunWhenThePublisherWentBack) {
+  start();
+  publish_pairs(5);
+  rx_seq({1, 2, 3, 4, 5});
+  // The publisher restarts with the same (configured) id and is at 2.
+  sub_->on_control_disconnected();
+  sub_->on_control_connected(now_);
+  const auto subs = ctl_.all<Subscribe>();
+  ASSERT_FALSE(subs.empty());
+  reply(encode_control(subs.back().first, SubscribeAck{kSession, 2, 1, ctl::kAll}));
+  EXPECT_EQ(sub_->counters().session_changes.get(), 1u);
+  EXPECT_EQ(sub_->next_sequence(), 1u) << "the new run's data is delivered from its start";
+  EXPECT_EQ(sub_->highest_sequence(), 2u);
+}
+
+TEST_F(SubscriberSessionTest, TheAcknowledgementConfirmsOrReplacesTheSessionDataSuggested) {
+  sub_ = std::make_unique<Subscriber<Handler>>(sub_config(), h_, &ctl_);
+  Feed forger;
+  forger.session = 0xbad;
+  forger.publish({forger.add(1)});
+  rx(forger.dg(1));  // heard before the subscription: taken on trust for now
+  EXPECT_EQ(sub_->session(), 0xbadu);
+  EXPECT_FALSE(sub_->session_confirmed());
+  sub_->on_control_connected(now_);
+  reply(encode_control(ctl_.all<Subscribe>().back().first, SubscribeAck{kSession, 0, 1, ctl::kAll}));
+  EXPECT_EQ(sub_->session(), kSession);
+  EXPECT_TRUE(sub_->session_confirmed());
+  EXPECT_EQ(sub_->books()->book(1).order_count(), 0u) << "what the stranger said is gone";
+  publish_pairs(1);
+  rx(feed_.dg(1));
+  expect_books_equal();
+}
+
+TEST(SubscriberWithoutControl, DataDecidesWhenThereIsNothingToAsk) {
+  Handler h;
+  auto sub = std::make_unique<Subscriber<Handler>>(sub_config(), h, nullptr);
+  Feed a;
+  a.publish({a.add(1)});
+  sub->on_datagram(a.dg(1), Rail::kA, 1);
+  Feed b;
+  b.session = kSession + 7;
+  b.publish({b.add(2)});
+  sub->on_datagram(b.dg(1), Rail::kA, 2);
+  EXPECT_EQ(sub->session(), b.session);
+  sub->on_datagram(b.heartbeat({}, {}, {}, kFlagEndOfSession), Rail::kA, 3);
+  EXPECT_TRUE(sub->session_ended());
+  EXPECT_TRUE(sub->delivered_to_end());
+}
+
+}  // namespace
+}  // namespace mdcast::test
