@@ -302,7 +302,10 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
       counters_->checksum_ok.add();
     } else {
       counters_->checksum_mismatch.add();
-      enter_snapshot(now);
+      if (now >= checksum_snapshot_after_) {
+        checksum_snapshot_after_ = now + cfg_.checksum_snapshot_interval_ns;
+        enter_snapshot(now);
+      }
     }
   }
 }

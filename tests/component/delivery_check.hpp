@@ -36,7 +36,8 @@ class PublishedLog {
 // equal the publisher's, it is caught up with the publisher's session, and
 // its counters account for every datagram. `report` is printed on failure.
 void expect_exact_delivery(const PublishedLog& log, const feed::PublisherCore& pub,
-                           const feed::Subscriber<Recorder>& sub, const Recorder& rec, const std::string& report);
+                           const feed::Subscriber<Recorder>& sub, const Recorder& rec, const std::string& report,
+                           bool forged_checksums = false);
 
 // received + recovered = delivered + duplicates + own + foreign + malformed +
 // stale + heartbeats + skipped by snapshot + window discards + buffered.

@@ -123,6 +123,34 @@ TEST_P(ExactDelivery, BurstOfThousandLostDatagrams) {
   EXPECT_GT(sim.subs()[1].sub->counters().snapshots_applied.get(), 0u) << sim.report();
 }
 
+// A rogue sender forges another session, ends of session, far-ahead
+// sequences and absurd tails throughout, beside loss: every subscriber still
+// delivers the whole feed exactly once, never resets, never ends early, and
+// pays at most one rate-limited snapshot for all of them.
+TEST_P(ExactDelivery, ForgedDatagramsNeverActAlone) {
+  auto s = base_spec(GetParam());
+  s.forge_every = 50;
+  auto clean = sub("clean", GetParam());
+  s.subs.push_back(clean);
+  auto lossy = sub("lossy", GetParam() + 1);
+  lossy.faults.loss = 0.01;
+  s.subs.push_back(lossy);
+  Sim sim(std::move(s));
+  ASSERT_TRUE(sim.run()) << sim.report();
+  sim.verify();
+  for (auto& r : sim.subs()) {
+    SCOPED_TRACE(r.spec.name);
+    const auto& c = r.sub->counters();
+    EXPECT_GT(c.forged_datagrams.get(), 10u) << sim.report();
+    EXPECT_EQ(c.session_changes.get(), 0u);
+    // The forged heartbeats' checksums (unauthenticated) may cost one
+    // snapshot per checksum_snapshot_interval, nothing more.
+    EXPECT_LE(c.snapshots_requested.get(), 1u) << sim.report();
+    EXPECT_TRUE(r.sub->delivered_to_end());
+    EXPECT_LE(c.session_queries.get(), c.claims_held.get() + c.forged_datagrams.get()) << "one probe per claim at most";
+  }
+}
+
 TEST_P(ExactDelivery, ReorderAndDuplication) {
   auto s = base_spec(GetParam());
   auto r = sub("reorder", GetParam());

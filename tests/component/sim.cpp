@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mdcast/wire/datagram.hpp"
 #include "mdcast/wire/messages.hpp"
 
 namespace mdcast::test {
@@ -78,6 +79,7 @@ void Sim::tick() {
     for (auto& s : subs_)
       if (!s.sub && s.spec.join_at_message == published_) attach(s);
   }
+  if (spec_.forge_every && ticks_ % spec_.forge_every == 0) forge();
   pub_->poll(now_);
   medium_.poll_control(*svc_, now_);
   svc_->tick(now_);
@@ -112,6 +114,39 @@ void Sim::flush_held(SubRuntime& s) {
         [&](std::span<const std::byte> d, uint64_t rx) noexcept { sub.on_datagram(d, feed::Rail::kB, rx); }, now_);
 }
 
+void Sim::forge() {
+  // Built from what anyone on the group sees: a real datagram or heartbeat,
+  // rewritten (and resealed: the CRC protects against noise, not people).
+  const auto& core = pub_->core();
+  if (core.last_committed() == 0) return;
+  const auto real = core.datagram(core.last_committed());
+  std::vector<std::byte> d(real.begin(), real.end());
+  const uint64_t kind = forged_++ % 4;
+  wire::DatagramHeader h = wire::read_header(d.data());
+  if (kind == 0) {
+    h.session = core.session() ^ 1;  // another session
+  } else if (kind == 2) {
+    h.sequence = (uint64_t{1} << 40) + forged_;  // far ahead
+  } else {
+    // A heartbeat: the end of the session, or a tail of 2^40.
+    auto cfg = spec_.pub;
+    cfg.session = core.session();
+    feed::PublisherCore forger(cfg);
+    const auto hb = forger.build_heartbeat(now_, kind == 1);
+    d.assign(hb.begin(), hb.end());
+    h = wire::read_header(d.data());
+    const uint64_t last = kind == 1 ? core.last_committed() : uint64_t{1} << 40;
+    h.sequence = last;
+    store_le<uint64_t>(d.data() + wire::dgram::kHeaderSize + wire::heartbeat::kLastSeq, last);
+  }
+  const uint16_t len = h.length;
+  wire::write_header(d.data(), h);
+  (void)len;
+  if (h.flags & wire::kFlagCrc) wire::seal_crc(d);
+  for (auto& s : subs_)
+    if (s.sub) s.sub->on_datagram(d, feed::Rail::kA, now_);
+}
+
 bool Sim::run() {
   while (published_ < spec_.messages) tick();
   // Flush everything and end the session, then let recovery finish.
@@ -123,7 +158,7 @@ bool Sim::run() {
       for (auto& s : subs_)
         if (s.sub) flush_held(s);
     bool done = true;
-    for (auto& s : subs_) done &= s.sub && s.sub->caught_up() && s.sub->session_ended();
+    for (auto& s : subs_) done &= s.sub && s.sub->delivered_to_end();
     if (done) return true;
     // Re-announce the end of session periodically (heartbeats may be lost).
     if (i % 100 == 99) pub_->end_session(now_);
@@ -136,7 +171,7 @@ void Sim::verify() const {
   for (const auto& s : subs_) {
     SCOPED_TRACE(s.spec.name);
     ASSERT_TRUE(s.sub);
-    expect_exact_delivery(log_, pub_->core(), *s.sub, *s.rec, r);
+    expect_exact_delivery(log_, pub_->core(), *s.sub, *s.rec, r, spec_.forge_every != 0);
   }
 }
 

@@ -50,6 +50,10 @@ struct SimSpec {
   book::GeneratorConfig gen;
   std::vector<SubSpec> subs;
   uint64_t settle_ticks = 200'000;      // after the last message, until all catch up
+  // A rogue sender on the group: every forge_every ticks one forged datagram
+  // to every subscriber, in turn another session's heartbeat, an
+  // end-of-session heartbeat, a far-ahead sequence, a heartbeat tail of 2^40.
+  uint32_t forge_every = 0;
 };
 
 struct SubRuntime {
@@ -83,6 +87,7 @@ class Sim {
   void tick();
   void drain(SubRuntime& s);
   void flush_held(SubRuntime& s);
+  void forge();
 
   SimSpec spec_;
   uint64_t now_ = 1'000'000;  // the virtual clock; the endpoints stamp receive times from it
@@ -96,6 +101,7 @@ class Sim {
   uint64_t ticks_ = 0;
   uint64_t session_ = 1000;
   std::vector<std::byte> opaque_buf_;
+  uint64_t forged_ = 0;
 };
 
 }  // namespace mdcast::test

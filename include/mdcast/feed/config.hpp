@@ -85,6 +85,12 @@ struct SubscriberConfig {
   uint32_t max_instrument_recoveries = 8;
   size_t instrument_hold_bytes = 256u << 10;
   bool verify_checksums = true;
+  // Least time between two full snapshots a global checksum mismatch starts.
+  // Heartbeats are not authenticated: a forged one may claim a divergence,
+  // and this bounds what that can cost (a real divergence is recovered at
+  // the next heartbeat after it, and per-instrument checksums recover single
+  // instruments meanwhile).
+  uint64_t checksum_snapshot_interval_ns = kNsPerSec;
 
   void validate() const;
 };

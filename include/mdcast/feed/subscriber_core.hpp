@@ -298,6 +298,7 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t end_seq_ = 0;
   bool session_confirmed_ = false;
   uint64_t previous_session_ = 0;  // its late datagrams are stale, not a claim
+  uint64_t checksum_snapshot_after_ = 0;
 
   uint8_t claims_ = 0;            // Claim bits awaiting the publisher's answer
   uint64_t claim_ahead_ = 0;      // highest sequence claimed beyond the window
