@@ -179,6 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t now = 1'000'000;
   std::map<uint64_t, std::vector<std::byte>> seen;  // datagrams by sequence, for retransmit answers
   uint64_t session = 0;
+  uint64_t changes = 0;
   uint64_t next = 1;
   sub.on_control_connected(now);
 
@@ -280,13 +281,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                              kInstruments, st & 4 ? snap : st}));
         } else if (std::get_if<Subscribe>(&req->body)) {
           frame(encode_control(req->request_id, SubscribeAck{kSession, uint64_t{st} & 0x0fu, 1, ctl::kAll}));
+        } else if (std::get_if<SessionQuery>(&req->body)) {
+          // The publisher's word on what a datagram claimed: its session, its
+          // tail (what was seen, or a small number), ended or not.
+          const uint64_t last = st & 4 && !seen.empty() ? seen.rbegin()->first : uint64_t{st} & 0x0fu;
+          frame(encode_control(req->request_id,
+                               SessionStatus{st & 8 ? kSession + 1 : kSession, last, 1, (st & 1) != 0, last}));
         }
         break;
       }
     }
-    // Sequence invariants, per session.
-    if (sub.session() != session) {
+    // Sequence invariants, per session (a reused session id the control
+    // plane showed to be a new run counts as a new session).
+    if (sub.session() != session || sub.counters().session_changes.get() != changes) {
       session = sub.session();
+      changes = sub.counters().session_changes.get();
       next = sub.next_sequence();
     }
     FUZZ_CHECK(sub.next_sequence() >= next, "next_sequence went back from %llu to %llu",

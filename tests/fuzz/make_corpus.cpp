@@ -146,6 +146,8 @@ void control_seeds(World& w) {
       encode_control(6, StatusReport{1, 2, 3, 4}),
       encode_control(7, ErrorReply{ErrorCode::kNotEntitled, "no"}),
       encode_control(8, Unsubscribe{{false, {3}}}),
+      encode_control(9, SessionQuery{}),
+      encode_control(10, SessionStatus{100, 9, 1, true, 9}),
   };
   for (const auto& f : frames) write("fuzz_control", cat({byte(7), byte(0), f}));
   Bytes stream;
