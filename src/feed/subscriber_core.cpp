@@ -239,7 +239,7 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   confirmed_last_ = 0;
   claims_ = 0;
   claim_ahead_ = 0;
-  held_ = 0;
+  held_session_ = held_end_ = held_ahead_ = 0;
   n_reqs_ = 0;
   snap_sent_ = false;
   for (size_t i = 0; i < n_slots_; ++i)
@@ -276,7 +276,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
   }
   if ((flags & wire::kFlagEndOfSession) && !session_ended_) {
     if (ctl_) {
-      ++held_;
+      ++held_end_;
       claim(kClaimEnd, now);  // ended only at the sequence the publisher confirms
     } else {
       end_confirmed(last, now);

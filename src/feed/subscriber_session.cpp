@@ -35,7 +35,7 @@ bool SubscriberCore::other_session(uint64_t s, uint64_t now) noexcept {
   }
   claimed_session_ = s;
   counters_->claims_held.add();
-  ++held_;
+  ++held_session_;
   claim(kClaimSession, now);
   return false;
 }
@@ -46,7 +46,7 @@ bool SubscriberCore::plausible_ahead(uint64_t seq, uint64_t now, bool sequenced)
   // that move it to a snapshot, as it would without confirmations.
   if (!ctl_ || seq < confirmed_last_ + n_slots_) return true;
   if (sequenced) counters_->claims_held.add();  // a heartbeat is counted as one already
-  ++held_;
+  ++held_ahead_;
   claim_ahead_ = std::max(claim_ahead_, seq);
   claim(kClaimAhead, now);
   return false;
@@ -81,39 +81,43 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
   query_sent_ = false;
   const uint8_t claims = claims_;
   const uint64_t ahead = claim_ahead_;
-  claims_ = 0;
-  claim_ahead_ = 0;
-  uint64_t refuted = held_;
-  held_ = 0;
+  uint64_t refuted = 0;
   if (b.session != session_ || !session_confirmed_) {
     // The publisher runs another session than ours: whatever was claimed
     // about the old one is moot. The new one is recovered from its start.
     session_confirmed_by(b.session, b.last_seq, now);
     counters_->claims_confirmed.add();
-    refuted = 0;
+    if (b.ended) end_confirmed(b.end_seq, now);
   } else {
     confirmed_last_ = std::max(confirmed_last_, b.last_seq);
+    refuted += held_session_;  // the publisher is still in ours
     if (claims & kClaimAhead) {
       if (ahead <= b.last_seq) {
-        counters_->claims_confirmed.add();
-        refuted = 0;  // real datagrams, lost here: recovered below like any gap
+        counters_->claims_confirmed.add();  // real datagrams, lost here: recovered like any gap
         if (b.last_seq > highest_seen_) {
           highest_seen_ = b.last_seq;
           counters_->highest_sequence.set(highest_seen_);
           note_gap(now);
           scan_needed_ = true;
         }
+      } else {
+        refuted += held_ahead_;
       }
     }
     if (claims & kClaimNotYet) {
       clamp_to(b.last_seq);
       scan_needed_ = true;  // what is really missing is asked for again
     }
+    if (b.ended) {
+      if (claims & kClaimEnd) counters_->claims_confirmed.add();
+      end_confirmed(b.end_seq, now);
+    } else {
+      refuted += held_end_;
+    }
   }
-  if (b.ended) {
-    if ((claims & kClaimEnd) || !session_ended_) counters_->claims_confirmed.add();
-    end_confirmed(b.end_seq, now);
-  }
+  claims_ = 0;
+  claim_ahead_ = 0;
+  held_session_ = held_end_ = held_ahead_ = 0;
   if (refuted) counters_->forged_datagrams.add(refuted);
 }
 

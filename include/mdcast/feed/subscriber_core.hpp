@@ -303,7 +303,8 @@ class SubscriberCore : public media::ControlEvents {
   uint8_t claims_ = 0;            // Claim bits awaiting the publisher's answer
   uint64_t claim_ahead_ = 0;      // highest sequence claimed beyond the window
   uint64_t claimed_session_ = 0;  // the last other session a datagram claimed
-  uint64_t held_ = 0;             // datagrams dropped while their claims wait
+  // Datagrams behind each kind of claim, counted as forged if refuted.
+  uint64_t held_session_ = 0, held_end_ = 0, held_ahead_ = 0;
   bool query_sent_ = false;
   uint32_t query_rid_ = 0;
   uint64_t query_deadline_ = 0;
