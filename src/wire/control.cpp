@@ -397,19 +397,43 @@ std::vector<std::byte> SnapshotDataBuilder::finish() && {
 }
 
 FrameAssembler::Status FrameAssembler::next(std::span<const std::byte>& out) {
-  // Compact lazily so a stream of small frames does not memmove per frame.
-  if (consumed_ > 0 && consumed_ * 2 >= buf_.size()) {
-    buf_.erase(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(consumed_));
+  if (consumed_ > 0 && consumed_ == buf_.size()) {
+    // Drained (the caller is done with the last view): keep a small buffer
+    // for the next frames, give a large one back.
+    if (buf_.capacity() > kRetainBytes) std::vector<std::byte>().swap(buf_);
+    else buf_.clear();
+    consumed_ = 0;
+  } else if (consumed_ > 0 && consumed_ * 2 >= buf_.size()) {
+    // Compact lazily so a stream of small frames does not memmove per frame;
+    // a buffer a large frame left behind shrinks to what it still holds.
+    const size_t rest = buf_.size() - consumed_;
+    if (buf_.capacity() > kRetainBytes && rest * 4 <= buf_.capacity()) {
+      std::vector<std::byte> smaller(buf_.begin() + static_cast<ptrdiff_t>(consumed_), buf_.end());
+      buf_.swap(smaller);
+    } else {
+      buf_.erase(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(consumed_));
+    }
     consumed_ = 0;
   }
-  const size_t avail = buf_.size() - consumed_;
-  if (avail < 4) return Status::kNeedMore;
-  const auto len = load_le<uint32_t>(buf_.data() + consumed_);
-  if (len < ctl::kHeaderSize || len > max_frame_) return Status::kBadFrame;
-  if (avail < len) return Status::kNeedMore;
+  const Status st = peek();
+  if (st != Status::kFrame) return st;
+  const size_t len = declared_length();
   out = {buf_.data() + consumed_, len};
   consumed_ += len;
   return Status::kFrame;
+}
+
+size_t FrameAssembler::declared_length() const noexcept {
+  if (buf_.size() - consumed_ < 4) return 0;
+  return load_le<uint32_t>(buf_.data() + consumed_);
+}
+
+FrameAssembler::Status FrameAssembler::peek() const noexcept {
+  const size_t avail = buf_.size() - consumed_;
+  if (avail < 4) return Status::kNeedMore;
+  const size_t len = declared_length();
+  if (len < ctl::kHeaderSize || len > max_frame_) return Status::kBadFrame;
+  return avail < len ? Status::kNeedMore : Status::kFrame;
 }
 
 std::string_view to_string(CtlType t) noexcept {

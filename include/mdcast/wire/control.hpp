@@ -187,15 +187,38 @@ class SnapshotDataBuilder {
   std::vector<std::byte> buf_;
 };
 
-// Reassembles frames from a byte stream (TCP, Unix stream sockets).
+// Reassembles frames from a byte stream (TCP, Unix stream sockets, RC).
+//
+// Memory follows what is buffered, not what once was: a drained buffer whose
+// capacity passed kRetainBytes is released, and compaction shrinks a buffer
+// that a large frame had grown, so one 4 MiB frame (or a hostile prefix) does
+// not pin 4 MiB per connection for the rest of its life. A length prefix over
+// max_frame is reported as kBadFrame as soon as its 4 bytes are in, before the
+// frame's body is waited for.
 class FrameAssembler {
  public:
   enum class Status { kFrame, kNeedMore, kBadFrame };
+  // Capacity kept across drains; above it the buffer is given back.
+  static constexpr size_t kRetainBytes = 16u << 10;
   explicit FrameAssembler(size_t max_frame = ctl::kMaxFrame) : max_frame_(max_frame) {}
   void append(std::span<const std::byte> bytes) { buf_.insert(buf_.end(), bytes.begin(), bytes.end()); }
-  // On kFrame, `frame` views the next frame, valid until the next call.
+  // On kFrame, `frame` views the next frame, valid until the next call (or append).
   Status next(std::span<const std::byte>& frame);
+  // What next() would answer, without taking the frame.
+  [[nodiscard]] Status peek() const noexcept;
+  // The next frame's length prefix, 0 while fewer than 4 bytes are buffered.
+  [[nodiscard]] size_t declared_length() const noexcept;
   [[nodiscard]] size_t buffered() const noexcept { return buf_.size() - consumed_; }
+  // Bytes of memory held (for accounting and tests).
+  [[nodiscard]] size_t capacity() const noexcept { return buf_.capacity(); }
+  [[nodiscard]] size_t max_frame() const noexcept { return max_frame_; }
+  // Applies to the next frame on (a transport admits a client to larger frames).
+  void set_max_frame(size_t max_frame) noexcept { max_frame_ = max_frame; }
+  // Drops everything buffered and gives the memory back.
+  void clear() noexcept {
+    std::vector<std::byte>().swap(buf_);
+    consumed_ = 0;
+  }
 
  private:
   std::vector<std::byte> buf_;

@@ -65,6 +65,7 @@ bool ControlLink::pop_reply(std::vector<std::byte>& out) {
   if (to_sub_.empty()) return false;
   out = std::move(to_sub_.front());
   to_sub_.pop_front();
+  queued_ -= out.size();
   return true;
 }
 
@@ -81,6 +82,7 @@ void ControlHub::disconnect(ControlLink& l) noexcept {
   l.up_ = false;
   l.to_pub_.clear();
   l.to_sub_.clear();
+  l.queued_ = 0;
 }
 
 size_t ControlHub::pump(ControlHandler& svc, uint64_t now) {
@@ -116,14 +118,27 @@ size_t ControlHub::pump(ControlHandler& svc, uint64_t now) {
         break;
       }
     }
+    // Drained means empty here: a subscriber takes all its replies per poll.
+    if (l->up_ && l->known_ && l->to_sub_.empty() && svc.has_pending(l->id_)) {
+      counters_.writable_calls.add();
+      ++work;
+      svc.on_writable(l->id_, now, *this);
+    }
   }
   return work;
+}
+
+size_t ControlHub::queued_bytes(ClientId c) const noexcept {
+  for (const auto& l : links_)
+    if (l->id_ == c) return l->up_ ? l->queued_ : 0;
+  return 0;
 }
 
 void ControlHub::send(ClientId c, std::vector<std::byte> frame) {
   for (auto& l : links_) {
     if (l->id_ != c) continue;
     if (l->up_) {
+      l->queued_ += frame.size();
       l->to_sub_.push_back(std::move(frame));
       counters_.frames_out.add();
     }
@@ -135,6 +150,7 @@ void ControlHub::reset_service() noexcept {
   for (auto& l : links_) {
     l->to_pub_.clear();
     l->to_sub_.clear();
+    l->queued_ = 0;
     l->known_ = false;
     l->up_ = true;
     ++l->epoch_;

@@ -12,6 +12,7 @@
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "rc_stream.hpp"
+#include "verbs_server_conn.hpp"
 #include "verbs_setup.hpp"
 
 namespace mdcast::media::verbs {
@@ -43,43 +44,21 @@ std::optional<RingAdvert> RingAdvert::decode(std::span<const std::byte> in) noex
   return a;
 }
 
-// ------------------------------------------------------------ internals ----
-
-struct VerbsControlServer::DeviceCtx {
-  ibv_context* context = nullptr;
-  // Teardown: CQ, then a ring MR and PD of our own (clients on another device).
-  ProtectionDomain own_pd;
-  MemoryRegion own_ring_mr;
-  CompletionQueue cq;
-  ibv_pd* pd = nullptr;
-  ibv_mr* ring_mr = nullptr;
-  int max_qp_rd_atom = 0;
-};
-
-class VerbsControlServer::Connection {
- public:
-  Connection(ClientId cid, rdma_cm_id* id, DeviceCtx& d, const RcStream::Config& cfg)
-      : id_(id), stream_(id, d.pd, d.cq.get(), cid, cfg) {
-    id->context = reinterpret_cast<void*>(static_cast<uintptr_t>(cid));
-  }
-  [[nodiscard]] rdma_cm_id* id() const noexcept { return id_.get(); }
-  RcStream& stream() noexcept { return stream_; }
-  bool closing = false;            // no more input taken; cut once drained or at the deadline
-  uint64_t close_deadline = 0;
-  bool established = false;
-
- private:
-  CmId id_;          // destroyed after the stream (which destroys the QP first)
-  RcStream stream_;
-};
-
 namespace {
 ClientId client_of(rdma_cm_id* id) noexcept {
   return static_cast<ClientId>(reinterpret_cast<uintptr_t>(id->context));
 }
 }  // namespace
 
-VerbsControlServer::VerbsControlServer(const Options& opts, const Ring& ring) : opts_(opts), ring_(ring) {
+VerbsControlServer::VerbsControlServer(const Options& opts, const Ring& ring, const ServerLimits& limits)
+    : opts_(opts), ring_(ring), limits_(limits) {
+  if (limits_.frames_per_poll == 0 || limits_.frames_per_client_per_poll == 0 || limits_.max_clients == 0 ||
+      limits_.max_unadmitted == 0 || limits_.max_frame_unadmitted < wire::ctl::kHeaderSize ||
+      limits_.max_frame_admitted < limits_.max_frame_unadmitted || limits_.sweep_interval_ns == 0)
+    fail("control server: limits out of range (frames per poll {}/{} per client, clients {}, un-admitted {}, "
+         "inbound frames {}/{} bytes): each must be at least 1, frames at least {} and admitted >= un-admitted",
+         limits_.frames_per_poll, limits_.frames_per_client_per_poll, limits_.max_clients, limits_.max_unadmitted,
+         limits_.max_frame_unadmitted, limits_.max_frame_admitted, wire::ctl::kHeaderSize);
   const std::string what = fmt::format("control server {}:{}", opts_.control_ip, opts_.control_port);
   channel_ = make_event_channel(what);
   rdma_cm_id* raw = nullptr;
@@ -145,19 +124,27 @@ VerbsControlServer::DeviceCtx& VerbsControlServer::device_for(ibv_context* ctx) 
   return *devices_.back();
 }
 
+size_t VerbsControlServer::queued_bytes(ClientId client) const noexcept {
+  const auto it = conns_.find(client);
+  return it == conns_.end() || it->second->closing ? 0 : it->second->stream().backlog();
+}
+
 void VerbsControlServer::send(ClientId client, std::vector<std::byte> frame) {
   auto it = conns_.find(client);
   if (it == conns_.end() || it->second->closing) return;
-  if (!it->second->stream().queue(std::move(frame))) {
-    // Too far behind: cut it rather than let its backlog grow or wait for it.
-    to_cut_.push_back(client);
-    it->second->closing = true;
-    counters_.cut_slow.add();
-    log(fmt::format("control client {} cut off: more than {} bytes of replies queued", client,
-                    opts_.max_client_backlog));
+  const size_t size = frame.size();
+  if (it->second->stream().queue(std::move(frame))) {
+    total_backlog_ += size;
+    counters_.frames_out.add();
+    if (total_backlog_ > limits_.reply_budget_bytes) enforce_budget();
     return;
   }
-  counters_.frames_out.add();
+  // Too far behind: cut it rather than let its backlog grow or wait for it.
+  to_cut_.push_back(client);
+  it->second->closing = true;
+  counters_.cut_slow.add();
+  log(fmt::format("control client {} cut off: more than {} bytes of replies queued", client,
+                  opts_.max_client_backlog));
 }
 
 void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<const std::byte> pdata,
@@ -169,6 +156,13 @@ void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<c
     counters_.rejected.add();
     log(fmt::format("control server: rejected a connection from {} without an mdcast hello",
                     to_string(rdma_get_peer_addr(id))));
+    (void)rdma_reject(id, nullptr, 0);
+    (void)rdma_destroy_id(id);
+    return;
+  }
+  if (live_count(true) >= limits_.max_clients) {
+    counters_.rejected.add();
+    counters_.refused_full.add();
     (void)rdma_reject(id, nullptr, 0);
     (void)rdma_destroy_id(id);
     return;
@@ -217,11 +211,16 @@ void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<c
     log(fmt::format("control server: rdma_accept failed: {}", std::strerror(errno)));
     return;  // conn (and the id it owns) goes away here
   }
+  Connection& c = *conn;
+  c.unadmitted_since = c.last_frame_ns = now;
+  c.stream().assembler().set_max_frame(limits_.max_frame_unadmitted);
   conns_.emplace(cid, std::move(conn));
   // Known to the service from now on: its first frames may be polled from
   // the CQ before ESTABLISHED is read from the event channel.
   svc.on_connect(cid, now);
   counters_.clients_connected.set(conns_.size());
+  if (svc.admitted(cid)) set_admitted(cid, c, true, now);
+  else if (live_count(false) > limits_.max_unadmitted) evict_unadmitted(cid);
 }
 
 void VerbsControlServer::cut(ClientId c, ControlHandler& svc, const char* why, Counter& reason) {
@@ -231,6 +230,7 @@ void VerbsControlServer::cut(ClientId c, ControlHandler& svc, const char* why, C
     reason.add();
     log(fmt::format("control client {} cut off: {}", c, why));
   }
+  total_backlog_ -= std::min(total_backlog_, it->second->stream().backlog());
   svc.on_disconnect(c);
   (void)rdma_disconnect(it->second->id());
   conns_.erase(it);
@@ -282,7 +282,7 @@ void VerbsControlServer::on_cm_event(ControlHandler& svc, uint64_t now) {
   }
 }
 
-size_t VerbsControlServer::poll_cq(DeviceCtx& d, ControlHandler& svc, uint64_t now) {
+size_t VerbsControlServer::poll_cq(DeviceCtx& d) {
   ibv_wc wc[32];
   const int n = ibv_poll_cq(d.cq.get(), 32, wc);
   if (n <= 0) return 0;
@@ -306,48 +306,26 @@ size_t VerbsControlServer::poll_cq(DeviceCtx& d, ControlHandler& svc, uint64_t n
     }
     if (wr_kind(wc[i].wr_id) != WrKind::kRecv) continue;
     const uint32_t slot = wr_index(wc[i].wr_id);
-    if (!conn.closing) conn.stream().assembler().append(conn.stream().received(slot, wc[i].byte_len));
-    if (conn.stream().repost(slot)) {
-      counters_.post_errors.add();
-      if (!conn.closing) {
-        conn.closing = true;
-        to_cut_.push_back(c);
-        counters_.cut_errors.add();
-      }
+    if (conn.closing) {
+      // No more input taken; the slot goes back so the QP stays sane until the cut.
+      if (conn.stream().repost(slot)) counters_.post_errors.add();
       continue;
     }
-    std::span<const std::byte> frame;
-    while (!conn.closing) {
-      const auto st = conn.stream().assembler().next(frame);
-      if (st == wire::FrameAssembler::Status::kNeedMore) break;
-      if (st == wire::FrameAssembler::Status::kBadFrame) {
-        // The stream cannot be resynchronised: say why, then hang up.
-        conn.stream().queue(wire::encode_control(
-            0, wire::ErrorReply{wire::ErrorCode::kMalformed,
-                                "malformed control stream (bad frame length); disconnecting"}));
-        conn.closing = true;
-        conn.close_deadline = now + opts_.malformed_grace_ns;
-        counters_.cut_malformed.add();
-        log(fmt::format("control client {}: malformed stream; cutting it off", c));
-        break;
-      }
-      counters_.frames_in.add();
-      if (!svc.on_frame(c, frame, now, *this)) {
-        // The service gave up on it (too many errors); its error reply is queued.
-        if (!conn.closing) {
-          conn.closing = true;
-          conn.close_deadline = now + opts_.malformed_grace_ns;
-          counters_.cut_malformed.add();
-          log(fmt::format("control client {}: too many bad requests; cutting it off", c));
-        }
-        break;
-      }
+    // The bytes are copied into the assembler; the slot is re-posted once
+    // the frames they brought are handled (serve), not before.
+    conn.stream().assembler().append(conn.stream().received(slot, wc[i].byte_len));
+    conn.held.push_back(slot);
+    if (!conn.in_ready) {
+      conn.in_ready = true;
+      ready_.push_back(c);
     }
   }
   return static_cast<size_t>(n);
 }
 
 size_t VerbsControlServer::poll(ControlHandler& svc, uint64_t now) {
+  ++poll_no_;
+  frames_left_ = limits_.frames_per_poll;
   size_t work = 0;
   // Connection events need a syscall to notice: at most every 100 us, so a
   // publisher calling this between messages does not pay one each time.
@@ -357,10 +335,16 @@ size_t VerbsControlServer::poll(ControlHandler& svc, uint64_t now) {
     ++work;
   }
   for (auto& d : devices_)
-    if (d->cq) work += poll_cq(*d, svc, now);
-  // Slow clients were marked inside send(): cut them now, outside the service.
-  for (const ClientId c : to_cut_) cut(c, svc, nullptr, counters_.disconnects);
+    if (d->cq) work += poll_cq(*d);
+  const uint64_t frames0 = counters_.frames_in.get(), writable0 = counters_.writable_calls.get();
+  serve_ready(svc, now);
+  serve_writable(svc, now);
+  work += counters_.frames_in.get() - frames0 + counters_.writable_calls.get() - writable0;
+  if (!swept_ || elapsed(now, last_sweep_) >= limits_.sweep_interval_ns) sweep(svc, now);
+  // Clients marked inside send() or above: cut them now, outside the service.
+  for (size_t i = 0; i < to_cut_.size(); ++i) cut(to_cut_[i], svc, nullptr, counters_.disconnects);
   to_cut_.clear();
+  size_t backlog = 0;
   for (auto it = conns_.begin(); it != conns_.end();) {
     Connection& conn = *it->second;
     const ClientId c = it->first;
@@ -374,8 +358,17 @@ size_t VerbsControlServer::poll(ControlHandler& svc, uint64_t now) {
       cut(c, svc, std::strerror(rc), counters_.cut_errors);
       continue;
     }
-    if (conn.closing && (conn.stream().drained() || now >= conn.close_deadline)) cut(c, svc, nullptr, counters_.disconnects);
+    if (conn.closing && (conn.stream().drained() || now >= conn.close_deadline)) {
+      cut(c, svc, nullptr, counters_.disconnects);
+      continue;
+    }
+    backlog += conn.stream().backlog();
+    if (!conn.closing && conn.pending && !conn.in_writable && conn.stream().backlog() < opts_.max_client_backlog / 2) {
+      conn.in_writable = true;
+      writable_.push_back(c);
+    }
   }
+  total_backlog_ = backlog;  // recounted each poll: send() only ever adds
   return work;
 }
 

@@ -142,6 +142,7 @@ static_assert(DatagramSink<Bus>);
   X(disconnects, "control links the publisher's service saw go")            \
   X(frames_in, "control frames delivered to the publisher's service")       \
   X(frames_out, "control frames queued for subscribers")                    \
+  X(writable_calls, "on_writable calls: a streamed reply continued once a queue was empty") \
   X(requests_dropped, "control frames lost on purpose before the publisher saw them")
 MDCAST_DEFINE_COUNTER_STRUCT(ControlCounters, MDCAST_MEM_CONTROL_COUNTERS);
 
@@ -157,6 +158,8 @@ class ControlLink : public ControlChannel {
   [[nodiscard]] ClientId id() const noexcept { return id_; }
   // Frames the publisher sent to this subscriber, oldest first.
   bool pop_reply(std::vector<std::byte>& out);
+  // Reply bytes queued for this subscriber and not yet popped.
+  [[nodiscard]] size_t queued_bytes() const noexcept { return queued_; }
 
  private:
   friend class ControlHub;
@@ -167,6 +170,7 @@ class ControlLink : public ControlChannel {
   uint64_t epoch_ = 0;
   double drop_ = 0;     // probability a request is lost before the publisher sees it: exercises timeouts
   std::deque<std::vector<std::byte>> to_pub_, to_sub_;
+  size_t queued_ = 0;  // bytes in to_sub_
 };
 
 class ControlHub final : public ReplySink {
@@ -177,10 +181,15 @@ class ControlHub final : public ReplySink {
 
   ControlLink& connect(double drop_probability = 0);
   void disconnect(ControlLink& l) noexcept;  // the service hears of it on the next pump
-  // Tells the service of links that came and went, and delivers queued
-  // requests to it. Returns the connections, disconnections and frames handled.
+  // Tells the service of links that came and went, delivers queued
+  // requests to it, and continues a streamed reply (on_writable) for a link
+  // whose reply queue its subscriber has emptied. Returns the connections,
+  // disconnections, frames and on_writable calls handled.
   size_t pump(ControlHandler& svc, uint64_t now);
   void send(ClientId c, std::vector<std::byte> frame) override;
+  // Unbounded here (one thread, the test's): the handler's own share is what
+  // limits a streamed reply.
+  [[nodiscard]] size_t queued_bytes(ClientId c) const noexcept override;
   // A restarted publisher: what was in flight is gone, every live link
   // reconnects to the fresh service.
   void reset_service() noexcept;

@@ -14,7 +14,12 @@
 // on, gets an error frame and is cut after a short grace. Nothing a client
 // does reaches another client. The accept's private data carries the
 // retransmit ring's {addr, rkey, slot_size, slots} (RingAdvert) unless
-// rdma_read is off.
+// rdma_read is off. What one client may cost is bounded as on the stream
+// server (ServerLimits): frames per poll (a client's receive buffers are
+// re-posted only once the frames they brought are handled, so a client
+// that sends faster than its budget waits on RNR, itself), all reply
+// queues together, un-admitted connections (the oldest evicted) and
+// admitted ones, inbound frame size by admission, and timeouts.
 //
 // VerbsControlClient (subscriber, a ControlChannel): connects and
 // reconnects on its own (non-blocking, paced by reconnect_interval). It
@@ -39,9 +44,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "mdcast/core/clock.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/verbs/verbs_counters.hpp"
 #include "mdcast/media/verbs/verbs_handles.hpp"
@@ -71,6 +78,25 @@ inline constexpr uint32_t kHelloMagic = 0x4343444d;
 inline constexpr uint16_t kHelloVersion = 1;
 inline constexpr size_t kHelloSize = 8;
 
+// What one client may cost the publisher over RC; see
+// media/stream/stream_server.hpp for the reasoning behind each. One client's
+// reply share is Options::max_client_backlog; on_writable comes once its
+// queue is under half of it.
+struct ServerLimits {
+  size_t frames_per_poll = 64;
+  size_t frames_per_client_per_poll = 8;
+  size_t reply_budget_bytes = 32u << 20;  // every client's queue together
+  size_t writable_calls_per_poll = 16;
+  size_t max_clients = 1024;              // admitted
+  size_t max_unadmitted = 64;
+  size_t max_frame_unadmitted = 16u << 10;
+  size_t max_frame_admitted = 64u << 10;
+  uint64_t unadmitted_timeout_ns = 5 * kNsPerSec;
+  uint64_t partial_frame_timeout_ns = 2 * kNsPerSec;
+  uint64_t idle_timeout_ns = 30 * kNsPerSec;
+  uint64_t sweep_interval_ns = 100 * kNsPerMs;
+};
+
 class VerbsControlServer final : public ReplySink {
  public:
   // The retransmit ring as the sink registered it. The control QPs of clients
@@ -84,7 +110,7 @@ class VerbsControlServer final : public ReplySink {
   };
 
   // Binds and listens; throws Error naming the address and errno.
-  VerbsControlServer(const Options& opts, const Ring& ring);
+  VerbsControlServer(const Options& opts, const Ring& ring, const ServerLimits& limits = {});
   ~VerbsControlServer() override;
   VerbsControlServer(const VerbsControlServer&) = delete;
   VerbsControlServer& operator=(const VerbsControlServer&) = delete;
@@ -95,6 +121,8 @@ class VerbsControlServer final : public ReplySink {
 
   // ReplySink: queues a frame for a client (the service calls this).
   void send(ClientId client, std::vector<std::byte> frame) override;
+  // Reply bytes queued for the client and not yet posted.
+  [[nodiscard]] size_t queued_bytes(ClientId client) const noexcept override;
 
   [[nodiscard]] size_t clients() const noexcept { return conns_.size(); }
   [[nodiscard]] const ServerCounters& counters() const noexcept { return counters_; }
@@ -106,8 +134,18 @@ class VerbsControlServer final : public ReplySink {
  private:
   void on_cm_event(ControlHandler& svc, uint64_t now);
   void accept(ControlHandler& svc, rdma_cm_id* id, std::span<const std::byte> private_data, uint64_t now);
-  size_t poll_cq(DeviceCtx& d, ControlHandler& svc, uint64_t now);
+  size_t poll_cq(DeviceCtx& d);
   void cut(ClientId c, ControlHandler& svc, const char* why, Counter& reason);
+  void mark_cut(ClientId c, Connection& conn, Counter& reason, std::string_view why);
+  void serve_ready(ControlHandler& svc, uint64_t now);
+  void serve(ClientId c, Connection& conn, ControlHandler& svc, uint64_t now);
+  void serve_writable(ControlHandler& svc, uint64_t now);
+  void set_admitted(ClientId c, Connection& conn, bool admitted, uint64_t now);
+  void note_pending(ClientId c, Connection& conn, ControlHandler& svc);
+  void evict_unadmitted(ClientId newcomer);
+  void enforce_budget();
+  void sweep(ControlHandler& svc, uint64_t now);
+  [[nodiscard]] size_t live_count(bool admitted) const noexcept;
   DeviceCtx& device_for(ibv_context* ctx);
   void log(std::string_view s) const;
 
@@ -121,6 +159,14 @@ class VerbsControlServer final : public ReplySink {
   std::vector<ClientId> to_cut_;  // decided inside service callbacks, acted on after them
   uint64_t last_cm_check_ = 0;
   ClientId next_id_ = 1;
+  ServerLimits limits_;
+  std::deque<ClientId> ready_;     // clients with frames to handle, round robin
+  std::deque<ClientId> writable_;  // clients whose streamed reply may continue
+  size_t total_backlog_ = 0;       // every client's queued reply bytes
+  size_t frames_left_ = 0;         // of this poll's budget
+  uint64_t poll_no_ = 0;
+  uint64_t last_sweep_ = 0;
+  bool swept_ = false;
 };
 
 class VerbsControlClient final : public ControlChannel {

@@ -54,7 +54,17 @@ namespace mdcast::media::verbs {
   X(bytes_out, "reply bytes sent")                                                       \
   X(sends_posted, "RC SENDs posted (chunks of <= send_chunk bytes)")                     \
   X(post_errors, "ibv_post_send/recv failures on control QPs")                           \
-  X(ring_advertised, "connections accepted with the ring's rkey in private data")
+  X(ring_advertised, "connections accepted with the ring's rkey in private data")        \
+  X(refused_full, "connection requests refused: every admitted slot (max_clients) is taken") \
+  X(evicted_unadmitted, "un-admitted connections closed to make room for a new one")      \
+  X(cut_refused_admission, "clients cut at admission: max_clients already admitted")       \
+  X(cut_memory, "clients cut off: all replies together passed the budget, theirs the largest") \
+  X(cut_oversize, "of cut_malformed: a frame longer than allowed announced")              \
+  X(timeouts_unadmitted, "connections closed: not admitted within the timeout")           \
+  X(timeouts_partial_frame, "connections closed: a frame begun and not finished in time") \
+  X(timeouts_idle, "admitted clients closed: no frame within the idle timeout")           \
+  X(budget_deferred, "times a client's frames waited for a later poll (work budget)")     \
+  X(writable_calls, "on_writable calls (a streamed reply continued)")
 
 #define MDCAST_VERBS_CLIENT_COUNTERS(X)                                                   \
   X(connects, "control connections established")                                         \

@@ -1,0 +1,201 @@
+// The publisher's end of the stream control transport (Unix or TCP): a
+// listening socket, one connection per client, driven by poll(now) from the
+// publisher's duty loop. Frames are wire/control.hpp frames, length-prefixed.
+//
+// What one client may cost the publisher is bounded, whatever it sends:
+//   * work: at most `frames_per_poll` frames are handed to the handler per
+//     poll, at most `frames_per_client_per_poll` of one client's. What a
+//     client sent beyond that stays buffered (a client's socket is read only
+//     while it is under its budget and has no whole frame waiting) and is
+//     handled in later polls, clients served round robin. A client that is
+//     cut off has none of its frames executed from then on.
+//   * reply memory: replies queue per client up to `client_reply_bytes`; a
+//     client past that share is cut off (slow). All queues together stay
+//     under `reply_budget_bytes`: past it, the client holding the most is cut.
+//     A cut client's memory is given back at once. queued_bytes(c) tells a
+//     handler streaming a long reply how far it may go; once c's queue drains
+//     under `writable_low_bytes` and the handler has_pending(c), the server
+//     calls on_writable(c) (at most `writable_calls_per_poll` per poll).
+//   * connections: clients the handler has not admitted (not yet
+//     authenticated and subscribed) are held to `max_unadmitted`; a new
+//     connection over that closes the oldest of them (the oldest that sent
+//     nothing, if any: a subscriber authenticates within a round trip, an
+//     idle socket had its chance). Admitted clients are held to
+//     `max_clients`. Before admission only frames up to
+//     `max_frame_unadmitted` are legal, after it `max_frame_admitted`; a
+//     longer length prefix cuts the client as soon as it is read.
+//   * time: un-admitted longer than `unadmitted_timeout_ns`, a frame begun
+//     and not finished for `partial_frame_timeout_ns`, an admitted client
+//     silent for `idle_timeout_ns` (subscribers report status every 250 ms):
+//     closed. Deadlines are checked in one pass over the clients every
+//     `sweep_interval_ns` of the `now` given to poll, without a syscall.
+// Every refusal and cut is counted (ControlServerStats).
+//
+// Single-threaded: poll and send run on the publisher's thread. Control
+// code: it allocates (reply queues, frame buffers), never blocks.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/counter.hpp"
+#include "mdcast/core/fd.hpp"
+#include "mdcast/media/medium.hpp"
+#include "mdcast/wire/control.hpp"
+
+namespace mdcast::media {
+
+struct StreamServerConfig {
+  // Work per poll, in frames handed to the handler.
+  size_t frames_per_poll = 64;
+  size_t frames_per_client_per_poll = 8;
+  // Reply memory.
+  size_t reply_budget_bytes = 32u << 20;  // every client's queue together
+  size_t client_reply_bytes = 4u << 20;   // one client's share; past it the client is cut off
+  size_t writable_low_bytes = 0;          // on_writable below this; 0: half the share
+  size_t writable_calls_per_poll = 16;
+  // Connections.
+  size_t max_clients = 1024;             // admitted clients
+  size_t max_unadmitted = 64;            // connections not (yet) admitted
+  size_t accepts_per_poll = 16;
+  // Inbound frames. A Subscribe that lists instruments one by one takes 4
+  // bytes each (16 KiB: ~4000 instruments); no client request is larger.
+  size_t max_frame_unadmitted = 16u << 10;
+  size_t max_frame_admitted = 64u << 10;
+  // Time.
+  uint64_t unadmitted_timeout_ns = 5 * kNsPerSec;
+  uint64_t partial_frame_timeout_ns = 2 * kNsPerSec;
+  uint64_t idle_timeout_ns = 30 * kNsPerSec;
+  uint64_t sweep_interval_ns = 100 * kNsPerMs;
+
+  // Throws Error naming the setting that cannot work.
+  void validate() const;
+};
+
+#define MDCAST_STREAM_SERVER_COUNTERS(X)                                                   \
+  X(accepted, "control connections accepted")                                             \
+  X(disconnected, "control connections closed")                                           \
+  X(clients, "control connections open now")                                              \
+  X(unadmitted, "control connections not yet admitted now")                               \
+  X(refused, "connections refused: every admitted slot (max_clients) is taken")           \
+  X(accept_failures, "accept() failed (EMFILE/ENFILE: raise the open-files limit)")       \
+  X(refused_admission, "clients cut at admission: max_clients already admitted")          \
+  X(evicted_unadmitted, "un-admitted connections closed to make room for a new one")      \
+  X(timeouts_unadmitted, "connections closed: not admitted within the timeout")           \
+  X(timeouts_partial_frame, "connections closed: a frame begun and not finished in time") \
+  X(timeouts_idle, "admitted clients closed: no frame within the idle timeout")           \
+  X(slow_disconnects, "clients cut off: replies beyond their share piled up unread")      \
+  X(memory_cutoffs, "clients cut off: all replies together passed the budget, theirs the largest") \
+  X(bad_stream_disconnects, "clients cut off: unparseable byte stream (oversize included)") \
+  X(oversize_disconnects, "of those: a frame longer than allowed announced")              \
+  X(handler_disconnects, "clients the handler gave up on")                                \
+  X(peer_disconnects, "clients that closed their end or whose socket failed")             \
+  X(budget_deferred, "times a client's buffered frames waited for a later poll (work budget)") \
+  X(writable_calls, "on_writable calls (a streamed reply continued)")                     \
+  X(replies_dropped, "replies for clients already gone or cut off")                       \
+  X(queued_bytes, "reply bytes queued for all clients now")                               \
+  X(frames_in, "control frames received")                                                 \
+  X(bytes_in, "control bytes received")                                                   \
+  X(frames_out, "control frames queued for clients")                                      \
+  X(bytes_out, "control bytes written to clients")
+MDCAST_DEFINE_COUNTER_STRUCT(ControlServerStats, MDCAST_STREAM_SERVER_COUNTERS);
+
+class StreamControlServer final : public ReplySink {
+ public:
+  // Binds and listens (addresses: see SocketAddress); throws Error naming the
+  // address and errno, or the setting that cannot work.
+  explicit StreamControlServer(const std::string& address, const StreamServerConfig& cfg = {});
+  // Earlier form: one client's reply share and the admitted cap, the rest default.
+  StreamControlServer(const std::string& address, size_t client_reply_bytes, size_t max_clients = 1024);
+  StreamControlServer(const StreamControlServer&) = delete;
+  StreamControlServer& operator=(const StreamControlServer&) = delete;
+  ~StreamControlServer() override;
+
+  // Accepts, reads, hands whole frames to the handler (within the budgets),
+  // writes queued replies, continues streamed replies, closes what timed out.
+  // Returns connections, frames, on_writable calls and disconnects handled.
+  size_t poll(ControlHandler& h, uint64_t now);
+  // ReplySink. A reply for a client gone or cut off is dropped (counted).
+  void send(ClientId c, std::vector<std::byte> frame) override;
+  [[nodiscard]] size_t queued_bytes(ClientId c) const noexcept override;
+
+  [[nodiscard]] size_t clients() const noexcept { return conns_.size(); }
+  [[nodiscard]] size_t unadmitted() const noexcept { return unadmitted_.size(); }
+  // Reply bytes queued for every client together.
+  [[nodiscard]] size_t total_queued_bytes() const noexcept { return total_out_; }
+  // Inbound bytes buffered (frames waiting for their turn, partial frames),
+  // and the memory the frame buffers hold, for every client together.
+  [[nodiscard]] size_t buffered_in_bytes() const noexcept;
+  [[nodiscard]] size_t buffer_capacity_bytes() const noexcept;
+  [[nodiscard]] const std::string& address() const noexcept { return address_; }
+  [[nodiscard]] const StreamServerConfig& config() const noexcept { return cfg_; }
+  [[nodiscard]] const ControlServerStats& stats() const noexcept { return stats_; }
+
+ private:
+  struct Conn {
+    UniqueFd fd;
+    wire::FrameAssembler in;
+    std::deque<std::vector<std::byte>> out;
+    size_t out_off = 0;
+    size_t out_bytes = 0;
+    uint64_t connected_ns = 0;
+    uint64_t unadmitted_since = 0;
+    uint64_t last_frame_ns = 0;
+    uint64_t partial_since = 0;   // 0: no frame half-received
+    uint64_t frames = 0;          // handled, ever
+    uint64_t budget_poll = 0;     // the poll frames_this_poll counts for
+    size_t frames_this_poll = 0;
+    bool admitted = false;
+    bool dead = false;
+    bool want_out = false;        // EPOLLOUT registered: replies wait for room in the socket
+    bool in_ready = false;        // in ready_: has input to handle (socket or buffered frames)
+    bool pending = false;         // the handler has more of a streamed reply
+    bool in_writable = false;     // in writable_: on_writable due
+  };
+  enum class Cut { kSlow, kMemory, kBadStream, kOversize, kHandler, kPeer, kEvicted, kRefusedAdmission,
+                   kTimeoutUnadmitted, kTimeoutPartial, kTimeoutIdle };
+
+  void accept_all(ControlHandler& h, uint64_t now, size_t& work);
+  void serve_ready(ControlHandler& h, uint64_t now, size_t& work);
+  void serve(ClientId id, Conn& c, ControlHandler& h, uint64_t now, size_t& work);
+  void after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now);
+  void set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now);
+  void note_pending(ClientId id, Conn& c, ControlHandler& h);
+  void serve_writable(ControlHandler& h, uint64_t now, size_t& work);
+  void sweep(ControlHandler& h, uint64_t now);
+  void flush(ClientId id, Conn& c);
+  void enforce_budget();
+  void evict_unadmitted();
+  void cut(ClientId id, Conn& c, Cut why);
+  void drop(ClientId id, ControlHandler& h);
+  [[nodiscard]] size_t writable_low() const noexcept;
+
+  StreamServerConfig cfg_;
+  std::string address_;
+  std::string unlink_path_;
+  UniqueFd listen_;
+  UniqueFd epoll_;
+  int family_ = 0;
+  ClientId next_id_ = 1;
+  std::unordered_map<ClientId, Conn> conns_;
+  std::set<ClientId> unadmitted_;  // live, not admitted; ids grow, so begin() is the oldest
+  size_t admitted_count_ = 0;      // live, admitted
+  std::deque<ClientId> ready_;     // round robin of clients with input to handle
+  std::deque<ClientId> writable_;  // clients whose streamed reply may continue
+  std::vector<ClientId> dying_;    // cut (possibly inside a handler's send): dropped at the end of poll
+  std::vector<std::byte> rbuf_;
+  size_t total_out_ = 0;
+  size_t frames_left_ = 0;         // of this poll's budget
+  uint64_t poll_no_ = 0;
+  uint64_t last_sweep_ = 0;
+  bool swept_ = false;
+  size_t freed_since_trim_ = 0;
+  ControlServerStats stats_;
+};
+
+}  // namespace mdcast::media
