@@ -16,10 +16,12 @@ RING=/dev/shm/mdcast-$NAME.ring
 [ -e "$RING" ] || RING=/dev/hugepages/mdcast-$NAME.ring
 # The forger stores 2^40 over the published word (offset 1024) until told to
 # stop; once data flows the publisher stores the truth at each datagram.
-python3 - "$RING" "$WORK/stop-forging" >"$WORK/forger.log" 2>&1 <<'PY' &
+python3 - "$RING" "$WORK/stop-forging" "$WORK/forging" >"$WORK/forger.log" 2>&1 <<'PY' &
 import mmap, os, struct, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR)
 m = mmap.mmap(fd, 4096)
+m[1024:1032] = struct.pack("<Q", 1 << 40)
+open(sys.argv[3], "w").close()
 end = time.time() + 30
 n = 0
 while time.time() < end and not os.path.exists(sys.argv[2]):
@@ -30,6 +32,11 @@ print("forged", n, "times")
 PY
 forger=$!
 PIDS+=($forger)
+i=0
+until [ -e "$WORK/forging" ]; do
+  sleep 0.05; i=$((i + 1))
+  [ $i -lt 400 ] || fail "the forger never started: $(cat "$WORK/forger.log")"
+done
 for i in 1 2; do start_bg "sub$i" subscribe --name "$NAME" --idle block --result "$WORK/sub$i.toml"; done
 wait_published "$PID_pub" 2000
 touch "$WORK/stop-forging"
