@@ -48,6 +48,9 @@ struct ShmEntry {
     o.channel = s.feed.channel;
     o.control = s.feed.control;
     o.wait_ns = s.sub.wait_ns;
+    o.group = s.shm.group;
+    o.max_bytes = s.shm.max_bytes;
+    o.publisher_user = s.shm.publisher_user;
     return o;
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {

@@ -197,6 +197,12 @@ const std::map<std::string, Key>& registry() {
     });
     add("shm.huge_pages", "use hugetlbfs when available", [](Settings& s, const std::string& v) { s.shm.huge_pages = parse_bool(v); });
     add("shm.dir", "ring directory (default /dev/hugepages or /dev/shm)", [](Settings& s, const std::string& v) { s.shm.dir = v; });
+    add("shm.group", "publisher: group whose members may read the ring (mode 0640); empty: this user only (0600)",
+        [](Settings& s, const std::string& v) { s.shm.group = v; });
+    add("shm.max_bytes", "publisher: largest ring it creates (a larger one is refused before anything is allocated)",
+        [](Settings& s, const std::string& v) { s.shm.max_bytes = parse_size(v); });
+    add("shm.publisher_user", "subscriber: user (name or uid) whose ring it trusts; empty: its own user",
+        [](Settings& s, const std::string& v) { s.shm.publisher_user = v; });
     // [verbs]
     add("verbs.device", "RDMA device (default: the one owning local_ip)", [](Settings& s, const std::string& v) { s.verbs.device = v; });
     add("verbs.port", "device port", [](Settings& s, const std::string& v) { s.verbs.port = parse_uint<uint8_t>(v, 1, 255); });

@@ -74,6 +74,9 @@ struct ShmOptions {
   size_t max_datagram = 4032;
   bool huge_pages = true;
   std::string dir;
+  std::string group;                      // publisher: readers' group ("" = this user only)
+  uint64_t max_bytes = uint64_t{4} << 30; // publisher: largest ring it creates
+  std::string publisher_user;             // subscriber: whose ring it trusts ("" = its own user)
 };
 
 struct VerbsSettings {

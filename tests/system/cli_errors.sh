@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Clear errors, non-zero exit: unknown config key, bad value, missing ring,
-# a ring of an incompatible layout version.
+# a ring of an incompatible layout version or writable by anyone, a ring
+# over the size cap, an unknown publisher user or group.
 source "$(dirname "$0")/lib.sh"
 
 expect_error() {  # expect_error PATTERN ARGS...
@@ -19,12 +20,23 @@ expect_error "unknown config key 'nosuch.x'" --config "$WORK/section.toml" publi
 expect_error "--rate: publisher.rate: '12x' is not a rate" publish --name "$NAME" --rate 12x
 expect_error "is not a fraction|must be a fraction" demo --loss 1.5
 expect_error "shm ring .*mdcast-$NAME-missing.ring not found" subscribe --name "$NAME-missing" --wait 0
-# A ring written by another layout version.
+# A ring written by another layout version (2: before sessions were 64-bit).
 python3 - "$WORK/mdcast-$NAME-old.ring" <<'PY'
 import struct, sys
 with open(sys.argv[1], "wb") as f:
-    hdr = struct.pack("<QII", 0x3252485343444d4d, 3, 4096)
+    hdr = struct.pack("<QII", 0x3252485343444d4d, 2, 4096)
     f.write(hdr + b"\0" * (4096 + 16 * 4096 - len(hdr)))
 PY
-expect_error "layout version 3, this mdcast reads version 2" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
+expect_error "layout version 2, this mdcast reads version 3" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
+# A ring file anyone may write is not believed, whatever it says.
+cp "$WORK/mdcast-$NAME-old.ring" "$WORK/mdcast-$NAME-open.ring"
+chmod 0666 "$WORK/mdcast-$NAME-open.ring"
+expect_error "mdcast-$NAME-open.ring is writable by everyone \(mode 0666\)" subscribe --name "$NAME-open" \
+  --shm-dir "$WORK" --wait 0
+# A 64 GiB ring (a mistyped --shm-slots) is refused before anything is allocated.
+expect_error "would need 64 GiB .*more than shm.max_bytes \(4 GiB\)" publish --name "$NAME-big" --shm-slots 16777216
+[ ! -e "/dev/shm/mdcast-$NAME-big.ring" ] || fail "a refused ring left its file"
+expect_error "more than shm.max_bytes \(1 MiB\)" publish --name "$NAME-cap" --set shm.max_bytes=1MiB
+expect_error "is not a user on this host" subscribe --name "$NAME" --set shm.publisher_user=no-such-user-mdcast --wait 0
+expect_error "is not a group on this host" publish --name "$NAME-grp" --set shm.group=no-such-group-mdcast
 note "all errors clear"

@@ -1,25 +1,38 @@
 // The shm medium's control duty: the control socket, the writer's liveness
-// stamp, and readers following a restarted publisher to its new ring.
+// stamp, the check that the control peer is the ring's writer, and readers
+// following a restarted publisher to its new ring.
 #include "mdcast/media/shm/shm_medium.hpp"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "mdcast/core/error.hpp"
 
 namespace mdcast::media::shm {
 namespace {
 
-RingOptions ring_options(const Options& o) { return {o.name, o.dir, o.slots, o.max_datagram, o.huge_pages}; }
+RingOptions ring_options(const Options& o) {
+  RingOptions r;
+  r.name = o.name;
+  r.dir = o.dir;
+  r.slots = o.slots;
+  r.max_datagram = o.max_datagram;
+  r.huge_pages = o.huge_pages;
+  r.group = o.group;
+  r.max_bytes = o.max_bytes;
+  return r;
+}
 
 // The ring appears when its publisher starts: poll for it until the deadline.
-RingReader wait_for_ring(const Options& o) {
+RingReader wait_for_ring(const Options& o, uid_t owner) {
   const uint64_t deadline = monotonic_ns() + o.wait_ns;
   for (;;) {
     try {
-      return RingReader(find_ring(o.name, o.dir));
+      return RingReader(find_ring(o.name, o.dir, owner), owner);
     } catch (const Error&) {
       if (monotonic_ns() >= deadline) throw;
       timespec ts{0, 20'000'000};
@@ -28,14 +41,32 @@ RingReader wait_for_ring(const Options& o) {
   }
 }
 
+// After a refused peer, the same address is not tried again for this long:
+// a squatter on it costs a connection a second, not one per backoff step.
+constexpr uint64_t kRefusedHoldNs = kNsPerSec;
+
 }  // namespace
 
-std::string control_address(const Options& o) { return o.control.empty() ? "unix:@mdcast/" + o.name : o.control; }
+std::string new_control_address(const Options& o) {
+  if (!o.control.empty()) return o.control;
+  uint64_t r = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&r);
+  size_t got = 0;
+  while (got < sizeof r) {
+    const ssize_t n = ::getrandom(p + got, sizeof r - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("control socket name for feed '{}': getrandom", o.name);
+    }
+    got += static_cast<size_t>(n);
+  }
+  return fmt::format("unix:@mdcast/{}.{:016x}", o.name, r);
+}
 
 // ------------------------------------------------------------- publisher --
 
-PublisherMedium::PublisherMedium(const Options& o, uint32_t session)
-    : server_(control_address(o)), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
+PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
+    : server_(new_control_address(o)), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
 
 feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
   if (c.max_datagram > ring_.max_datagram())
@@ -63,20 +94,88 @@ std::vector<CounterGroup> PublisherMedium::counter_groups() const {
 
 // ------------------------------------------------------------ subscriber --
 
-SubscriberMedium::SubscriberMedium(const Options& o) : opts_(o) {
-  reader_.emplace(wait_for_ring(o));
+SubscriberMedium::SubscriberMedium(const Options& o) : opts_(o), owner_(ring_owner_uid(o.publisher_user)) {
+  reader_.emplace(wait_for_ring(o, owner_));
   client_ = std::make_unique<StreamControlClient>(o.control.empty() ? std::string(reader_->header().control)
                                                                     : o.control);
+  channel_.client = client_.get();
 }
 
 size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
-  const size_t work = client_->poll(e, now);
+  size_t work = 0;
+  if (now >= hold_until_) {
+    std::optional<Peer> verdict;
+    // The peer is checked before the first frame is taken or sent, whether
+    // the connection shows up as an event or as a frame first.
+    auto admit = [&] {
+      if (channel_.verified || verdict) return;
+      verdict = check_peer();
+      if (*verdict == Peer::kWriter) {
+        channel_.verified = true;
+        e.on_control_connected(now);
+        ++work;
+      }
+    };
+    const auto ev = client_->poll(now, [&](std::span<const std::byte> f) {
+      admit();
+      if (!channel_.verified) return;  // from a peer that is not the ring's writer: not listened to
+      ++work;
+      e.on_control_frame(f, now);
+    });
+    if (ev.disconnected && channel_.verified) {
+      channel_.verified = false;
+      e.on_control_disconnected();
+      ++work;
+    }
+    if (ev.connected && client_->connected()) admit();
+    if (verdict && *verdict != Peer::kWriter) {
+      // Closed here, after the client's poll (not inside its frame loop).
+      client_->set_address(control_of_ring());
+      hold_until_ = now + (*verdict == Peer::kRefused ? kRefusedHoldNs : 100 * kNsPerMs);
+    }
+  }
   // A file system lookup: every 100 ms is soon enough to notice a restart.
   if (now - last_check_ > 100 * kNsPerMs) {
     last_check_ = now;
+    reader_->refresh(now);
+    source_.sync_implausible();
     follow_restarted_writer();
   }
   return work;
+}
+
+std::string SubscriberMedium::control_of_ring() const {
+  return opts_.control.empty() ? std::string(reader_->header().control) : opts_.control;
+}
+
+// The ring's header names the control socket; the socket must be the ring's
+// writer's: SO_PEERCRED tells who listens there (the kernel says, not the
+// peer), and it must be the pid in the header and the uid owning the file.
+SubscriberMedium::Peer SubscriberMedium::check_peer() {
+  const auto cred = client_->peer();
+  const auto& h = reader_->header();
+  if (cred && static_cast<uint64_t>(cred->pid) == h.writer_pid && cred->uid == reader_->owner()) return Peer::kWriter;
+  // A publisher that restarted under an address we still use (feed.control
+  // set): its new ring comes with the next check, not a refusal.
+  if (cred && !reader_->current()) return Peer::kStale;
+  std::string why =
+      cred ? fmt::format("control socket {} is served by pid {} (uid {}), but shm ring {} was written by pid {} "
+                         "(uid {}): not the ring's publisher, so nothing is sent to it (shm.peer_refused)",
+                         control_of_ring(), cred->pid, cred->uid, reader_->path(), h.writer_pid, reader_->owner())
+           : fmt::format("control address {} of shm ring {} is not a Unix socket: who serves it cannot be "
+                         "checked, so nothing is sent to it (shm.peer_refused); leave feed.control empty",
+                         control_of_ring(), reader_->path());
+  counters_.peer_refused.add();
+  if (why != peer_error_) {
+    log(why);
+    peer_error_ = std::move(why);
+  }
+  return Peer::kRefused;
+}
+
+void SubscriberMedium::log(std::string_view what) const {
+  if (opts_.log) opts_.log(what);
+  else fmt::print(stderr, "mdcast-shm: {}\n", what);
 }
 
 // A restarted publisher creates a new ring file under the same name: read
@@ -84,14 +183,19 @@ size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
 void SubscriberMedium::follow_restarted_writer() {
   if (reader_->current()) return;
   try {
-    RingReader fresh(find_ring(opts_.name, opts_.dir));
+    RingReader fresh(find_ring(opts_.name, opts_.dir, owner_), owner_);
     if (fresh.header().writer_pid == reader_->header().writer_pid &&
         fresh.header().writer_start == reader_->header().writer_start)
       return;
+    source_.sync_implausible();
     reader_.emplace(std::move(fresh));
     source_.lapped_seen_ = 0;
+    source_.implausible_seen_ = reader_->implausible();
     counters_.reattached.add();
-    if (opts_.control.empty()) client_->set_address(reader_->header().control);
+    // A new connection, to be verified against the new writer.
+    channel_.verified = false;
+    hold_until_ = 0;
+    client_->set_address(control_of_ring());
   } catch (const Error&) {
     // No new publisher yet: the engine reports the silence.
   }

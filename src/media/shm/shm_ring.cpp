@@ -1,52 +1,28 @@
 #include "mdcast/media/shm/shm_ring.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
+// The ring's setup: the writer creating it, a reader attaching to it (what
+// they read and write at run time is in shm_ring_reader.cpp and the header).
+#include "mdcast/media/shm/shm_ring.hpp"
+
 #include <linux/futex.h>
-#include <sys/statfs.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <vector>
 
+#include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/fd.hpp"
 #include "mdcast/core/process.hpp"
+#include "mdcast/core/resources.hpp"
+#include "ring_file.hpp"
 
 namespace mdcast::media::shm {
 namespace {
 
-constexpr long kHugetlbfsMagic = 0x958458f6;
-
-// The header fields at fixed offsets (the first 256 bytes).
-void write_header(std::byte* p, const RingHeaderView& h) {
-  std::memcpy(p, &h, sizeof h);
-}
-
-bool hugetlbfs_usable(const std::string& dir) {
-  struct statfs fs;
-  if (statfs(dir.c_str(), &fs) != 0 || fs.f_type != kHugetlbfsMagic) return false;
-  return fs.f_bfree > 0;
-}
-
-
-// Creates the ring file exclusively and maps it; unlinks it again on failure.
-MappedMemory create_mapping(const std::string& path, size_t bytes, bool huge) {
-  UniqueFd f(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644));
-  if (f.get() < 0) fail_errno("cannot create shm ring {}", path);
-  const size_t map_bytes = huge ? (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20) : bytes;
-  try {
-    if (::ftruncate(f.get(), static_cast<off_t>(map_bytes)) != 0) fail_errno("cannot size shm ring {} to {} bytes", path, map_bytes);
-    return MappedMemory::shared(f.get(), map_bytes, true, "shm ring " + path);
-  } catch (...) {
-    ::unlink(path.c_str());
-    throw;
-  }
-}
+constexpr size_t kHugePage = 2u << 20;
 
 long futex(void* addr, int op, uint32_t val, const timespec* ts) noexcept {
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
@@ -59,22 +35,16 @@ uint64_t& slot_start(std::byte* base, size_t i) noexcept {
   return *reinterpret_cast<uint64_t*>(base + kReaderSlotsOffset + i * kReaderSlotSize + 8);
 }
 
+// a * b + c, or nullopt when it does not fit in 64 bits.
+std::optional<uint64_t> mul_add(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t m = 0, r = 0;
+  if (__builtin_mul_overflow(a, b, &m) || __builtin_add_overflow(m, c, &r)) return std::nullopt;
+  return r;
+}
+
 }  // namespace
 
-std::string ring_path(const std::string& dir, const std::string& name) {
-  return dir + "/mdcast-" + name + ".ring";
-}
-
-std::string find_ring(const std::string& name, const std::string& dir) {
-  if (!dir.empty()) return ring_path(dir, name);
-  for (const char* d : {"/dev/hugepages", "/dev/shm"}) {
-    const std::string p = ring_path(d, name);
-    if (::access(p.c_str(), F_OK) == 0) return p;
-  }
-  return ring_path("/dev/shm", name);
-}
-
-RingWriter::RingWriter(const RingOptions& opts, uint32_t session, uint16_t channel,
+RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t channel,
                        const std::string& control_address) {
   if (opts.name.empty() || opts.name.find('/') != std::string::npos)
     fail("ring name '{}' must be non-empty and contain no '/'", opts.name);
@@ -82,41 +52,54 @@ RingWriter::RingWriter(const RingOptions& opts, uint32_t session, uint16_t chann
   if (opts.max_datagram < 256 || opts.max_datagram > 65535)
     fail("ring max_datagram {} outside [256, 65535]", opts.max_datagram);
   if (control_address.size() >= sizeof(RingHeaderView::control))
-    fail("control address '{}' too long for the ring header", control_address);
+    fail("control address '{}' too long for the ring header ({} characters at most)", control_address,
+         sizeof(RingHeaderView::control) - 1);
   max_datagram_ = opts.max_datagram;
   slot_size_ = feed::RetransmitRing::slot_size_for(opts.max_datagram);
   slots_ = opts.slots;
-  ring_bytes_ = feed::RetransmitRing::kControlSize + slots_ * slot_size_;
   lane_slot_size_ = (kLaneHeader + opts.max_datagram + 63) / 64 * 64;
+  // Before anything is allocated: a ring larger than the cap (64 GiB from a
+  // mistyped --shm-slots) is refused with the numbers, not populated.
+  const auto ring = mul_add(slots_, slot_size_, feed::RetransmitRing::kControlSize);
+  const auto total = ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + *ring + 63) / 64 * 64) : std::nullopt;
+  const std::string file = ring_path(opts.dir.empty() ? "/dev/shm" : opts.dir, opts.name);
+  if (!total || *total > opts.max_bytes)
+    fail("shm ring {} would need {} ({} slots of {} bytes), more than shm.max_bytes ({}): lower shm.slots "
+         "(--shm-slots) or shm.max_datagram, or raise shm.max_bytes if this host has the memory",
+         file, total ? format_bytes(*total) : std::string("more than 16 EiB"), slots_, slot_size_,
+         format_bytes(opts.max_bytes));
+  ring_bytes_ = static_cast<size_t>(*ring);
   lane_offset_ = (kRingOffset + ring_bytes_ + 63) / 64 * 64;
-  const size_t bytes = lane_offset_ + kLaneSlots * lane_slot_size_;
+  const size_t bytes = static_cast<size_t>(*total);
+  const size_t huge_bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
 
   std::string dir = opts.dir;
-  if (dir.empty()) dir = opts.huge_pages && hugetlbfs_usable("/dev/hugepages") ? "/dev/hugepages" : "/dev/shm";
+  if (dir.empty()) {
+    const auto hp = opts.huge_pages ? filesystem_space("/dev/hugepages") : std::nullopt;
+    dir = hp && hp->huge_pages && hp->free_bytes >= huge_bytes ? "/dev/hugepages" : "/dev/shm";
+  }
   huge_ = dir == "/dev/hugepages";
   path_ = ring_path(dir, opts.name);
+  const std::optional<gid_t> group =
+      opts.group.empty() ? std::nullopt : std::optional<gid_t>(detail::group_id(opts.group));
 
-  // A ring of this name whose writer still lives is someone else's feed.
-  for (const char* d : {"/dev/hugepages", "/dev/shm"}) {
-    const std::string p = ring_path(d, opts.name);
-    UniqueFd old(::open(p.c_str(), O_RDONLY));
-    if (old.get() < 0) continue;
-    RingHeaderView h{};
-    if (::pread(old.get(), &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
-        (h.magic == kRingMagic || h.magic == kRingMagicV1) && process_alive(h.writer_pid, h.writer_start) &&
-        h.writer_pid != static_cast<uint64_t>(::getpid()))
-      fail("shm ring {} is in use by a live publisher (pid {}); pick another --name", p, h.writer_pid);
-    ::unlink(p.c_str());  // a dead writer's leftover
-  }
+  // What is there already under this name: another user's file or a live
+  // writer's ring refuses; our dead writer's leftover goes.
+  const uid_t me = ::geteuid();
+  // Both standard places are looked at, since readers look in both: a live
+  // ring of ours in the other one is a feed of this name already running.
+  for (const char* d : {"/dev/hugepages", "/dev/shm"})
+    if (d != dir) detail::clear_leftover(ring_path(d, opts.name), me, false);
+  detail::clear_leftover(path_, me, true);
 
   try {
-    mem_ = create_mapping(path_, bytes, huge_);
+    mem_ = detail::create_ring_file(path_, dir, huge_ ? huge_bytes : bytes, group);
   } catch (const Error&) {
-    if (!huge_) throw;
+    if (!huge_ || !opts.dir.empty()) throw;
     // Huge pages ran out between the check and the mapping: use /dev/shm.
     huge_ = false;
     path_ = ring_path("/dev/shm", opts.name);
-    mem_ = create_mapping(path_, bytes, false);
+    mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
   }
   feed::RetransmitRing::format(ring_memory(), slot_size_);
   copy_ring_ = feed::RetransmitRing(ring_memory(), max_datagram_);
@@ -140,7 +123,8 @@ RingWriter::RingWriter(const RingOptions& opts, uint32_t session, uint16_t chann
   h.lane_offset = lane_offset_;
   h.lane_slot_size = lane_slot_size_;
   h.lane_slots = kLaneSlots;
-  write_header(mem_.data(), h);
+  h.file_bytes = mem_.size();
+  std::memcpy(mem_.data(), &h, sizeof h);
   std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mem_.data())).store(kRingMagic, std::memory_order_release);
 }
 
@@ -175,48 +159,61 @@ void RingWriter::touch(uint64_t now_ns) noexcept {
   }
 }
 
-RingReader::RingReader(const std::string& path) : path_(path) {
-  UniqueFd f(::open(path.c_str(), O_RDWR));
-  const bool writable = f.valid();
-  if (!writable) f = UniqueFd(::open(path.c_str(), O_RDONLY));
-  if (f.get() < 0) {
-    if (errno == ENOENT)
-      fail("shm ring {} not found: is a publisher running with the same --name (and on this host)?", path);
-    fail_errno("cannot open shm ring {}", path);
-  }
-  struct stat st;
-  if (::fstat(f.get(), &st) != 0) fail_errno("cannot stat shm ring {}", path);
-  ino_ = st.st_ino;
-  if (static_cast<size_t>(st.st_size) < kRingHeaderSize)
+RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : path_(path) {
+  // The file first (owner, mode: core of the trust), then its size, then
+  // what it says: nothing in the header is believed before the file is.
+  detail::CheckedFile f = detail::open_checked(path, owner ? *owner : ::geteuid());
+  const struct stat& st = f.st;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  owner_ = st.st_uid;
+  c_.ino = st.st_ino;
+  if (size < kRingHeaderSize)
     fail("{} is not an mdcast ring ({} bytes, shorter than its header)", path, st.st_size);
   RingHeaderView h{};
-  if (::pread(f.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail_errno("cannot read ring header of {}", path);
-  if ((h.magic == kRingMagicV1 || h.magic == kRingMagic) && h.version != kRingLayoutVersion)
+  if (::pread(f.fd.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+    fail_errno("cannot read ring header of {}", path);
+  if (is_ring_magic(h.magic) && (h.magic != kRingMagic || h.version != kRingLayoutVersion))
     fail("shm ring {} has layout version {}, this mdcast reads version {}: run publisher and subscribers from "
          "the same mdcast release",
-         path, h.version, kRingLayoutVersion);
+         path, h.version != kRingLayoutVersion ? h.version : static_cast<uint32_t>((h.magic >> 56) - '0'),
+         kRingLayoutVersion);
   if (h.magic != kRingMagic) fail("{} is not an mdcast ring (or its publisher is still creating it)", path);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (h.header_size != kRingHeaderSize || h.slot_size < kSlotHeader + h.max_datagram || h.slots < 16 ||
-      h.slot_size % 64 != 0 || h.ring_offset != kRingOffset ||
-      h.ring_bytes != feed::RetransmitRing::kControlSize + h.slots * h.slot_size ||
-      h.lane_offset < h.ring_offset + h.ring_bytes || h.lane_slot_size < kLaneHeader + h.max_datagram ||
-      h.lane_slots == 0 || h.lane_offset + h.lane_slots * h.lane_slot_size > size)
-    fail("shm ring {} has an inconsistent header (slot size {}, slots {}, file {} bytes)", path, h.slot_size,
-         h.slots, st.st_size);
-  mem_ = MappedMemory::shared(f.get(), static_cast<size_t>(st.st_size), false, "shm ring " + path);
+  // Geometry, without overflow: each product is bounded before it is formed.
+  const bool sane = h.header_size == kRingHeaderSize && h.max_datagram >= 1 && h.max_datagram <= 65535 &&
+                    h.slot_size >= kSlotHeader + h.max_datagram && h.slot_size % 64 == 0 && h.slot_size <= (1u << 20) &&
+                    h.slots >= 16 && h.slots <= (uint64_t{1} << 40) && h.ring_offset == kRingOffset &&
+                    h.ring_bytes == feed::RetransmitRing::kControlSize + h.slots * h.slot_size &&
+                    h.lane_offset >= h.ring_offset + h.ring_bytes && h.lane_offset <= (uint64_t{1} << 62) &&
+                    h.lane_slot_size >= kLaneHeader + h.max_datagram && h.lane_slot_size <= (1u << 20) &&
+                    h.lane_slots >= 1 && h.lane_slots <= 4096 &&
+                    h.file_bytes >= h.lane_offset + h.lane_slots * h.lane_slot_size;
+  if (!sane)
+    fail("shm ring {} has an inconsistent header (slot size {}, slots {}, file {} bytes, header says {})", path,
+         h.slot_size, h.slots, st.st_size, h.file_bytes);
+  // Mapping past the end of the file would kill this process with SIGBUS on
+  // the first read there.
+  if (size < h.file_bytes)
+    fail("shm ring {} is {} bytes, its header says {} ({}): truncated, refusing to map it; restart its publisher",
+         path, size, h.file_bytes, format_bytes(h.file_bytes));
+  mem_ = MappedMemory::shared(f.fd.get(), static_cast<size_t>(h.file_bytes), false, "shm ring " + path);
   hdr_ = h;
   hdr_.control[sizeof hdr_.control - 1] = 0;
-  ring_ = mem_.data() + h.ring_offset;
-  lane_ = mem_.data() + h.lane_offset;
-  slot_size_ = h.slot_size;
-  slots_ = h.slots;
-  lane_slot_size_ = h.lane_slot_size;
-  lane_slots_ = h.lane_slots;
-  max_datagram_ = h.max_datagram;
-  if (writable) {
+  c_.ring = mem_.data() + h.ring_offset;
+  c_.lane = mem_.data() + h.lane_offset;
+  c_.slot_size = h.slot_size;
+  c_.slots = h.slots;
+  c_.lane_slot_size = h.lane_slot_size;
+  c_.lane_slots = h.lane_slots;
+  c_.max_datagram = h.max_datagram;
+  // Where the writer is now, as far as the slots prove it: the bound on how
+  // far it can be later.
+  if (!proven_published(published(), monotonic_ns())) {
+    c_.base = newest_in_slots();
+    c_.base_ns = monotonic_ns();
+  }
+  if (f.writable) {
     // The header page, writable, for blocking waits (a reader slot + sleep bit).
-    ctl_ = MappedMemory::shared(f.get(), kRingHeaderSize, true, "shm ring header " + path);
+    ctl_ = MappedMemory::shared(f.fd.get(), kRingHeaderSize, true, "shm ring header " + path);
     const auto pid = static_cast<uint32_t>(::getpid());
     for (size_t i = 0; i < kReaderSlots; ++i) {
       uint32_t expect = 0;
@@ -231,9 +228,7 @@ RingReader::RingReader(const std::string& path) : path_(path) {
 
 RingReader::RingReader(RingReader&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
-      hdr_(o.hdr_), ino_(o.ino_), ring_(o.ring_), lane_(o.lane_), slot_size_(o.slot_size_), slots_(o.slots_),
-      lane_slot_size_(o.lane_slot_size_), lane_slots_(o.lane_slots_), max_datagram_(o.max_datagram_),
-      next_(o.next_), lane_next_(o.lane_next_), lapped_(o.lapped_) {}
+      hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), lane_next_(o.lane_next_) {}
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
   if (this != &o) {
@@ -243,17 +238,10 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     ctl_ = std::move(o.ctl_);
     slot_ = std::exchange(o.slot_, -1);
     hdr_ = o.hdr_;
-    ino_ = o.ino_;
-    ring_ = o.ring_;
-    lane_ = o.lane_;
-    slot_size_ = o.slot_size_;
-    slots_ = o.slots_;
-    lane_slot_size_ = o.lane_slot_size_;
-    lane_slots_ = o.lane_slots_;
-    max_datagram_ = o.max_datagram_;
+    owner_ = o.owner_;
+    c_ = o.c_;
     next_ = o.next_;
     lane_next_ = o.lane_next_;
-    lapped_ = o.lapped_;
   }
   return *this;
 }
@@ -265,32 +253,6 @@ void RingReader::release_slot() noexcept {
   slot_ = -1;
 }
 
-RingReader::Read RingReader::read_lane(std::byte* buf, size_t& len) noexcept {
-  const std::byte* s = lane_slot(lane_next_);
-  const auto& marker = word(s);
-  const uint64_t want = 2 * lane_next_ + 2;
-  const uint64_t m1 = marker.load(std::memory_order_acquire);
-  if (m1 < want) return Read::kEmpty;
-  if (m1 == want) {
-    // A heartbeat follows the data committed before it: hand it out once
-    // that was read (it is in the ring: the next read finds it).
-    if (word(s + 8).load(std::memory_order_acquire) >= next_) return Read::kEmpty;
-    auto l = static_cast<size_t>(word(s + 16).load(std::memory_order_acquire));
-    if (l > max_datagram_) l = 0;
-    copy_out(buf, s + kLaneHeader, l);
-    if (marker.load(std::memory_order_relaxed) == want) {
-      len = l;
-      ++lane_next_;
-      return Read::kOk;
-    }
-  }
-  // Lapped on the lane: heartbeats repeat what they say, so missing some
-  // loses nothing; resume at the newest.
-  const uint64_t w = word(mem_.data() + kLanePosOffset).load(std::memory_order_acquire);
-  lane_next_ = w > lane_next_ + 1 ? w - 1 : lane_next_ + 1;
-  return Read::kEmpty;
-}
-
 bool RingReader::wait(uint64_t timeout_ns) noexcept {
   if (slot_ < 0) return false;
   auto& sleepers = word(ctl_.data() + kSleepersOffset);
@@ -298,9 +260,15 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   const uint64_t bit = uint64_t{1} << slot_;
   sleepers.fetch_or(bit, std::memory_order_seq_cst);
   const uint64_t e = event.load(std::memory_order_seq_cst);
-  // Sleep only if nothing is there for us: our data slot, the lane, or a lap.
+  // Sleep only if nothing is there for us: our data slot (committed, or a
+  // lap not yet judged corrupt), or the lane. The slot itself, not the
+  // published word: that is stored after the slot, and a forged one must
+  // not keep a reader spinning.
+  const uint64_t q = word(data_slot(next_)).load(std::memory_order_acquire);
+  const uint64_t qs = q & ~feed::RetransmitRing::kClaimed;
+  const bool data = q == next_ || (qs > next_ && c_.implausible_at != next_);
   const bool lane = word(lane_slot(lane_next_)).load(std::memory_order_acquire) >= 2 * lane_next_ + 2;
-  if (published() < next_ && !lane) {
+  if (!data && !lane) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     futex(ctl_.data() + kEventOffset, FUTEX_WAIT, static_cast<uint32_t>(e), &ts);
   }
@@ -308,29 +276,11 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   return true;
 }
 
-uint64_t RingReader::writer_position() const noexcept { return published() + 1; }
-
-void RingReader::seek_to_writer() noexcept {
-  next_ = writer_position();
-  lane_next_ = word(mem_.data() + kLanePosOffset).load(std::memory_order_acquire);
-}
-
 uint64_t RingReader::alive_stamp() const noexcept { return word(mem_.data() + kAliveOffset).load(std::memory_order_relaxed); }
-
-void RingReader::skip_ahead() noexcept {
-  // Resume an eighth of the ring behind the writer: far enough that the
-  // writer will not lap us again at once, near enough to lose little.
-  const uint64_t w = published();
-  const uint64_t keep = slots_ - slots_ / 8;
-  const uint64_t safe = w > keep ? w - keep : 0;
-  const uint64_t target = safe > next_ ? safe : next_ + 1;
-  lapped_ += target - next_;
-  next_ = target;
-}
 
 bool RingReader::current() const noexcept {
   struct stat st;
-  if (::stat(path_.c_str(), &st) != 0 || st.st_ino != ino_) return false;
+  if (::stat(path_.c_str(), &st) != 0 || st.st_ino != c_.ino) return false;
   return process_alive(hdr_.writer_pid, hdr_.writer_start);
 }
 

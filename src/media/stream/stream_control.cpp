@@ -97,6 +97,17 @@ bool StreamControlClient::flush() noexcept {
   return true;
 }
 
+std::optional<ucred> StreamControlClient::peer() const noexcept {
+  if (!fd_ || !connected_) return std::nullopt;
+  sockaddr_storage ss{};
+  socklen_t sl = sizeof ss;
+  if (::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&ss), &sl) != 0 || ss.ss_family != AF_UNIX) return std::nullopt;
+  ucred c{};
+  socklen_t len = sizeof c;
+  if (::getsockopt(fd_.get(), SOL_SOCKET, SO_PEERCRED, &c, &len) != 0 || len != sizeof c) return std::nullopt;
+  return c;
+}
+
 StreamControlClient::Events StreamControlClient::poll(uint64_t now,
                                                       const std::function<void(std::span<const std::byte>)>& on_frame) {
   Events ev;

@@ -132,6 +132,30 @@ TEST(StreamControl, AClientThatNeverReadsIsDisconnectedNotBuffered) {
   ::close(lazy);
 }
 
+// What a caller checks before it talks: who listens at the other end.
+TEST(StreamControl, TheClientKnowsWhoListensOnAUnixSocket) {
+  const std::string name = fmt::format("mdcast-ut/{}/peer", ::getpid());
+  StreamControlServer unix_server("unix:@" + name);
+  StreamControlServer tcp_server("tcp:127.0.0.1:0");
+  StreamControlClient over_unix("unix:@" + name);
+  StreamControlClient over_tcp(tcp_server.address());
+  EXPECT_FALSE(over_unix.peer()) << "not connected yet";
+  const uint64_t until = monotonic_ns() + 5 * kNsPerSec;
+  while ((!over_unix.connected() || !over_tcp.connected()) && monotonic_ns() < until) {
+    const uint64_t now = monotonic_ns();
+    (void)over_unix.poll(now, [](std::span<const std::byte>) {});
+    (void)over_tcp.poll(now, [](std::span<const std::byte>) {});
+    ::usleep(1000);
+  }
+  ASSERT_TRUE(over_unix.connected());
+  ASSERT_TRUE(over_tcp.connected());
+  const auto p = over_unix.peer();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->pid, ::getpid());
+  EXPECT_EQ(p->uid, ::geteuid());
+  EXPECT_FALSE(over_tcp.peer()) << "TCP says nothing about who listens";
+}
+
 TEST(StreamControl, MalformedAddressesAreExplained) {
   EXPECT_THROW(SocketAddress::parse("bogus"), Error);
   EXPECT_THROW(SocketAddress::parse("tcp:nohostport"), Error);

@@ -11,13 +11,22 @@
 //   media::shm::SubscriberMedium medium(o);               // waits for the ring, connects
 //   feed::SubscriberAgent agent(medium, subscriber_config, handler);
 //
+// Trust: the ring's file is checked before it is read (shm_ring.hpp); the
+// control socket's name is unguessable (64 random bits) and published in the
+// ring's header; and a subscriber sends nothing on a control connection
+// before the socket's peer (SO_PEERCRED) proves to be the ring's writer:
+// its pid and uid. A peer that is not is refused, counted
+// (shm.peer_refused) and reported through Options::log.
+//
 // Setup throws mdcast::Error naming the ring file or the control address.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mdcast/core/clock.hpp"
@@ -30,23 +39,38 @@
 namespace mdcast::media::shm {
 
 struct Options {
-  std::string name = "mdcast";     // ring mdcast-<name>.ring; control socket @mdcast/<name>
+  std::string name = "mdcast";     // ring mdcast-<name>.ring; control socket @mdcast/<name>.<random>
   std::string dir;                 // "" = /dev/hugepages when huge pages are reserved, else /dev/shm
   size_t slots = 16384;
   size_t max_datagram = 4032;      // a slot is 16 + this, rounded up to 64 (4096 by default)
   bool huge_pages = true;          // try hugetlbfs first
   uint16_t channel = 1;
-  std::string control;             // control address; "" = unix:@mdcast/<name> (a subscriber: what the ring names)
+  std::string control;             // control address; "" = an unguessable unix:@mdcast/<name>.<64 random bits>
+                                   // (a subscriber: what the ring names)
   uint64_t wait_ns = 10 * kNsPerSec;  // a subscriber waits this long for the ring to appear
+  // Publisher: "" = the ring is this user's alone (0600); a group (name or
+  // number) whose members may read it (0640).
+  std::string group;
+  // Publisher: rings larger than this are refused before anything is allocated.
+  uint64_t max_bytes = uint64_t{4} << 30;
+  // Subscriber: the user (name or uid) whose ring it trusts; "" = its own.
+  std::string publisher_user;
+  // Where a subscriber reports what it refused (a control peer that is not
+  // the ring's writer); null: stderr, prefixed "mdcast-shm: ".
+  std::function<void(std::string_view)> log;
 };
 
-// "unix:@mdcast/<name>" unless the options name another address.
-[[nodiscard]] std::string control_address(const Options& o);
+// o.control if set, else "unix:@mdcast/<name>.<16 hex digits from getrandom>":
+// a name no one can bind first, since no one can guess it. Throws Error if
+// the system has no randomness to give.
+[[nodiscard]] std::string new_control_address(const Options& o);
 
-#define MDCAST_SHM_READER_COUNTERS(X)                                                   \
-  X(lapped, "datagrams lost because the ring writer lapped this reader")               \
-  X(laps, "times the ring writer lapped this reader")                                  \
-  X(reattached, "rings of a restarted publisher attached")
+#define MDCAST_SHM_READER_COUNTERS(X)                                                           \
+  X(lapped, "datagrams lost because the ring writer lapped this reader")                       \
+  X(laps, "times the ring writer lapped this reader")                                          \
+  X(reattached, "rings of a restarted publisher attached")                                     \
+  X(implausible_position, "ring positions the slots did not back (corruption): never followed") \
+  X(peer_refused, "control connections refused: the peer was not the ring's writer")
 MDCAST_DEFINE_COUNTER_STRUCT(ReaderCounters, MDCAST_SHM_READER_COUNTERS);
 
 class PublisherMedium {
@@ -54,7 +78,7 @@ class PublisherMedium {
   using Sink = ShmSink;
 
   // Listens on the control address, then creates the ring. Throws Error.
-  PublisherMedium(const Options& o, uint32_t session);
+  PublisherMedium(const Options& o, uint64_t session);
   PublisherMedium(const PublisherMedium&) = delete;
   PublisherMedium& operator=(const PublisherMedium&) = delete;
 
@@ -87,18 +111,21 @@ class RingSource {
   size_t poll(Fn&& fn, size_t budget) noexcept {
     size_t n = 0;
     size_t len = 0;
+    RingReader& r = **reader_;
     while (n < budget) {
-      const auto r = (*reader_)->read(buf_.get(), len);
-      if (r == RingReader::Read::kEmpty) break;
-      if (r == RingReader::Read::kLapped) {
+      const auto res = r.read(buf_.get(), len);
+      if (res == RingReader::Read::kEmpty) break;
+      if (res == RingReader::Read::kLapped) {
         counters_->laps.add();
-        counters_->lapped.add((*reader_)->lapped() - lapped_seen_);
-        lapped_seen_ = (*reader_)->lapped();
+        counters_->lapped.add(r.lapped() - lapped_seen_);
+        lapped_seen_ = r.lapped();
         continue;
       }
       ++n;
       fn(std::span<const std::byte>(buf_.get(), len), monotonic_ns());
     }
+    if (r.implausible() != implausible_seen_) [[unlikely]]
+      sync_implausible();
     return n;
   }
   bool block(uint64_t timeout_ns) noexcept { return (*reader_)->wait(timeout_ns); }
@@ -106,9 +133,15 @@ class RingSource {
  private:
   friend class SubscriberMedium;
   RingSource(std::optional<RingReader>& r, ReaderCounters& c) : reader_(&r), counters_(&c) {}
+  void sync_implausible() noexcept {
+    const uint64_t v = (*reader_)->implausible();
+    if (v != implausible_seen_) counters_->implausible_position.add(v - implausible_seen_);
+    implausible_seen_ = v;
+  }
   std::optional<RingReader>* reader_;  // always engaged; replaced in place when the publisher restarts
   ReaderCounters* counters_;
   uint64_t lapped_seen_ = 0;           // of this reader (a new one starts at 0)
+  uint64_t implausible_seen_ = 0;
   std::unique_ptr<std::byte[]> buf_ = std::make_unique<std::byte[]>(wire::kMaxDatagram);
 };
 
@@ -116,17 +149,21 @@ class SubscriberMedium {
  public:
   using Source = RingSource;
 
-  // Waits up to o.wait_ns for the ring to appear, then starts connecting to
-  // the control address its header names (or o.control). Throws Error.
+  // Waits up to o.wait_ns for a ring of the publisher's user (o.publisher_user)
+  // to appear, then starts connecting to the control address its header names
+  // (or o.control). Throws Error.
   explicit SubscriberMedium(const Options& o);
   SubscriberMedium(const SubscriberMedium&) = delete;
   SubscriberMedium& operator=(const SubscriberMedium&) = delete;
 
   Source& source() noexcept { return source_; }
-  ControlChannel& control() noexcept { return *client_; }
+  // Frames go out only on a connection whose peer proved to be the ring's writer.
+  ControlChannel& control() noexcept { return channel_; }
   [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig c) const { return c; }
   // Read from the writer's current position on; history comes by recovery.
   void start() noexcept { reader_->seek_to_writer(); }
+  // Connects, checks the peer before anything is said (the engine hears of
+  // the connection only then), exchanges frames, follows a restarted writer.
   size_t poll_control(ControlEvents& e, uint64_t now);
   [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::vector<CounterGroup> counter_groups() const;
@@ -135,16 +172,34 @@ class SubscriberMedium {
   [[nodiscard]] const ReaderCounters& counters() const noexcept { return counters_; }
   // Datagrams this medium lost before the engine saw them (lapped).
   [[nodiscard]] uint64_t lost_datagrams() const noexcept { return counters_.lapped.get(); }
+  // Why the last control peer was refused; empty if none was.
+  [[nodiscard]] const std::string& peer_error() const noexcept { return peer_error_; }
 
  private:
+  // The engine's side of the control connection: silent until the peer is verified.
+  class WriterChannel final : public ControlChannel {
+   public:
+    bool send(std::span<const std::byte> frame) override { return verified && client->send(frame); }
+    StreamControlClient* client = nullptr;
+    bool verified = false;
+  };
+
+  enum class Peer : uint8_t { kWriter, kRefused, kStale };
+  Peer check_peer();
+  [[nodiscard]] std::string control_of_ring() const;
   void follow_restarted_writer();
+  void log(std::string_view what) const;
 
   Options opts_;
+  uid_t owner_;                    // whose rings this subscriber trusts
   ReaderCounters counters_;
   std::optional<RingReader> reader_;
   std::unique_ptr<StreamControlClient> client_;
+  WriterChannel channel_;
   RingSource source_{reader_, counters_};
   uint64_t last_check_ = 0;
+  uint64_t hold_until_ = 0;        // after a refused peer: no reconnecting before this
+  std::string peer_error_;
 };
 
 static_assert(media::PublisherMedium<shm::PublisherMedium>);

@@ -7,11 +7,12 @@
 // own memory. Publishing costs the same for one reader or a hundred, and a
 // reader that dies leaves nothing behind that could block anyone.
 //
-// File layout (version 2, little-endian, 64-byte aligned):
+// File layout (version 3, little-endian, 64-byte aligned):
 //   [0, 4096)         header: magic, layout version, geometry, writer pid and
-//                     start time, session, channel, control socket name; on
-//                     their own cache lines the event word (futex), a
-//                     liveness stamp, sleeper bits, reader slots
+//                     start time, session (64-bit), channel, control socket
+//                     name, the file's size; on their own cache lines the
+//                     event word (futex), a liveness stamp, sleeper bits,
+//                     reader slots
 //   [4032, +ring)     the retransmit ring: control block (reserved sequence,
 //                     geometry) in the header page's last line, then from 4096
 //                     slots {u64 seq, u32 length, u32 0, datagram} indexed by
@@ -33,6 +34,17 @@
 // A heartbeat is handed out only after every datagram it follows (its
 // data_newest) was read, so it never announces a sequence the reader is
 // about to get anyway.
+//
+// Trust. Anyone can create files in /dev/shm, so a ring is only believed
+// when its file says the publisher made it: created exclusively, owned by
+// the publisher's user, writable by nobody else (0600, or 0640 for a group
+// of readers), as large as its header says (checked before mapping: a
+// shorter file would kill readers with SIGBUS). Even then no single word
+// moves a reader far: a position (the published word, a lapping slot's
+// sequence, the lane position) is followed only as far as the slots
+// themselves prove it and no faster than any writer could have written;
+// anything else is counted (implausible()) and never followed, and the
+// engine recovers what was lost through the control plane.
 #pragma once
 
 #include <atomic>
@@ -40,7 +52,10 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <optional>
 #include <string>
+
+#include <sys/types.h>
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/mapped_memory.hpp"
@@ -84,9 +99,16 @@ inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
   }
 }
 
-constexpr uint64_t kRingMagic = 0x32524853'43444d4dull;  // "MMDCSHR2"
-constexpr uint64_t kRingMagicV1 = 0x31524853'43444d4dull;  // "MMDCSHR1": refused with a clear message
-constexpr uint32_t kRingLayoutVersion = 2;
+constexpr uint64_t kRingMagic = 0x33524853'43444d4dull;  // "MMDCSHR3"
+// Magics of every layout: "MMDCSHR" and the version digit. Older ones are
+// refused with a message naming both versions.
+constexpr uint64_t kRingMagicStem = 0x00524853'43444d4dull;
+constexpr uint64_t kRingMagicStemMask = 0x00ffffff'ffffffffull;
+[[nodiscard]] constexpr bool is_ring_magic(uint64_t m) noexcept {
+  const uint64_t digit = m >> 56;
+  return (m & kRingMagicStemMask) == kRingMagicStem && digit >= '1' && digit <= '9';
+}
+constexpr uint32_t kRingLayoutVersion = 3;
 constexpr size_t kRingHeaderSize = 4096;
 // The retransmit ring's 64-byte control block is the header page's last line,
 // so its slots start on page boundaries: a reader streaming through slot s
@@ -107,17 +129,35 @@ constexpr size_t kReaderSlotsOffset = 1344;
 constexpr size_t kReaderSlots = 64;        // readers that can block; more fall back to backing off
 constexpr size_t kReaderSlotSize = 16;     // u32 pid, u32 0, u64 process start time
 
+// A writer that is faster than one datagram a nanosecond does not exist (a
+// slot is at least 64 bytes): a position that claims more is corruption.
+constexpr uint64_t kMaxPlausibleDatagramsPerSec = 1'000'000'000;
+
 struct RingOptions {
   std::string name = "mdcast";      // ring file mdcast-<name>.ring
   std::string dir;                  // default: /dev/hugepages if usable, else /dev/shm
   size_t slots = 16384;             // power of two not required
   size_t max_datagram = 4032;       // slot = 16 + this, rounded up to 64 (4096 by default)
   bool huge_pages = true;           // try hugetlbfs first
+  // "" : the ring is this user's alone (mode 0600). A group (name or
+  // number): the file is given to it, mode 0640, and readers in that group
+  // may read it (they cannot block: the header is not theirs to write).
+  std::string group;
+  // Rings larger than this are refused before anything is allocated.
+  uint64_t max_bytes = uint64_t{4} << 30;
 };
 
-// Where a ring named `name` lives: the first existing of dir candidates.
+// Where a ring named `name` lives in `dir`.
 [[nodiscard]] std::string ring_path(const std::string& dir, const std::string& name);
-[[nodiscard]] std::string find_ring(const std::string& name, const std::string& dir = {});
+// Where a reader finds it: `dir` if given, else the first of /dev/hugepages,
+// /dev/shm that holds one owned by `owner` (default: this process's
+// effective uid), else the first that holds any (the reader then refuses it
+// with the reason), else the /dev/shm path.
+[[nodiscard]] std::string find_ring(const std::string& name, const std::string& dir = {},
+                                    std::optional<uid_t> owner = std::nullopt);
+// The uid whose rings a reader trusts: `user` as a user name or a number,
+// or this process's effective uid when empty. Throws Error for an unknown user.
+[[nodiscard]] uid_t ring_owner_uid(const std::string& user);
 
 struct RingHeaderView {
   uint64_t magic;
@@ -128,22 +168,30 @@ struct RingHeaderView {
   uint64_t max_datagram;
   uint64_t writer_pid;
   uint64_t writer_start;  // /proc/<pid>/stat start time, guards against pid reuse
-  uint32_t session;
+  uint64_t session;
   uint16_t channel;
   uint16_t huge;
-  char control[108];      // control socket address (abstract Unix name)
+  uint32_t reserved0;
+  char control[128];      // control socket address (abstract Unix name with 64 random bits)
   uint64_t ring_offset;   // the retransmit ring (control block first)
   uint64_t ring_bytes;
   uint64_t lane_offset;
   uint64_t lane_slot_size;
   uint64_t lane_slots;
+  uint64_t file_bytes;    // the file as created: a reader refuses a shorter one
 };
+static_assert(sizeof(RingHeaderView) <= kPublishedOffset, "the header fields end before the shared words");
 
 class RingWriter {
  public:
-  // Creates (or replaces a dead writer's) ring. Throws Error if a live process
-  // owns a ring of that name, or the file cannot be created and mapped.
-  RingWriter(const RingOptions& opts, uint32_t session, uint16_t channel, const std::string& control_address);
+  // Creates the ring exclusively (mode 0600, or 0640 for opts.group), with
+  // every byte of it reserved before it is mapped. Replaces a leftover of a
+  // dead writer of this user. Throws Error naming the path when: a live
+  // process owns a ring of that name; a file of that name belongs to another
+  // user (never used or removed); the ring is larger than opts.max_bytes, its
+  // file system's free space or, on tmpfs, the host's available memory (with
+  // the numbers); or the file cannot be created, reserved and mapped.
+  RingWriter(const RingOptions& opts, uint64_t session, uint16_t channel, const std::string& control_address);
   RingWriter(RingWriter&&) noexcept;
   RingWriter& operator=(RingWriter&&) = delete;
   RingWriter(const RingWriter&) = delete;
@@ -229,9 +277,13 @@ class RingReader {
  public:
   enum class Read : uint8_t { kOk, kEmpty, kLapped };
 
-  // Attaches to the ring at `path`. Throws Error naming the path when it is
-  // missing, not a mdcast ring, or of another layout version.
-  explicit RingReader(const std::string& path);
+  // Attaches to the ring at `path` after checking its file, before reading
+  // anything in it: a regular file (no link), owned by `owner` (default:
+  // this process's effective uid), writable by no one else, at least as
+  // large as its header says. Throws Error naming the path and what is wrong
+  // (missing, another owner, mode, size, not a mdcast ring, another layout
+  // version, an inconsistent header).
+  explicit RingReader(const std::string& path, std::optional<uid_t> owner = std::nullopt);
   RingReader(RingReader&&) noexcept;
   RingReader& operator=(RingReader&&) noexcept;
   RingReader(const RingReader&) = delete;
@@ -246,11 +298,9 @@ class RingReader {
     const std::byte* s = data_slot(next_);
     const auto& seq = word(s);
     const uint64_t q1 = seq.load(std::memory_order_acquire);
-    // Being written (next_ | kClaimed) or still the previous lap: not yet.
-    if (q1 != next_ && (q1 & ~feed::RetransmitRing::kClaimed) <= next_) return read_lane(buf, len);
     if (q1 == next_) {
       auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(s)).load(std::memory_order_acquire));
-      if (l > max_datagram_) l = 0;  // torn length: the re-check below rejects it
+      if (l > c_.max_datagram) l = 0;  // torn length: the re-check below rejects it
       copy_out(buf, s + kSlotHeader, l);
       // The acquire loads above keep this re-check after them.
       if (seq.load(std::memory_order_relaxed) == next_) {
@@ -258,22 +308,36 @@ class RingReader {
         ++next_;
         return Read::kOk;
       }
+      return overtaken();  // a later lap took the slot while we copied
     }
-    skip_ahead();  // a later lap took the slot
-    return Read::kLapped;
+    // Being written (next_ | kClaimed) or still the previous lap: not yet.
+    if ((q1 & ~feed::RetransmitRing::kClaimed) <= next_) return read_lane(buf, len);
+    return overtaken();
   }
 
   [[nodiscard]] const RingHeaderView& header() const noexcept { return hdr_; }
-  [[nodiscard]] size_t max_datagram() const noexcept { return max_datagram_; }
+  [[nodiscard]] uid_t owner() const noexcept { return owner_; }  // the file's owner, checked
+  [[nodiscard]] size_t max_datagram() const noexcept { return c_.max_datagram; }
   [[nodiscard]] uint64_t position() const noexcept { return next_; }  // next sequence to read
-  [[nodiscard]] uint64_t writer_position() const noexcept;            // the writer's next sequence
-  [[nodiscard]] uint64_t lapped() const noexcept { return lapped_; }
+  // The writer's next sequence as its published word says: for display, not
+  // proven (the reader itself follows only what the slots prove).
+  [[nodiscard]] uint64_t writer_position() const noexcept;
+  [[nodiscard]] uint64_t lapped() const noexcept { return c_.lapped; }
+  // Positions seen that the slots did not back (corruption or forgery),
+  // never followed.
+  [[nodiscard]] uint64_t implausible() const noexcept { return c_.implausible; }
   [[nodiscard]] uint64_t alive_stamp() const noexcept;
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   // True while the file at path() is still the one we mapped and its writer lives.
   [[nodiscard]] bool current() const noexcept;
-  // Start reading at the writer's current position (new subscribers do this).
+  // Start reading at the writer's current position (new subscribers do
+  // this): the published one where the slots prove it, else the newest
+  // sequence the slots hold.
   void seek_to_writer() noexcept;
+  // Re-reads the writer's published position where the slots prove it, so
+  // that how far it may have moved since is bounded tightly (the medium
+  // calls this from its control duty, ~10 times a second).
+  void refresh(uint64_t now_ns) noexcept;
 
   // Blocks until the writer publishes something this reader has not seen, or
   // timeout. Returns false if this reader cannot block (no writable header
@@ -282,33 +346,56 @@ class RingReader {
   [[nodiscard]] bool can_block() const noexcept { return slot_ >= 0; }
 
  private:
+  // Everything but the owners below: trivially copied by the moves.
+  struct Cursor {
+    const std::byte* ring = nullptr;
+    const std::byte* lane = nullptr;
+    size_t slot_size = 0;
+    size_t slots = 0;
+    size_t lane_slot_size = 0;
+    size_t lane_slots = 0;
+    size_t max_datagram = 0;
+    uint64_t ino = 0;
+    uint64_t lapped = 0;
+    uint64_t implausible = 0;
+    uint64_t implausible_at = 0;     // data position whose slot was last judged corrupt (counted once)
+    uint64_t implausible_value = 0;  // published word last judged implausible (counted once)
+    uint64_t implausible_lane = 0;   // lane position word last judged implausible (counted once)
+    uint64_t implausible_lane_at = UINT64_MAX;  // lane position whose marker was last judged corrupt
+    // The writer was at about `base` (a published position the slots
+    // proved) at `base_ns`: where it can be now is bounded by the rate.
+    uint64_t base = 0;
+    uint64_t base_ns = 0;
+  };
+
   Read read_lane(std::byte* buf, size_t& len) noexcept;
-  void skip_ahead() noexcept;
+  [[gnu::cold]] Read overtaken() noexcept;
+  [[gnu::cold]] void lane_overtaken(uint64_t marker) noexcept;
+  bool plausible(uint64_t seq, uint64_t now) const noexcept;
+  bool proven_published(uint64_t p, uint64_t now) noexcept;
+  bool proven_lane_position(uint64_t w) const noexcept;
+  uint64_t newest_in_slots() const noexcept;
+  uint64_t newest_in_lane() const noexcept;
+  void note_implausible(uint64_t& last, uint64_t v) noexcept;
+  void skip_to(uint64_t target) noexcept;
   void release_slot() noexcept;
   [[nodiscard]] uint64_t published() const noexcept {
     return word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
   }
   const std::byte* data_slot(uint64_t seq) const noexcept {
-    return ring_ + feed::RetransmitRing::kControlSize + (seq % slots_) * slot_size_;
+    return c_.ring + feed::RetransmitRing::kControlSize + (seq % c_.slots) * c_.slot_size;
   }
-  const std::byte* lane_slot(uint64_t p) const noexcept { return lane_ + (p % lane_slots_) * lane_slot_size_; }
+  const std::byte* lane_slot(uint64_t p) const noexcept { return c_.lane + (p % c_.lane_slots) * c_.lane_slot_size; }
 
   std::string path_;
   MappedMemory mem_;   // the whole ring, read-only
   MappedMemory ctl_;   // the header page, writable when the file allows (blocking waits)
   int slot_ = -1;      // reader slot, -1: none
   RingHeaderView hdr_{};
-  uint64_t ino_ = 0;
-  const std::byte* ring_ = nullptr;
-  const std::byte* lane_ = nullptr;
-  size_t slot_size_ = 0;
-  size_t slots_ = 0;
-  size_t lane_slot_size_ = 0;
-  size_t lane_slots_ = 0;
-  size_t max_datagram_ = 0;
+  uid_t owner_ = 0;
+  Cursor c_;
   uint64_t next_ = 1;       // next data sequence
   uint64_t lane_next_ = 0;  // next lane position
-  uint64_t lapped_ = 0;
 };
 
 // Publisher-side medium adapter. Datagrams the engine built in the ring are

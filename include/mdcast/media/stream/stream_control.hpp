@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -67,6 +68,11 @@ class StreamControlClient final : public ControlChannel {
   }
 
   [[nodiscard]] bool connected() const noexcept { return connected_; }
+  // Who listens at the other end of a connected Unix socket (SO_PEERCRED:
+  // pid, uid, gid of the process as of its listen()), so a caller can check
+  // it is who it expects before it sends anything. nullopt over TCP or while
+  // not connected.
+  [[nodiscard]] std::optional<ucred> peer() const noexcept;
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
   void set_address(std::string a) {
     address_ = std::move(a);

@@ -1,0 +1,190 @@
+// What a reader does at run time beyond the fast path in the header: the
+// lane, and every decision to move its cursor other than by one. Those are
+// where a corrupt or forged word could send a reader to where nothing will
+// ever be written, so each is backed by what the slots themselves hold.
+#include <cstdint>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/media/shm/shm_ring.hpp"
+
+namespace mdcast::media::shm {
+namespace {
+
+constexpr uint64_t kClaimed = feed::RetransmitRing::kClaimed;
+static_assert(kNsPerSec % kMaxPlausibleDatagramsPerSec == 0);
+constexpr uint64_t kNsPerPlausibleDatagram = kNsPerSec / kMaxPlausibleDatagramsPerSec;
+
+uint64_t sat_add(uint64_t a, uint64_t b) noexcept {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+}  // namespace
+
+// The writer was at about base at base_ns; it cannot be further now than a
+// ring ahead (what publishing may lag by, generously) plus what the fastest
+// possible writer wrote since. Without a base yet, anything is.
+bool RingReader::plausible(uint64_t seq, uint64_t now) const noexcept {
+  if (c_.base_ns == 0) return true;
+  const uint64_t elapsed = now > c_.base_ns ? now - c_.base_ns : 0;
+  return seq <= sat_add(sat_add(c_.base, c_.slots), elapsed / kNsPerPlausibleDatagram);
+}
+
+// The writer commits a slot before it publishes its sequence, so a published
+// p is real only if slot p holds p, or a later lap of it (the writer went
+// on), and if no writer could have got there faster.
+bool RingReader::proven_published(uint64_t p, uint64_t now) noexcept {
+  const uint64_t s = word(data_slot(p)).load(std::memory_order_acquire) & ~kClaimed;
+  if (s >= p && (s - p) % c_.slots == 0 && plausible(p, now)) {
+    if (p >= c_.base) {
+      c_.base = p;
+      c_.base_ns = now;
+    }
+    return true;
+  }
+  note_implausible(c_.implausible_value, p);
+  return false;
+}
+
+void RingReader::note_implausible(uint64_t& last, uint64_t v) noexcept {
+  // Once per distinct value: a word stuck at a forged value is one event,
+  // not one per look.
+  if (v == last) return;
+  last = v;
+  ++c_.implausible;
+}
+
+// The newest committed sequence any slot holds where it belongs: where a
+// reader starts when the published word cannot be believed.
+uint64_t RingReader::newest_in_slots() const noexcept {
+  uint64_t best = 0;
+  for (size_t i = 0; i < c_.slots; ++i) {
+    const uint64_t q = word(c_.ring + feed::RetransmitRing::kControlSize + i * c_.slot_size).load(std::memory_order_acquire);
+    if ((q & kClaimed) == 0 && q % c_.slots == i && q > best) best = q;
+  }
+  return best;
+}
+
+void RingReader::skip_to(uint64_t target) noexcept {
+  if (target <= next_) target = next_ + 1;
+  c_.lapped += target - next_;
+  next_ = target;
+}
+
+RingReader::Read RingReader::overtaken() noexcept {
+  const uint64_t q = word(data_slot(next_)).load(std::memory_order_acquire) & ~kClaimed;
+  if (q <= next_) return Read::kEmpty;  // nothing later there after all: the next read looks again
+  const uint64_t now = monotonic_ns();
+  const uint64_t keep = c_.slots - c_.slots / 8;
+  if ((q - next_) % c_.slots == 0 && plausible(q, now)) {
+    // A lap, proven by the slot: the writer wrote q where next_ was, so all
+    // up to q - slots is gone. Resume an eighth of the ring behind the
+    // newest the slots prove (q, or the published position where its own
+    // slot backs it): far enough that the writer will not lap us again at
+    // once, near enough to lose little.
+    uint64_t newest = q;
+    const uint64_t p = published();
+    if (p > newest && proven_published(p, now)) newest = p;
+    skip_to(newest > keep ? newest - keep : 0);
+    return Read::kLapped;
+  }
+  // A sequence that does not belong in this slot, or a lap faster than any
+  // writer: corruption, never followed. If the writer is proven past this
+  // position, what was here is lost (the engine sees the gap and recovers
+  // it); otherwise wait for the writer to come here.
+  note_implausible(c_.implausible_at, next_);
+  const uint64_t p = published();
+  if (p >= next_ && proven_published(p, now)) {
+    skip_to(p > keep ? p - keep : 0);
+    return Read::kLapped;
+  }
+  return Read::kEmpty;
+}
+
+RingReader::Read RingReader::read_lane(std::byte* buf, size_t& len) noexcept {
+  const std::byte* s = lane_slot(lane_next_);
+  const auto& marker = word(s);
+  const uint64_t want = 2 * lane_next_ + 2;
+  const uint64_t m1 = marker.load(std::memory_order_acquire);
+  if (m1 < want) return Read::kEmpty;
+  if (m1 == want) {
+    // A heartbeat follows the data committed before it: hand it out once
+    // that was read (it is in the ring: the next read finds it).
+    if (word(s + 8).load(std::memory_order_acquire) >= next_) return Read::kEmpty;
+    auto l = static_cast<size_t>(word(s + 16).load(std::memory_order_acquire));
+    if (l > c_.max_datagram) l = 0;
+    copy_out(buf, s + kLaneHeader, l);
+    if (marker.load(std::memory_order_relaxed) == want) {
+      len = l;
+      ++lane_next_;
+      return Read::kOk;
+    }
+  }
+  lane_overtaken(marker.load(std::memory_order_acquire));
+  return Read::kEmpty;
+}
+
+// Lane position w (the next one the writer writes) is real only if the slot
+// of w - 1 holds w - 1 or a later lap of it.
+bool RingReader::proven_lane_position(uint64_t w) const noexcept {
+  if (w == 0) return true;
+  const uint64_t m = word(lane_slot(w - 1)).load(std::memory_order_acquire);
+  if (m < 2 * (w - 1) + 2) return false;
+  const uint64_t pos = (m - 1) / 2;
+  return (pos - (w - 1)) % c_.lane_slots == 0;
+}
+
+uint64_t RingReader::newest_in_lane() const noexcept {
+  uint64_t next = 0;
+  for (size_t i = 0; i < c_.lane_slots; ++i) {
+    const uint64_t m = word(c_.lane + i * c_.lane_slot_size).load(std::memory_order_acquire);
+    if (m < 2 || m % 2 != 0) continue;  // empty, or being written
+    const uint64_t pos = (m - 2) / 2;
+    if (pos % c_.lane_slots == i && pos + 1 > next) next = pos + 1;
+  }
+  return next;
+}
+
+// The lane slot at lane_next_ holds a later position: the writer lapped us on
+// the lane. Heartbeats repeat what they say, so missing some loses nothing:
+// resume at the newest, as far as the lane's slots prove it.
+void RingReader::lane_overtaken(uint64_t m) noexcept {
+  if (m <= 2 * lane_next_ + 2) return;  // ours after all: the next read takes it
+  const uint64_t pos = (m - 1) / 2;     // the position this slot holds (or is being written)
+  const uint64_t w = word(mem_.data() + kLanePosOffset).load(std::memory_order_acquire);
+  const bool w_ok = proven_lane_position(w);
+  // The writer stores a lane position after the slot it names, so a real
+  // marker is never beyond it.
+  const bool pos_ok = (pos - lane_next_) % c_.lane_slots == 0 && (!w_ok || pos <= w);
+  if (!w_ok) note_implausible(c_.implausible_lane, w);
+  if (!pos_ok) note_implausible(c_.implausible_lane_at, lane_next_);
+  if (w_ok && w > lane_next_) {
+    lane_next_ = w - 1 > lane_next_ ? w - 1 : lane_next_ + 1;
+  } else if (!w_ok && pos_ok) {
+    lane_next_ = pos;
+  }
+  // Otherwise nothing proves where the writer is: wait for it to write here.
+}
+
+uint64_t RingReader::writer_position() const noexcept { return published() + 1; }
+
+void RingReader::seek_to_writer() noexcept {
+  const uint64_t now = monotonic_ns();
+  uint64_t p = published();
+  if (!proven_published(p, now)) {
+    const uint64_t n = newest_in_slots();
+    p = plausible(n, now) ? n : c_.base;
+  }
+  next_ = p + 1;
+  const uint64_t w = word(mem_.data() + kLanePosOffset).load(std::memory_order_acquire);
+  if (proven_lane_position(w)) {
+    lane_next_ = w;
+  } else {
+    note_implausible(c_.implausible_lane, w);
+    lane_next_ = newest_in_lane();
+  }
+}
+
+void RingReader::refresh(uint64_t now_ns) noexcept { (void)proven_published(published(), now_ns); }
+
+}  // namespace mdcast::media::shm

@@ -1,0 +1,225 @@
+// No single word moves a reader far: a forged or corrupt position (the
+// published word, a slot's sequence, the lane position) is counted and never
+// followed; the reader goes only as far as the slots prove, never ends up
+// where nothing will be written, and keeps reading what the writer writes.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/fd.hpp"
+#include "mdcast/media/shm/shm_ring.hpp"
+
+namespace mdcast::media::shm {
+namespace {
+
+std::string unique_name(const char* what) { return fmt::format("ut-pos-{}-{}", what, ::getpid()); }
+
+RingOptions opts(const std::string& name, size_t slots) {
+  RingOptions o;
+  o.name = name;
+  o.dir = "/dev/shm";
+  o.slots = slots;
+  o.max_datagram = 1024;
+  o.huge_pages = false;
+  return o;
+}
+
+// The file, mapped writable a second time: what a process of the same user
+// that went wrong (or a bit flip) could do to the shared words.
+class Forger {
+ public:
+  explicit Forger(const std::string& path) {
+    UniqueFd f(::open(path.c_str(), O_RDWR));
+    EXPECT_TRUE(f.valid());
+    struct stat st;
+    ::fstat(f.get(), &st);
+    size_ = static_cast<size_t>(st.st_size);
+    base_ = static_cast<std::byte*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, f.get(), 0));
+    EXPECT_NE(base_, MAP_FAILED);
+    std::memcpy(&h_, base_, sizeof h_);
+  }
+  ~Forger() { ::munmap(base_, size_); }
+  void published(uint64_t v) { word(base_ + kPublishedOffset).store(v); }
+  void lane_position(uint64_t v) { word(base_ + kLanePosOffset).store(v); }
+  void slot_seq(uint64_t seq, uint64_t v) {
+    word(base_ + h_.ring_offset + feed::RetransmitRing::kControlSize + (seq % h_.slots) * h_.slot_size).store(v);
+  }
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t size_ = 0;
+  RingHeaderView h_{};
+};
+
+// Datagram p: its number in the first 8 bytes.
+void put(RingWriter& w, uint64_t seq) {
+  std::byte d[64]{};
+  std::memcpy(d, &seq, 8);
+  w.write({d, sizeof d}, seq);
+}
+// Reads until empty (a few times over: a read that repositions on the lane
+// says empty once); returns the datagrams read (their first 8 bytes).
+std::vector<uint64_t> drain(RingReader& r) {
+  std::vector<uint64_t> got;
+  std::byte out[1024];
+  size_t len = 0;
+  int empty = 0;
+  for (int guard = 0; guard < 100000 && empty < 3; ++guard) {
+    const auto res = r.read(out, len);
+    empty = res == RingReader::Read::kEmpty ? empty + 1 : 0;
+    if (res != RingReader::Read::kOk) continue;
+    uint64_t v = 0;
+    std::memcpy(&v, out, 8);
+    got.push_back(v);
+  }
+  return got;
+}
+
+constexpr uint64_t kFar = uint64_t{1} << 40;
+
+// The attack: a write position of 2^40 while a subscriber starts. It used to
+// start 10^12 slots ahead and read nothing, ever.
+TEST(ShmPositions, AForgedPublishedPositionDoesNotPlaceANewReader) {
+  RingWriter w(opts(unique_name("seek"), 64), 1, 1, "unix:@x");
+  for (uint64_t s = 1; s <= 100; ++s) put(w, s);
+  Forger f(w.path());
+  f.published(kFar);
+  RingReader r(w.path());
+  r.seek_to_writer();
+  EXPECT_EQ(r.position(), 101u) << "starts after the newest datagram the slots hold";
+  EXPECT_GE(r.implausible(), 1u);
+  for (uint64_t s = 101; s <= 110; ++s) {
+    put(w, s);
+    f.published(kFar);  // kept forged: the reader does not need the word
+  }
+  const auto got = drain(r);
+  ASSERT_EQ(got.size(), 10u);
+  EXPECT_EQ(got.front(), 101u);
+  EXPECT_EQ(got.back(), 110u);
+}
+
+TEST(ShmPositions, ALappedReaderSkipsOnlyAsFarAsTheSlotsProve) {
+  RingWriter w(opts(unique_name("lap"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  for (uint64_t s = 1; s <= 1000; ++s) put(w, s);
+  Forger f(w.path());
+  f.published(kFar);
+  std::byte out[1024];
+  size_t len = 0;
+  ASSERT_EQ(r.read(out, len), RingReader::Read::kLapped);
+  // Only as far as the slot at its position proves (the writer reached 961
+  // there), an eighth of the ring behind that; further laps as slots show them.
+  EXPECT_EQ(r.position(), 961u - 56u) << "followed the forged word";
+  EXPECT_GE(r.implausible(), 1u);
+  const auto got = drain(r);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), 1000u);
+  EXPECT_EQ(r.lapped() + got.size(), 1000u) << "every datagram read or counted lost";
+  put(w, 1001);
+  EXPECT_EQ(drain(r), std::vector<uint64_t>{1001});
+}
+
+TEST(ShmPositions, ASlotWordThatDoesNotBelongIsNeverFollowed) {
+  RingWriter w(opts(unique_name("slot"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  for (uint64_t s = 1; s <= 4; ++s) put(w, s);
+  ASSERT_EQ(drain(r).size(), 4u);
+  Forger f(w.path());
+  // Slot of 5, not yet written, claims sequence 8 (a sequence of another slot).
+  f.slot_seq(5, 8);
+  std::byte out[1024];
+  size_t len = 0;
+  EXPECT_EQ(r.read(out, len), RingReader::Read::kEmpty) << "the writer is not past 5: wait for it";
+  EXPECT_EQ(r.position(), 5u);
+  EXPECT_EQ(r.implausible(), 1u);
+  put(w, 5);  // the writer writes 5 there: read as usual
+  EXPECT_EQ(drain(r), std::vector<uint64_t>{5});
+
+  // The writer is past the corrupt slot: that datagram is lost (the engine
+  // recovers it), the ones after it are read.
+  for (uint64_t s = 6; s <= 10; ++s) put(w, s);
+  f.slot_seq(6, 7);
+  EXPECT_EQ(r.read(out, len), RingReader::Read::kLapped);
+  EXPECT_EQ(r.position(), 7u);
+  EXPECT_EQ(r.lapped(), 1u);
+  EXPECT_EQ(drain(r), (std::vector<uint64_t>{7, 8, 9, 10}));
+}
+
+TEST(ShmPositions, ALapFasterThanAnyWriterIsNeverFollowed) {
+  RingWriter w(opts(unique_name("fast"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  for (uint64_t s = 1; s <= 10; ++s) put(w, s);
+  ASSERT_EQ(drain(r).size(), 10u);
+  for (uint64_t s = 11; s <= 20; ++s) put(w, s);
+  Forger f(w.path());
+  // In the right slot for 11, but 2^50 laps on: days of the fastest writer.
+  f.slot_seq(11, 11 + (uint64_t{1} << 50) * 64);
+  std::byte out[1024];
+  size_t len = 0;
+  EXPECT_EQ(r.read(out, len), RingReader::Read::kLapped);
+  EXPECT_EQ(r.position(), 12u) << "skipped the corrupt slot only";
+  EXPECT_EQ(r.implausible(), 1u);
+  const auto got = drain(r);
+  ASSERT_EQ(got.size(), 9u);
+  EXPECT_EQ(got.back(), 20u);
+}
+
+TEST(ShmPositions, AForgedLanePositionDoesNotLoseTheHeartbeats) {
+  RingWriter w(opts(unique_name("lane"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  std::byte hb[16] = {};
+  auto beat = [&](uint64_t i) {
+    std::memcpy(hb, &i, 8);
+    w.write_unsequenced({hb, sizeof hb});
+  };
+  for (uint64_t i = 0; i < 3 * kLaneSlots; ++i) beat(i);
+  Forger f(w.path());
+  f.lane_position(kFar);
+  // Lapped on the lane with the lane position forged: resume where the
+  // lane's own slots say, and get heartbeats (they used to stop for good).
+  auto got = drain(r);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), 3 * kLaneSlots - 1);
+  EXPECT_GE(r.implausible(), 1u);
+  beat(3 * kLaneSlots);
+  f.lane_position(kFar);
+  EXPECT_EQ(drain(r), std::vector<uint64_t>{3 * kLaneSlots});
+
+  // A new reader placed while the lane position is forged starts after the
+  // newest heartbeat there.
+  RingReader late(w.path());
+  late.seek_to_writer();
+  EXPECT_TRUE(drain(late).empty());
+  beat(3 * kLaneSlots + 1);
+  EXPECT_EQ(drain(late), std::vector<uint64_t>{3 * kLaneSlots + 1});
+}
+
+TEST(ShmPositions, AnHonestRingIsNeverCalledImplausible) {
+  RingWriter w(opts(unique_name("honest"), 32), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  std::byte hb[16] = {};
+  for (uint64_t s = 1; s <= 5000; ++s) {
+    put(w, s);
+    if (s % 7 == 0) w.write_unsequenced({hb, sizeof hb});
+    if (s % 100 == 0) (void)drain(r);
+    if (s % 1000 == 0) r.refresh(monotonic_ns());
+  }
+  (void)drain(r);
+  RingReader late(w.path());
+  late.seek_to_writer();
+  EXPECT_EQ(late.position(), 5001u);
+  EXPECT_EQ(r.implausible(), 0u);
+  EXPECT_EQ(late.implausible(), 0u);
+}
+
+}  // namespace
+}  // namespace mdcast::media::shm
