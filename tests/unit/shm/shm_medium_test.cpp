@@ -61,7 +61,7 @@ struct Engine final : ControlEvents {
   }
   void on_control_disconnected() noexcept override { ++disconnected; }
   void on_control_frame(std::span<const std::byte>, uint64_t) noexcept override { ++frames; }
-  void on_retransmitted(uint32_t, uint32_t, std::span<const std::span<const std::byte>>, uint64_t) noexcept override {}
+  void on_retransmitted(uint32_t, uint64_t, std::span<const std::span<const std::byte>>, uint64_t) noexcept override {}
 };
 
 // A publisher's control side that answers every frame with itself.
