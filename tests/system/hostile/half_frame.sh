@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# A 4 MiB length prefix and a few bytes, then nothing, from a client that
+# never subscribed and from one that did: the publisher closes both
+# connections within a timeout (it holds no half-sent frame, nor its buffer,
+# forever), and the feed is undisturbed.
+source "$(dirname "$0")/hostile_lib.sh"
+CLOSE_WITHIN=${HOSTILE_CLOSE_WITHIN_S:-5}
+# The feed outlasts the wait: a close seen within it is the publisher's
+# decision, not its exit.
+DURATION=$((CLOSE_WITHIN + 3))s
+
+start_feed
+start_attack cold half-frame "shm:$NAME" --seconds "$CLOSE_WITHIN"
+start_attack warm half-frame "shm:$NAME" --seconds "$CLOSE_WITHIN" --subscribe-first
+finish_attack cold $((CLOSE_WITHIN + 10))
+finish_attack warm $((CLOSE_WITHIN + 10))
+for a in cold warm; do
+  closed=$(attack_value $a closed)
+  figure "${a}_closed_after_ms" "$(attack_value $a closed_after_ms)"
+  expect "the publisher closed the $a client's half-sent frame within ${CLOSE_WITHIN} s" [ "${closed:-0}" = 1 ]
+done
+expect "the subscribed attacker was a subscribed client" [ "$(attack_value warm subscribed)" = 1 ]
+expect "the publisher was still publishing when the attacks ended" kill -0 "$PID_pub"
+finish_feed
+conclude
