@@ -196,6 +196,20 @@ check_delivered() {
   done
 }
 
+# check_rate: the attack did not slow the feed: the publisher published at
+# least 90% of the messages due at RATE over DURATION (its paced loop catches
+# up after short stalls; a control plane that keeps stalling it cannot).
+check_rate() {
+  local published want
+  published=$(toml_get "$WORK/pub.toml" messages 2>/dev/null || true)
+  want=$(awk -v r="$RATE" -v d="$DURATION" 'BEGIN {
+    m = 1; if (r ~ /[kK]$/) m = 1e3; if (r ~ /M$/) m = 1e6; sub(/[kKM]$/, "", r); sub(/s$/, "", d)
+    printf "%d", r * m * d }')
+  figure published "${published:-?}"
+  expect "the publisher kept its rate: ${published:-?} of ${want} messages due (>= 90%)" \
+    [ $(( ${published:-0} * 10 )) -ge $(( want * 9 )) ]
+}
+
 # publisher_counter KEY: from its result file, or its counters file if it left none.
 publisher_counter() {
   local v=""
@@ -233,6 +247,7 @@ finish_feed() {
   finish_publisher
   check_books sub1 sub2
   check_delivered sub1 sub2
+  check_rate
   check_costs
 }
 

@@ -30,6 +30,7 @@ finish_subscribers sub1 sub2
 finish_publisher
 check_books sub1 sub2
 check_delivered sub1
+check_rate
 last=$(toml_get "$WORK/pub.toml" last_sequence 2>/dev/null || true)
 live=$(toml_get "$WORK/sub2.toml" sub.datagrams_received 2>/dev/null || true)
 figure late_joiner_live_datagrams "${live:-?}"
