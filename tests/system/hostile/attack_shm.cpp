@@ -159,6 +159,7 @@ int scribble_position(const RingTarget& t, uint64_t value, double seconds) {
   auto& published = header_word(hdr, shm::kPublishedOffset);
   auto& event = header_word(hdr, shm::kEventOffset);
   fmt::print("scribble-position: {}: published position := {} for {} s\n", path, value, seconds);
+  std::fflush(stdout);  // the scenario starts its late joiner on this line
   const uint64_t t0 = monotonic_ns();
   const uint64_t end = t0 + static_cast<uint64_t>(seconds * 1e9);
   uint64_t writes = 0, restored = 0, last_real = 0;
