@@ -158,7 +158,8 @@ struct RingTarget {
 };
 int squat(const RingTarget& t, double seconds, unsigned uid, const std::string& control);
 int scribble_position(const RingTarget& t, uint64_t value, double seconds);
-int truncate_ring(const RingTarget& t, uint64_t bytes);
+// As `uid` when given (root only): what another local user can do to the ring.
+int truncate_ring(const RingTarget& t, uint64_t bytes, std::optional<unsigned> uid);
 
 // ---------------------------------------------------------------- inline --
 

@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
   tr->add_option("name", ring.name, "feed name")->required();
   tr->add_option("--bytes", bytes, "new file size");
   tr->add_option("--dir", ring.dir, "ring directory (default: where the library looks)");
+  std::optional<unsigned> tr_uid;
+  tr->add_option("--uid", tr_uid, "act as this user (root only): another local account");
 
   CLI11_PARSE(app, argc, argv);
   install_signal_handlers();
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
     if (cred->parsed()) return bad_credentials(address, seconds, cred_clients);
     if (sq->parsed()) return squat(ring, seconds, uid, control);
     if (scr->parsed()) return scribble_position(ring, value, seconds);
-    if (tr->parsed()) return truncate_ring(ring, bytes);
+    if (tr->parsed()) return truncate_ring(ring, bytes, tr_uid);
   } catch (const Error& e) {
     fmt::print(stderr, "mdcast_attack: {}\n", e.what());
     return 1;
