@@ -20,7 +20,7 @@ namespace example {
 
 struct Args {
   std::string medium = "shm";    // shm | verbs
-  std::string name = "example";  // shm: the feed (ring mdcast-<name>.ring, control socket @mdcast/<name>)
+  std::string name = "example";  // shm: the feed (ring mdcast-<name>.ring, control socket @mdcast/<name>.<random>, in the ring header)
   unsigned subscribers = 1;      // publisher: how many to wait for before the first message
   unsigned rounds = 3;           // publisher: rounds of order activity per instrument
   std::string local_ip;          // verbs: this host's address on the RDMA device
