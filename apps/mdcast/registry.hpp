@@ -51,6 +51,7 @@ struct ShmEntry {
     o.group = s.shm.group;
     o.max_bytes = s.shm.max_bytes;
     o.publisher_user = s.shm.publisher_user;
+    o.control_server = s.control_server;
     return o;
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {

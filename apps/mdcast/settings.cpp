@@ -203,6 +203,23 @@ const std::map<std::string, Key>& registry() {
         [](Settings& s, const std::string& v) { s.shm.max_bytes = parse_size(v); });
     add("shm.publisher_user", "subscriber: user (name or uid) whose ring it trusts; empty: its own user",
         [](Settings& s, const std::string& v) { s.shm.publisher_user = v; });
+    // [control]: the publisher's control transport (shm's Unix socket; TCP for UDP)
+    add("control.max_clients", "publisher: admitted (authenticated, subscribed) control clients at most",
+        [](Settings& s, const std::string& v) { s.control_server.max_clients = parse_uint<size_t>(v, 1, 1u << 20); });
+    add("control.max_unadmitted", "publisher: connections not yet admitted at most (the oldest makes room for a new one)",
+        [](Settings& s, const std::string& v) { s.control_server.max_unadmitted = parse_uint<size_t>(v, 1, 1u << 16); });
+    add("control.reply_budget", "publisher: reply bytes queued for all clients together (the largest queue is cut past it)",
+        [](Settings& s, const std::string& v) { s.control_server.reply_budget_bytes = parse_size(v); });
+    add("control.client_reply_share", "publisher: reply bytes one client may have queued unread (then it is cut off)",
+        [](Settings& s, const std::string& v) { s.control_server.client_reply_bytes = parse_size(v); });
+    add("control.frames_per_poll", "publisher: control requests handled per poll of the publishing thread",
+        [](Settings& s, const std::string& v) { s.control_server.frames_per_poll = parse_uint<size_t>(v, 1, 1u << 16); });
+    add("control.unadmitted_timeout", "publisher: a connection not admitted within this is closed",
+        [](Settings& s, const std::string& v) { s.control_server.unadmitted_timeout_ns = parse_duration(v); });
+    add("control.partial_frame_timeout", "publisher: a frame begun and not finished within this closes the connection",
+        [](Settings& s, const std::string& v) { s.control_server.partial_frame_timeout_ns = parse_duration(v); });
+    add("control.idle_timeout", "publisher: an admitted client that sends nothing for this long is closed",
+        [](Settings& s, const std::string& v) { s.control_server.idle_timeout_ns = parse_duration(v); });
     // [verbs]
     add("verbs.device", "RDMA device (default: the one owning local_ip)", [](Settings& s, const std::string& v) { s.verbs.device = v; });
     add("verbs.port", "device port", [](Settings& s, const std::string& v) { s.verbs.port = parse_uint<uint8_t>(v, 1, 255); });

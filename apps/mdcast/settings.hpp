@@ -13,6 +13,7 @@
 #include "mdcast/core/idle.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/media/fault/fault.hpp"
+#include "mdcast/media/stream/stream_server.hpp"
 
 namespace mdcast::app {
 
@@ -105,6 +106,7 @@ struct Settings {
   PublisherOptions pub;
   SubscriberOptions sub;
   ShmOptions shm;
+  media::StreamServerConfig control_server;  // [control]: what the publisher's control transport allows one client
   VerbsSettings verbs;
   DemoOptions demo;
 };

@@ -66,7 +66,7 @@ std::string new_control_address(const Options& o) {
 // ------------------------------------------------------------- publisher --
 
 PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
-    : server_(new_control_address(o)), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
+    : server_(new_control_address(o), o.control_server), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
 
 feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
   if (c.max_datagram > ring_.max_datagram())

@@ -58,6 +58,8 @@ struct Options {
   // Where a subscriber reports what it refused (a control peer that is not
   // the ring's writer); null: stderr, prefixed "mdcast-shm: ".
   std::function<void(std::string_view)> log;
+  // Publisher: what its control socket allows one client (docs/security.md).
+  StreamServerConfig control_server;
 };
 
 // o.control if set, else "unix:@mdcast/<name>.<16 hex digits from getrandom>":
