@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "mdcast/book/order_book.hpp"
+#include "mdcast/feed/auth.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/reassembler.hpp"
@@ -256,6 +257,17 @@ class SubscriberCore : public media::ControlEvents {
   }
   void set_error(std::string_view a, std::string_view b, std::string_view c = {}) noexcept;
 
+  // subscriber_auth.cpp: with cfg_.secret, the mutual handshake comes before
+  // the subscription, and until the publisher has proven itself no other
+  // frame from it is acted on.
+  [[nodiscard]] bool auth_pending() const noexcept { return cfg_.secret && auth_.stage != ClientAuth::Stage::kProven; }
+  void send_hello(uint64_t now) noexcept;
+  // True when the frame belonged to the handshake or was ignored for want of it.
+  bool on_auth_frame(std::span<const std::byte> frame, uint64_t now) noexcept;
+  // True when an error reply refused our proof.
+  bool auth_refused(uint32_t rid, const wire::ErrorReply& b) noexcept;
+  void auth_failed(std::string_view why) noexcept;
+
   ControlChannel* ctl_;
   Reassembler reasm_;
 
@@ -286,6 +298,7 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t last_status_ = 0;
   uint32_t next_rid_ = 1;
   std::string last_error_;
+  ClientAuth auth_;
 };
 
 }  // namespace mdcast::feed
