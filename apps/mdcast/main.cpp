@@ -175,6 +175,9 @@ int main(int argc, char** argv) {
     if (stat->parsed()) return run_stat(stat_args);
     if (verify->parsed()) return run_verify(verify_pub, verify_subs);
     if (secret_new->parsed()) {
+      if (!wire::valid_identity(secret_identity))
+        fail("secret new --identity: an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +", wire::auth::kMaxIdentity);
+      with_context("secret new --instruments", [&] { (void)feed::parse_entitlement(secret_instruments); });
       std::string line = feed::format_secret_line(secret_identity, feed::SecretKey::random(), secret_instruments);
       fmt::print("{}", line);
       wire::wipe(line);

@@ -272,8 +272,8 @@ Entitlement parse_entitlement(std::string_view t) {
 
 std::string format_secret_line(std::string_view identity, const SecretKey& key, std::string_view instruments) {
   if (!wire::valid_identity(identity) || looks_like_secret(identity))
-    fail("identity '{}' must be 1-{} characters of A-Z a-z 0-9 . _ - @ + (and not 64 hex digits)",
-         wire::valid_identity(identity) ? identity : std::string_view("<invalid>"), wire::auth::kMaxIdentity);
+    fail("an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +, and not 64 hex digits (which reads as a secret)",
+         wire::auth::kMaxIdentity);
   (void)parse_entitlement(instruments);  // the line must read back
   std::string hex = key.to_hex();
   std::string line;
