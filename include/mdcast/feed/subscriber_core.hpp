@@ -123,6 +123,14 @@ class SubscriberCore : public media::ControlEvents {
   [[nodiscard]] size_t buffered() const noexcept;
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
   [[nodiscard]] bool subscribe_refused() const noexcept { return subscribe_refused_; }
+  // With a secret configured: the publisher of the current (or, while
+  // reconnecting, the last) control connection proved it knows the secret,
+  // and did not refuse ours since; always true on an open feed. The data
+  // plane is not covered by the handshake: whatever confirms datagrams
+  // through the control plane should insist on this.
+  [[nodiscard]] bool publisher_proven() const noexcept {
+    return !cfg_.secret || auth_.stage == ClientAuth::Stage::kProven;
+  }
   [[nodiscard]] const SubscriberConfig& config() const noexcept { return cfg_; }
 
  protected:
