@@ -8,6 +8,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev            # libFuzzer + sanitizer runtimes
   libcli11-dev libtomlplusplus-dev libfmt-dev
+  libsodium-dev                       # the control plane's challenge-response (HMAC-SHA-256, CSPRNG)
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev librdmacm-dev ibverbs-providers
   perftest                            # the verbs bench's independent baseline (ib_send_lat/_bw)

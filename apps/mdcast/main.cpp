@@ -5,6 +5,7 @@
 //   stat       live counters of running mdcast processes
 //   verify     compare result files (books identical?)
 //   bench      latency, throughput, fan-out vs the medium's raw baseline (apps/bench)
+//   secret new a secrets-file line with a fresh random secret
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/feed/auth.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
 
@@ -73,12 +75,14 @@ void publisher_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--pacing-rate", "publisher.pacing_rate", "fixed pacing rate");
   flag(app, f, "--linger", "publisher.linger", "serve recovery this long after the end");
   flag(app, f, "--crc", "publisher.crc", "CRC-32C in every datagram (true/false)");
+  flag(app, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600)");
 }
 
 void subscriber_flags(CLI::App* app, Flags& f, bool demo) {
   if (!demo) flag(app, f, "--instruments", "subscriber.instruments", "all | ids such as 0-9,20");
   if (demo) flag(app, f, "--filter", "subscriber.instruments", "all | ids such as 0-9,20");
-  flag(app, f, "--credential", "subscriber.credential", "credential for entitlements");
+  flag(app, f, "--identity", "subscriber.identity", "identity proven to the publisher");
+  flag(app, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600)");
   flag(app, f, "--verify", "subscriber.verify", "check books against heartbeat checksums");
   if (!demo) flag(app, f, "--print", "subscriber.print", "print every delivered message");
   flag(app, f, "--capacity", "subscriber.capacity", "capacity reported for slowest pacing (msg/s)");
@@ -130,6 +134,15 @@ int main(int argc, char** argv) {
   BenchArgs bench_args;
   auto* bench = add_bench_command(app, bench_args);
 
+  std::string secret_identity, secret_instruments = "all";
+  auto* secret = app.add_subcommand("secret", "secrets for authenticated feeds");
+  secret->require_subcommand(1);
+  auto* secret_new = secret->add_subcommand(
+      "new", "print a secrets-file line with a fresh random secret: add it to the publisher's publisher.secrets "
+             "file and to the subscriber's subscriber.secret_file (both chmod 600)");
+  secret_new->add_option("--identity", secret_identity, "the client's name (1-64 of A-Z a-z 0-9 . _ - @ +)")->required();
+  secret_new->add_option("--instruments", secret_instruments, "what it may receive: all, or ids such as 0-99,200");
+
   std::string verify_pub;
   std::vector<std::string> verify_subs;
   auto* verify = app.add_subcommand("verify", "compare subscriber result files with the publisher's");
@@ -161,6 +174,15 @@ int main(int argc, char** argv) {
     }
     if (stat->parsed()) return run_stat(stat_args);
     if (verify->parsed()) return run_verify(verify_pub, verify_subs);
+    if (secret_new->parsed()) {
+      if (!wire::valid_identity(secret_identity))
+        fail("secret new --identity: an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +", wire::auth::kMaxIdentity);
+      with_context("secret new --instruments", [&] { (void)feed::parse_entitlement(secret_instruments); });
+      std::string line = feed::format_secret_line(secret_identity, feed::SecretKey::random(), secret_instruments);
+      fmt::print("{}", line);
+      wire::wipe(line);
+      return 0;
+    }
     if (bench->parsed()) return run_bench(s, bench_args);
   } catch (const Error& e) {
     fmt::print(stderr, "mdcast: {}\n", e.what());

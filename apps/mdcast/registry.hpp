@@ -82,17 +82,20 @@ struct VerbsEntry {
     o.control_ip = s.verbs.control_ip;
     o.control_port = s.verbs.control_port;
     o.adaptive = s.feed.idle == IdleMode::kBlock;
-    // The ring holds unfiltered datagrams: READ would bypass entitlements.
-    o.rdma_read = s.verbs.rdma_read && s.pub.entitlements.empty();
+    // The ring holds unfiltered datagrams and its key is advertised when the
+    // RC connection is accepted, before any handshake: READ would bypass
+    // authentication and entitlements.
+    o.rdma_read = s.verbs.rdma_read && s.pub.secrets.empty();
     o.rate = s.verbs.rate;
     o.retransmit_bytes = s.pub.retransmit_bytes;
     if (!s.verbs.log_setup) o.log = [](std::string_view) {};  // failures still surface as errors and counters
     return o;
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint32_t) {
-    if (!s.pub.entitlements.empty() && s.verbs.rdma_read)
-      fmt::print(stderr, "mdcast publish: entitlements configured: RDMA READ of the retransmit ring is off "
-                         "(it would bypass them); retransmissions go through the control plane\n");
+    if (!s.pub.secrets.empty() && s.verbs.rdma_read)
+      fmt::print(stderr, "mdcast publish: secrets configured: RDMA READ of the retransmit ring is off "
+                         "(it would bypass authentication and entitlements); retransmissions go through the "
+                         "control plane\n");
     return std::make_unique<Publisher>(options(s));
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }

@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/feed/auth.hpp"
 
 namespace mdcast::app {
 namespace {
@@ -157,6 +158,8 @@ const std::map<std::string, Key>& registry() {
       s.pub.wait_subscribers = parse_uint<uint32_t>(v, 0, 100000);
     });
     add("publisher.result", "write a result file at the end", [](Settings& s, const std::string& v) { s.pub.result = v; });
+    add("publisher.secrets", "secrets file (identity, secret, entitlement per line; chmod 600): clients must prove an identity",
+        [](Settings& s, const std::string& v) { s.pub.secrets = v; });
     // [subscriber]
     add("subscriber.instruments", "all | id list such as 0-9,20", [](Settings& s, const std::string& v) {
       if (v == "all") {
@@ -167,7 +170,13 @@ const std::map<std::string, Key>& registry() {
         s.sub.instruments = parse_id_list(v);
       }
     });
-    add("subscriber.credential", "credential presented to the publisher", [](Settings& s, const std::string& v) { s.sub.credential = v; });
+    add("subscriber.identity", "identity proven to the publisher (its line in subscriber.secret_file)",
+        [](Settings& s, const std::string& v) {
+          if (!wire::valid_identity(v)) fail("'{}' is not an identity (1-64 characters of A-Z a-z 0-9 . _ - @ +)", v);
+          s.sub.identity = v;
+        });
+    add("subscriber.secret_file", "file with this subscriber's identity and secret (chmod 600): authenticate, mutually",
+        [](Settings& s, const std::string& v) { s.sub.secret_file = v; });
     add("subscriber.verify", "check books against heartbeat checksums", [](Settings& s, const std::string& v) { s.sub.verify = parse_bool(v); });
     add("subscriber.print", "print every delivered message", [](Settings& s, const std::string& v) { s.sub.print = parse_bool(v); });
     add("subscriber.capacity", "messages/s reported to the publisher (slowest pacing)", [](Settings& s, const std::string& v) {
@@ -277,6 +286,17 @@ std::string where_of(const std::string& path, const toml::node& n) {
   return fmt::format("{}:{}", path, n.source().begin.line);
 }
 
+// Keys that no longer exist, with what replaced them.
+const char* removed_key(const std::string& key) {
+  if (key == "subscriber.credential")
+    return "credentials no longer travel: give the subscriber subscriber.identity and subscriber.secret_file "
+           "(a line made by `mdcast secret new`)";
+  if (key == "publisher.entitlement")
+    return "credentials no longer travel: list identities, secrets and entitlements in a secrets file "
+           "(`mdcast secret new --identity NAME --instruments LIST`) and set publisher.secrets to its path";
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view to_string(MediumKind m) {
@@ -344,7 +364,10 @@ std::string format_duration(uint64_t ns) {
 void apply_setting(Settings& s, const std::string& key, const std::string& value, const std::string& where) {
   const auto& r = registry();
   auto it = r.find(key);
-  if (it == r.end()) fail("{}: unknown setting '{}'", where, key);
+  if (it == r.end()) {
+    if (const char* why = removed_key(key)) fail("{}: setting '{}' was removed: {}", where, key, why);
+    fail("{}: unknown setting '{}'", where, key);
+  }
   try {
     it->second.set(s, value);
   } catch (const Error& e) {
@@ -367,34 +390,7 @@ void load_config(Settings& s, const std::string& path) {
     if (!tab) fail("{}: '{}' must be a [section] (feed, publisher, subscriber, shm, demo)", where_of(path, node), section.str());
     for (const auto& [k, v] : *tab) {
       const std::string key = std::string(section.str()) + "." + std::string(k.str());
-      if (key == "publisher.entitlement") {
-        const auto* arr = v.as_array();
-        if (!arr) fail("{}: publisher.entitlement must be an array of tables [[publisher.entitlement]]", where_of(path, v));
-        for (const auto& e : *arr) {
-          const auto* et = e.as_table();
-          if (!et) fail("{}: each [[publisher.entitlement]] must be a table", where_of(path, e));
-          feed::Entitlement ent;
-          for (const auto& [ek, ev] : *et) {
-            if (ek == "credential") ent.credential = node_text(ev);
-            else if (ek == "instruments") {
-              const std::string txt = node_text(ev);
-              ent.all = txt == "all";
-              if (!ent.all) {
-                try {
-                  ent.instruments = parse_id_list(txt);
-                } catch (const Error& x) {
-                  fail("{}: publisher.entitlement.instruments: {}", where_of(path, ev), x.what());
-                }
-              }
-            } else {
-              fail("{}: unknown key '{}' in [[publisher.entitlement]] (credential, instruments)", where_of(path, ev), ek.str());
-            }
-          }
-          if (ent.credential.empty()) fail("{}: [[publisher.entitlement]] needs a credential", where_of(path, e));
-          s.pub.entitlements.push_back(std::move(ent));
-        }
-        continue;
-      }
+      if (const char* why = removed_key(key)) fail("{}: '{}' was removed: {}", where_of(path, v), key, why);
       if (!r.count(key)) {
         std::string known;
         for (const auto& [rk, _] : r)
@@ -434,7 +430,9 @@ feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
 
 feed::ControlConfig control_config(const Settings& s) {
   feed::ControlConfig cc;
-  cc.entitlements = s.pub.entitlements;
+  if (!s.pub.secrets.empty())
+    cc.secrets = std::make_shared<const feed::PublisherSecrets>(
+        with_context("publisher.secrets", [&] { return feed::PublisherSecrets::load(s.pub.secrets); }));
   return cc;
 }
 
@@ -442,7 +440,11 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   feed::SubscriberConfig sc;
   sc.channel = s.feed.channel;
   sc.sender_id = s.sub.sender_id;
-  sc.credential = s.sub.credential;
+  if (!s.sub.identity.empty() && s.sub.secret_file.empty())
+    fail("subscriber.identity '{}' needs subscriber.secret_file, the file with its secret", s.sub.identity);
+  if (!s.sub.secret_file.empty())
+    sc.secret = std::make_shared<const feed::ClientSecret>(with_context(
+        "subscriber.secret_file", [&] { return feed::ClientSecret::load(s.sub.secret_file, s.sub.identity); }));
   sc.all_instruments = s.sub.all_instruments;
   sc.instruments = s.sub.instruments;
   sc.window_bytes = s.sub.window_bytes;

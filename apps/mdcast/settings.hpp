@@ -47,7 +47,7 @@ struct PublisherOptions {
   uint64_t linger_ns = 3 * kNsPerSec; // keep serving recovery after the end of the session
   bool crc = false;
   uint32_t sender_id = 1;
-  std::vector<feed::Entitlement> entitlements;
+  std::string secrets;               // secrets file: identities, secrets, entitlements (empty: an open feed)
   std::string result;                // write a result file here at the end
   uint64_t session = 0;
   uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
@@ -56,7 +56,8 @@ struct PublisherOptions {
 struct SubscriberOptions {
   bool all_instruments = true;
   std::vector<uint32_t> instruments;
-  std::string credential;
+  std::string identity;              // who this subscriber proves to be (empty: the secret file's only line)
+  std::string secret_file;           // its secret (empty: an open feed, no authentication)
   bool verify = true;                // heartbeat checksums
   bool print = false;
   uint64_t capacity = 0;

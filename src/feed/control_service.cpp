@@ -11,7 +11,11 @@ namespace mdcast::feed {
 using namespace wire;
 
 ControlService::ControlService(const ControlConfig& cfg, PublisherCore& core, ControlCounters* counters)
-    : cfg_(cfg), core_(core), filter_buf_(core.config().max_datagram) {
+    : cfg_(cfg),
+      core_(core),
+      filter_buf_(core.config().max_datagram),
+      dummy_key_(cfg.secrets ? SecretKey::random() : SecretKey{}),
+      backoff_(cfg.auth_delay_min_ns, cfg.auth_delay_max_ns, cfg.auth_delay_decay_ns) {
   if (counters) {
     counters_ = counters;
   } else {
@@ -39,8 +43,8 @@ bool ControlService::reject(ClientId c, Client& cl, uint32_t rid, ErrorCode code
 
 bool ControlService::entitled(const Client& cl, uint32_t inst) const noexcept {
   if (!cl.entitlement || cl.entitlement->all) return true;
-  const auto& v = cl.entitlement->instruments;
-  return std::find(v.begin(), v.end(), inst) != v.end();
+  const auto& v = cl.entitlement->instruments;  // sorted (parse_entitlement)
+  return std::binary_search(v.begin(), v.end(), inst);
 }
 
 bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) {
@@ -50,6 +54,7 @@ bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint
     it = clients_.find(c);
   }
   Client& cl = it->second;
+  if (auto verdict = gate(c, cl, frame, now, out)) return *verdict;
   std::string why;
   auto parsed = parse_control(frame, &why);
   if (!parsed) {
@@ -94,12 +99,8 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Subscrib
                   fmt::format("channel {} is not published here (this publisher serves channel {})", s.channel,
                               core_.config().channel),
                   out);
-  const Entitlement* ent = nullptr;
-  if (!cfg_.entitlements.empty()) {
-    for (const auto& e : cfg_.entitlements)
-      if (e.credential == s.credential) ent = &e;
-    if (!ent) return reject(c, cl, rid, ErrorCode::kBadCredential, "credential not recognised", out);
-  }
+  // gate() let only proven clients through on a feed with secrets.
+  const Entitlement* ent = cl.auth.entry ? &cl.auth.entry->entitlement : nullptr;
   const uint32_t n_inst = core_.books().max_instruments();
   Client probe = cl;
   probe.entitlement = ent;
@@ -113,7 +114,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Subscrib
                       fmt::format("instrument {} outside this feed's range [0, {})", i, n_inst), out);
       if (!entitled(probe, i))
         return reject(c, cl, rid, ErrorCode::kNotEntitled,
-                      fmt::format("credential is not entitled to instrument {}", i), out);
+                      fmt::format("identity '{}' is not entitled to instrument {}", cl.auth.identity, i), out);
       set[i] = true;
     }
   }
@@ -281,6 +282,7 @@ bool ControlService::handle(ClientId, Client& cl, const StatusReport& r, uint64_
 }
 
 void ControlService::tick(uint64_t now) {
+  tick_auth(now);
   const PacingConfig& p = core_.config().pacing;
   uint64_t slowest = 0;
   for (const auto& [id, cl] : clients_) {
@@ -293,6 +295,13 @@ void ControlService::tick(uint64_t now) {
     const double rate = slowest ? std::max(p.min_rate, static_cast<double>(slowest)) : p.rate;
     if (rate != core_.pacer().rate()) core_.set_pacing_rate(rate);
   }
+}
+
+bool ControlService::admitted(ClientId c) const noexcept {
+  const auto it = clients_.find(c);
+  if (it == clients_.end()) return false;
+  const Client& cl = it->second;
+  return cl.subscribed && (!cfg_.secrets || cl.auth.stage == ServerAuth::Stage::kOk);
 }
 
 size_t ControlService::subscribed_clients() const noexcept {

@@ -18,6 +18,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   subscribed_ = false;
   subscribe_refused_ = false;
   query_sent_ = false;
+  auth_ = {};  // a new connection proves both sides again
   mark_unsent();  // also when no disconnect was reported: a new connection is a new conversation
   send_subscribe(now);
 }
@@ -30,6 +31,7 @@ void SubscriberCore::on_control_disconnected() noexcept {
 }
 
 void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept {
+  if (cfg_.secret && on_auth_frame(frame, now)) return;
   std::string why;
   // parse_control is noexcept: out of memory there comes back as a malformed
   // frame, and is counted the same way below.
@@ -54,6 +56,7 @@ void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t
         } else if constexpr (std::is_same_v<T, wire::SessionStatus>) {
           on_session_status(rid, b, now);
         } else if constexpr (std::is_same_v<T, wire::ErrorReply>) {
+          if (cfg_.secret && auth_refused(rid, b)) return;
           on_error_reply(rid, b);
         }
         // Requests (a publisher never sends them) are ignored.
@@ -103,11 +106,18 @@ void SubscriberCore::poll(uint64_t now) noexcept {
 }
 
 void SubscriberCore::send_subscribe(uint64_t now) noexcept {
+  if (auth_pending()) {
+    // The subscription waits for the handshake; a hello unanswered by its
+    // deadline is sent again (with a fresh nonce).
+    const bool due = auth_.stage == ClientAuth::Stage::kIdle ||
+                     (auth_.stage == ClientAuth::Stage::kHelloSent && now >= subscribe_deadline_);
+    if (due) send_hello(now);
+    return;
+  }
   try {
     wire::Subscribe s;
     s.channel = cfg_.channel;
     s.sender_id = cfg_.sender_id;
-    s.credential = cfg_.credential;
     s.instruments.all = cfg_.all_instruments;
     if (!cfg_.all_instruments)
       for (uint32_t i = 0; i < n_inst_; ++i)

@@ -8,7 +8,7 @@ namespace mdcast::wire {
 namespace {
 
 // Subscribe
-constexpr size_t kSubChannel = 12, kSubCredLen = 14, kSubSender = 16, kSubCount = 20, kSubCred = 24;
+constexpr size_t kSubChannel = 12, kSubReserved = 14, kSubSender = 16, kSubCount = 20, kSubIds = 24;
 // SubscribeAck
 constexpr size_t kAckSession = 12, kAckLastSeq = 20, kAckOldest = 28, kAckGranted = 36, kAckSize = 40;
 // Unsubscribe / SnapshotRequest
@@ -29,7 +29,6 @@ constexpr size_t kStPosition = 12, kStLag = 20, kStDrops = 28, kStCapacity = 36,
 constexpr size_t kErrCode = 12, kErrLen = 14, kErrText = 16;
 
 constexpr size_t kMaxSetIds = 1u << 20;  // bounds a hostile instrument list
-constexpr size_t kMaxCredential = 256;
 constexpr size_t kMaxErrorText = 1024;
 
 std::vector<std::byte> frame(CtlType t, uint32_t request_id, size_t body_size) {
@@ -106,31 +105,20 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
     const std::byte* p = f.data();
     switch (type) {
       case CtlType::kSubscribe: {
-        if (!need(f, kSubCred, why, "subscribe")) return std::nullopt;
+        if (!need(f, kSubIds, why, "subscribe")) return std::nullopt;
         Subscribe s;
         s.channel = load_le<uint16_t>(p + kSubChannel);
         s.sender_id = load_le<uint32_t>(p + kSubSender);
-        const auto cl = load_le<uint16_t>(p + kSubCredLen);
-        if (cl > kMaxCredential) {
-          if (why) *why = fmt::format("credential of {} bytes exceeds {}", cl, kMaxCredential);
+        // Where a credential's length once was: a client that still sends
+        // one must hear why it is refused (its secret travelled).
+        if (const auto legacy = load_le<uint16_t>(p + kSubReserved); legacy != 0) {
+          if (why)
+            *why = fmt::format("subscribe carries a {}-byte credential: credentials no longer travel; upgrade the "
+                               "subscriber and give it subscriber.identity and subscriber.secret_file",
+                               legacy);
           return std::nullopt;
         }
-        if (!need(f, kSubCred + cl, why, "subscribe")) return std::nullopt;
-        s.credential.assign(reinterpret_cast<const char*>(p + kSubCred), cl);
-        // The set's count sits before the credential; its ids follow it.
-        const auto n = load_le<uint32_t>(p + kSubCount);
-        if (n == ctl::kAll) {
-          if (!exact(f, kSubCred + cl, why, "subscribe")) return std::nullopt;
-          s.instruments.all = true;
-        } else {
-          if (n > kMaxSetIds || f.size() != kSubCred + cl + size_t{n} * 4) {
-            if (why) *why = fmt::format("subscribe instrument list of {} does not match frame length {}", n, f.size());
-            return std::nullopt;
-          }
-          s.instruments.all = false;
-          s.instruments.ids.resize(n);
-          for (size_t i = 0; i < n; ++i) s.instruments.ids[i] = load_le<uint32_t>(p + kSubCred + cl + 4 * i);
-        }
+        if (!get_set(f, kSubCount, kSubIds, s.instruments, why)) return std::nullopt;
         out.body = std::move(s);
         break;
       }
@@ -271,15 +259,11 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
 }
 
 std::vector<std::byte> encode_control(uint32_t rid, const Subscribe& b) {
-  const size_t cl = std::min(b.credential.size(), kMaxCredential);
-  const size_t ids = b.instruments.all ? 0 : b.instruments.ids.size();
-  auto f = frame(CtlType::kSubscribe, rid, kSubCred - ctl::kHeaderSize + cl + 4 * ids);
+  auto f = frame(CtlType::kSubscribe, rid, kSubCount - ctl::kHeaderSize + set_size(b.instruments));
   store_le<uint16_t>(f.data() + kSubChannel, b.channel);
-  store_le<uint16_t>(f.data() + kSubCredLen, static_cast<uint16_t>(cl));
+  store_le<uint16_t>(f.data() + kSubReserved, 0);
   store_le<uint32_t>(f.data() + kSubSender, b.sender_id);
-  store_le<uint32_t>(f.data() + kSubCount, b.instruments.all ? ctl::kAll : static_cast<uint32_t>(ids));
-  std::memcpy(f.data() + kSubCred, b.credential.data(), cl);
-  for (size_t i = 0; i < ids; ++i) store_le<uint32_t>(f.data() + kSubCred + cl + 4 * i, b.instruments.ids[i]);
+  put_set(f.data() + kSubCount, b.instruments);
   return f;
 }
 

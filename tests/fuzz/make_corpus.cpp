@@ -14,6 +14,7 @@
 #include "mdcast/book/generator.hpp"
 #include "mdcast/feed/control_service.hpp"
 #include "mdcast/feed/publisher_core.hpp"
+#include "mdcast/wire/auth.hpp"
 
 using namespace mdcast;
 using namespace mdcast::wire;
@@ -109,7 +110,7 @@ struct World {
   std::vector<Bytes> snapshot(uint32_t rid, SnapshotRequest req) {
     feed::ControlService svc(feed::ControlConfig{}, *core);
     Sink s;
-    svc.on_frame(1, encode_control(1, Subscribe{cfg.channel, 7, "", {}}), 1, s);
+    svc.on_frame(1, encode_control(1, Subscribe{cfg.channel, 7, {}}), 1, s);
     s.frames.clear();
     svc.on_frame(1, encode_control(rid, req), 1, s);
     return s.frames;
@@ -130,7 +131,6 @@ void datagram_seeds(World& w) {
 
 void control_seeds(World& w) {
   Subscribe s;
-  s.credential = "cred";
   s.instruments.all = false;
   s.instruments.ids = {1, 2};
   RetransmitReplyBuilder rr(3, 100, RetransmitStatus::kOk, 1, 1);
@@ -154,6 +154,25 @@ void control_seeds(World& w) {
   for (const auto& f : frames) append(stream, f);
   for (const auto& f : w.snapshot(9, SnapshotRequest{})) append(stream, f);
   write("fuzz_control", cat({byte(1), byte(0), stream}));
+}
+
+// fuzz_auth: a byte of options, then frames (u16 length + bytes) for the
+// publisher's ControlService with the secrets fuzz_auth.cpp builds in. The
+// seeds start handshakes; option bit 0 has fuzz_auth answer its challenge.
+void auth_seeds() {
+  auto framed = [](const Bytes& f) { return cat({u16(static_cast<uint16_t>(f.size())), f}); };
+  AuthNonce cn{};
+  cn.fill(std::byte{7});
+  const Bytes hello = encode_auth(1, AuthHello{4, "fuzz", cn});
+  write("fuzz_auth", cat({byte(0), framed(hello)}));
+  // Option bit 0: fuzz_auth answers the challenge with the proof it computes
+  // itself (so mutations reach the subscribe that follows).
+  write("fuzz_auth", cat({byte(1), framed(hello), framed(encode_control(2, Subscribe{4, 1, {}})),
+                          framed(encode_control(3, SnapshotRequest{})), framed(encode_control(4, StatusReport{}))}));
+  write("fuzz_auth", cat({byte(0), framed(encode_auth(1, AuthHello{4, "nobody", cn})),
+                          framed(encode_auth(2, AuthProof{})), framed(encode_control(3, Subscribe{4, 1, {}}))}));
+  write("fuzz_auth", cat({byte(0), framed(encode_auth(1, AuthChallenge{})), framed(encode_auth(2, AuthProof{}))}));
+  write("fuzz_auth", cat({byte(2), framed(encode_control(1, Subscribe{4, 1, {}})), framed(hello), framed(hello)}));
 }
 
 void subscriber_seeds() {
@@ -272,6 +291,7 @@ int main(int argc, char** argv) {
   w.opaque(2, 1200);
   datagram_seeds(w);
   control_seeds(w);
+  auth_seeds();
   subscriber_seeds();
   World small(120);
   snapshot_apply_seeds(small);

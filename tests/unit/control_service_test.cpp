@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "auth_support.hpp"
 #include "book_support.hpp"
 #include "mdcast/feed/control_service.hpp"
 #include "support.hpp"
@@ -81,11 +82,10 @@ class ControlServiceTest : public ::testing::Test {
   bool send(ClientId c, const Body& b, uint32_t rid = 1) {
     return svc_.on_frame(c, encode_control(rid, b), now_, out_);
   }
-  bool subscribe(ClientId c, std::string cred = "", InstrumentSet set = {}, uint16_t channel = 4) {
+  bool subscribe(ClientId c, InstrumentSet set = {}, uint16_t channel = 4) {
     Subscribe s;
     s.channel = channel;
     s.sender_id = static_cast<uint32_t>(c);
-    s.credential = std::move(cred);
     s.instruments = std::move(set);
     return send(c, s, 100);
   }
@@ -123,19 +123,19 @@ TEST_F(ControlServiceTest, SubscribeGrantsEverythingWithoutEntitlements) {
 }
 
 TEST_F(ControlServiceTest, SubscribeToAListCountsIt) {
-  EXPECT_TRUE(subscribe(1, "", list({1, 2, 3})));
+  EXPECT_TRUE(subscribe(1, list({1, 2, 3})));
   EXPECT_EQ(only<SubscribeAck>(out_.to(1)).granted, 3u);
 }
 
 TEST_F(ControlServiceTest, SubscribeErrors) {
-  EXPECT_TRUE(subscribe(1, "", {}, 5));
+  EXPECT_TRUE(subscribe(1, {}, 5));
   EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kUnknownChannel);
   out_.clear();
-  EXPECT_TRUE(subscribe(1, "", list({8})));
+  EXPECT_TRUE(subscribe(1, list({8})));
   EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kMalformed) << "id outside the books";
   EXPECT_EQ(out_.to(1)[0].request_id, 100u) << "errors echo the request id";
   out_.clear();
-  EXPECT_TRUE(subscribe(1, "", list({UINT32_MAX})));
+  EXPECT_TRUE(subscribe(1, list({UINT32_MAX})));
   EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kMalformed);
   EXPECT_EQ(svc_.counters().requests_rejected.get(), 3u);
   EXPECT_EQ(svc_.counters().subscribes.get(), 0u);
@@ -230,7 +230,7 @@ TEST_F(ControlServiceTest, RetransmitReplySizeCapGivesAPartialReply) {
     core.commit_open(now_);
     core.mark_sent(core.last_committed(), 0, now_);
   }
-  ASSERT_TRUE(svc.on_frame(1, encode_control(1, Subscribe{4, 1, "", {}}), now_, out));
+  ASSERT_TRUE(svc.on_frame(1, encode_control(1, Subscribe{4, 1, {}}), now_, out));
   out.clear();
   ASSERT_TRUE(svc.on_frame(1, encode_control(2, RetransmitRequest{900, 1, 6}), now_, out));
   const auto r = only<RetransmitReply>(out.to(1));
@@ -240,28 +240,44 @@ TEST_F(ControlServiceTest, RetransmitReplySizeCapGivesAPartialReply) {
   EXPECT_LE(out.frames[0].second.size(), cc.max_reply_bytes);
 }
 
+// Entitlements come with identities: "gold" may have everything, "silver"
+// instruments 1 and 3 (auth_support.hpp). The handshake itself is auth_test's.
 class EntitledTest : public ControlServiceTest {
  protected:
   static ControlConfig entitlements() {
     ControlConfig cc;
-    cc.entitlements = {{"gold", true, {}}, {"silver", false, {1, 3}}};
+    cc.secrets = test_secrets();
     return cc;
   }
   EntitledTest() : ControlServiceTest(entitlements()) {}
+  // Authenticates c as `identity` (once per client), then subscribes.
+  bool subscribe(ClientId c, const std::string& identity, InstrumentSet set = {}) {
+    if (!proven_[c]) {
+      HandClient h;
+      h.id = c;
+      h.identity = identity;
+      h.key_seed = identity == "gold" ? 1 : 2;
+      EXPECT_TRUE(h.authenticate(svc_, out_, now_)) << identity;
+      std::erase_if(out_.frames, [c](const auto& p) { return p.first == c; });  // the challenge
+      proven_[c] = true;
+    }
+    return ControlServiceTest::subscribe(c, std::move(set));
+  }
+  std::map<ClientId, bool> proven_;
 };
 
 TEST_F(EntitledTest, CredentialsAndEntitlements) {
-  EXPECT_TRUE(subscribe(1, "nope"));
-  EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kBadCredential);
-  out_.clear();
-  EXPECT_TRUE(subscribe(1, ""));
-  EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kBadCredential) << "a credential is required";
+  EXPECT_TRUE(ControlServiceTest::subscribe(1));
+  EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kBadCredential) << "authentication is required";
+  EXPECT_FALSE(svc_.admitted(1));
   out_.clear();
   EXPECT_TRUE(subscribe(1, "silver", list({1, 2})));
   EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kNotEntitled);
   out_.clear();
+  EXPECT_FALSE(svc_.admitted(1)) << "authenticated, but no subscription granted yet";
   EXPECT_TRUE(subscribe(1, "silver", list({3})));
   EXPECT_EQ(only<SubscribeAck>(out_.to(1)).granted, 1u);
+  EXPECT_TRUE(svc_.admitted(1));
   out_.clear();
   EXPECT_TRUE(subscribe(2, "silver"));
   EXPECT_EQ(only<SubscribeAck>(out_.to(2)).granted, 2u) << "'all' grants what the credential allows";
@@ -423,7 +439,7 @@ TEST_F(ControlServiceTest, LargeBooksAreChunkedAndFramed) {
     core.commit_open(now_);
     core.mark_sent(core.last_committed(), 0, now_);
   }
-  ASSERT_TRUE(svc.on_frame(1, encode_control(1, Subscribe{4, 1, "", {}}), now_, out));
+  ASSERT_TRUE(svc.on_frame(1, encode_control(1, Subscribe{4, 1, {}}), now_, out));
   out.clear();
   ASSERT_TRUE(svc.on_frame(1, encode_control(2, SnapshotRequest{}), now_, out));
   const auto v = out.to(1);
@@ -453,7 +469,7 @@ TEST_F(ControlServiceTest, GarbageDisconnectsOnlyThatClient) {
   PublisherCore core(pub_config());
   ControlService svc(cc, core);
   Capture out;
-  ASSERT_TRUE(svc.on_frame(2, encode_control(1, Subscribe{4, 2, "", {}}), now_, out));
+  ASSERT_TRUE(svc.on_frame(2, encode_control(1, Subscribe{4, 2, {}}), now_, out));
   const Bytes garbage = from_hex("0c000000ff01000007000000");  // unknown type 255
   const Bytes truncated = from_hex("0500");
   for (int i = 0; i < 3; ++i) {
@@ -514,7 +530,7 @@ class PacingTest : public ::testing::Test {
   void report(ClientId c, uint64_t capacity) {
     ASSERT_TRUE(svc_.on_frame(c, encode_control(0, StatusReport{1, 0, 0, capacity}), now_, out_));
   }
-  void sub(ClientId c) { ASSERT_TRUE(svc_.on_frame(c, encode_control(1, Subscribe{4, 1, "", {}}), now_, out_)); }
+  void sub(ClientId c) { ASSERT_TRUE(svc_.on_frame(c, encode_control(1, Subscribe{4, 1, {}}), now_, out_)); }
   uint64_t now_ = kT;
   PublisherCore core_{cfg()};
   ControlService svc_{ControlConfig{}, core_};
@@ -568,7 +584,7 @@ TEST(ControlServicePacing, FixedModeIsNotOverridden) {
   PublisherCore core(c);
   ControlService svc(ControlConfig{}, core);
   Capture out;
-  ASSERT_TRUE(svc.on_frame(1, encode_control(1, Subscribe{4, 1, "", {}}), kT, out));
+  ASSERT_TRUE(svc.on_frame(1, encode_control(1, Subscribe{4, 1, {}}), kT, out));
   ASSERT_TRUE(svc.on_frame(1, encode_control(0, StatusReport{1, 0, 0, 100}), kT, out));
   EXPECT_EQ(core.pacer().rate(), 7'000.0);
   EXPECT_EQ(svc.counters().slowest_capacity.get(), 100u) << "still reported";

@@ -48,21 +48,20 @@ TEST(WireControl, SubscribeRoundTrips) {
   Subscribe s;
   s.channel = 0xbeef;
   s.sender_id = 0x12345678;
-  s.credential = "secret-token";
   s.instruments.all = false;
   s.instruments.ids = {0, 5, UINT32_MAX - 1};
   const auto r = parse_as<Subscribe>(encode_control(9, s), 9);
   EXPECT_EQ(r.channel, s.channel);
   EXPECT_EQ(r.sender_id, s.sender_id);
-  EXPECT_EQ(r.credential, s.credential);
   EXPECT_FALSE(r.instruments.all);
   EXPECT_EQ(r.instruments.ids, s.instruments.ids);
 
   Subscribe all;
-  all.credential = "";
-  const auto ra = parse_as<Subscribe>(encode_control(1, all), 1);
+  const Bytes fa = encode_control(1, all);
+  EXPECT_EQ(fa.size(), 24u) << "no credential travels: header, channel, 0, sender id, count";
+  EXPECT_EQ(load_le<uint16_t>(fa.data() + 14), 0);
+  const auto ra = parse_as<Subscribe>(fa, 1);
   EXPECT_TRUE(ra.instruments.all);
-  EXPECT_TRUE(ra.credential.empty());
 
   Subscribe none;
   none.instruments.all = false;  // an explicit empty list is not "all"
@@ -208,10 +207,6 @@ TEST(WireControl, SnapshotDoneStatusReportErrorRoundTrip) {
 }
 
 TEST(WireControl, EncodersCapOverlongStrings) {
-  Subscribe s;
-  s.credential.assign(1000, 'c');
-  const auto r = parse_as<Subscribe>(encode_control(1, s), 1);
-  EXPECT_EQ(r.credential.size(), 256u);
   const auto e = parse_as<ErrorReply>(encode_control(1, ErrorReply{ErrorCode::kMalformed, std::string(5000, 'e')}), 1);
   EXPECT_EQ(e.text.size(), 1024u);
 }
@@ -221,7 +216,6 @@ TEST(WireControl, EncodersCapOverlongStrings) {
 // Every valid frame type, for the generic truncation/trailing-byte checks.
 std::vector<std::pair<std::string, Bytes>> every_frame() {
   Subscribe s;
-  s.credential = "cred";
   s.instruments.all = false;
   s.instruments.ids = {1, 2};
   Unsubscribe u;
@@ -330,9 +324,17 @@ TEST(WireControlMalformed, HugeCountsAreRefusedWithoutAllocating) {
 }
 
 TEST(WireControlMalformed, FieldRanges) {
-  Bytes s = encode_control(1, Subscribe{});
-  store_le<uint16_t>(s.data() + 14, 257);  // credential length above the cap
-  expect_malformed(resized(s, s.size() + 257), "credential 257");
+  // Where the credential's length once was: an old client's secret is
+  // refused, with a reason that says what changed.
+  for (uint16_t legacy : {1, 4, 256, 257}) {
+    Bytes s = encode_control(1, Subscribe{});
+    store_le<uint16_t>(s.data() + 14, legacy);
+    Bytes with_cred = resized(s, s.size() + legacy);
+    std::string why;
+    EXPECT_FALSE(parse_control(with_cred, &why)) << legacy;
+    EXPECT_NE(why.find("credentials no longer travel"), std::string::npos) << why;
+    EXPECT_FALSE(parse_control(s, nullptr)) << legacy;
+  }
   Bytes rr = RetransmitReplyBuilder(1, 1, RetransmitStatus::kOk, 1, 1).finish();
   store_le<uint8_t>(rr.data() + 20, 4);
   expect_malformed(rr, "retransmit status 4");

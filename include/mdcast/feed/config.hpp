@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,15 +49,24 @@ struct PublisherConfig {
 };
 
 struct Entitlement {
-  std::string credential;
   bool all = true;
-  std::vector<uint32_t> instruments;  // when !all
+  std::vector<uint32_t> instruments;  // when !all: sorted, no repeats
 };
 
+class PublisherSecrets;  // feed/auth.hpp
+class ClientSecret;
+
 struct ControlConfig {
-  // Empty: every client is entitled to every instrument. Otherwise a client
-  // must present one of these credentials.
-  std::vector<Entitlement> entitlements;
+  // Null: an open feed, every client entitled to every instrument. Otherwise
+  // a client must prove it knows the secret of one of these identities
+  // (mutual challenge-response, feed/auth.hpp) before it may subscribe, and
+  // gets what that identity's entitlement allows.
+  std::shared_ptr<const PublisherSecrets> secrets;
+  // A refused proof is answered after this delay, doubling per failure (for
+  // the whole publisher) up to the max, one doubling forgotten per decay.
+  uint64_t auth_delay_min_ns = 100 * kNsPerMs;
+  uint64_t auth_delay_max_ns = 5 * kNsPerSec;
+  uint64_t auth_delay_decay_ns = 10 * kNsPerSec;
   size_t max_reply_bytes = 256u << 10;     // one retransmit reply frame
   size_t snapshot_frame_bytes = 64u << 10; // one snapshot-data frame
   uint32_t max_errors_per_client = 32;     // then the transport disconnects it
@@ -65,7 +75,9 @@ struct ControlConfig {
 struct SubscriberConfig {
   uint16_t channel = 1;
   uint32_t sender_id = 0;          // own sender id (0: none): datagrams carrying it are own loopback
-  std::string credential;
+  // Set: authenticate (mutually) before subscribing, and never subscribe to a
+  // publisher that cannot prove it knows this secret. Null: an open feed.
+  std::shared_ptr<const ClientSecret> secret;
   bool all_instruments = true;
   std::vector<uint32_t> instruments;  // the filter when !all_instruments
   size_t max_datagram = wire::kMaxDatagram;  // largest datagram accepted (window slot size)

@@ -33,7 +33,15 @@ namespace mdcast::feed {
   X(status_reports, "subscriber status reports received")                         \
   X(session_queries, "session queries answered (subscribers confirming a datagram's claim)") \
   X(slowest_capacity, "lowest capacity reported by a live subscriber (msg/s)")   \
-  X(longest_poll_ns, "longest control-plane poll on the publishing thread (ns)")
+  X(longest_poll_ns, "longest control-plane poll on the publishing thread (ns)")    \
+  X(auth_ok, "clients that proved they know their identity's secret")            \
+  X(auth_failed, "authentication proofs refused (wrong secret or unknown identity)") \
+  X(auth_delayed, "refusals answered after the failure delay")                    \
+  X(auth_delay_ns, "current delay before a refused proof is answered (ns)")       \
+  X(auth_unknown_identity, "hellos naming an identity not in the secrets file")   \
+  X(auth_parked_frames, "frames ignored from clients waiting out a refusal")      \
+  X(auth_required, "requests refused: the client had not authenticated")         \
+  X(auth_protocol_errors, "authentication frames out of order, malformed or on an open feed")
 
 #define MDCAST_SUBSCRIBER_COUNTERS(X)                                              \
   X(datagrams_received, "datagrams received on the data rails")                   \
@@ -79,7 +87,9 @@ namespace mdcast::feed {
   X(rail_a_first, "datagrams whose first copy came on rail A")                    \
   X(rail_b_first, "datagrams whose first copy came on rail B")                    \
   X(next_sequence, "next sequence to deliver")                                    \
-  X(highest_sequence, "highest sequence seen")
+  X(highest_sequence, "highest sequence seen")                                   \
+  X(auth_failures, "handshakes failed: the publisher did not prove itself, or refused us") \
+  X(unauthenticated_frames, "control frames ignored before the publisher proved itself")
 
 MDCAST_DEFINE_COUNTER_STRUCT(PublisherCounters, MDCAST_PUBLISHER_COUNTERS);
 MDCAST_DEFINE_COUNTER_STRUCT(ControlCounters, MDCAST_CONTROL_COUNTERS);

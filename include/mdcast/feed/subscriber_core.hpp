@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "mdcast/book/order_book.hpp"
+#include "mdcast/feed/auth.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/reassembler.hpp"
@@ -130,6 +131,14 @@ class SubscriberCore : public media::ControlEvents {
   [[nodiscard]] size_t buffered() const noexcept;
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
   [[nodiscard]] bool subscribe_refused() const noexcept { return subscribe_refused_; }
+  // With a secret configured: the publisher of the current (or, while
+  // reconnecting, the last) control connection proved it knows the secret,
+  // and did not refuse ours since; always true on an open feed. The data
+  // plane is not covered by the handshake: whatever confirms datagrams
+  // through the control plane should insist on this.
+  [[nodiscard]] bool publisher_proven() const noexcept {
+    return !cfg_.secret || auth_.stage == ClientAuth::Stage::kProven;
+  }
   [[nodiscard]] const SubscriberConfig& config() const noexcept { return cfg_; }
 
  protected:
@@ -284,6 +293,17 @@ class SubscriberCore : public media::ControlEvents {
   }
   void set_error(std::string_view a, std::string_view b, std::string_view c = {}) noexcept;
 
+  // subscriber_auth.cpp: with cfg_.secret, the mutual handshake comes before
+  // the subscription, and until the publisher has proven itself no other
+  // frame from it is acted on.
+  [[nodiscard]] bool auth_pending() const noexcept { return cfg_.secret && auth_.stage != ClientAuth::Stage::kProven; }
+  void send_hello(uint64_t now) noexcept;
+  // True when the frame belonged to the handshake or was ignored for want of it.
+  bool on_auth_frame(std::span<const std::byte> frame, uint64_t now) noexcept;
+  // True when an error reply refused our proof.
+  bool auth_refused(uint32_t rid, const wire::ErrorReply& b) noexcept;
+  void auth_failed(std::string_view why) noexcept;
+
   ControlChannel* ctl_;
   Reassembler reasm_;
 
@@ -327,6 +347,7 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t last_status_ = 0;
   uint32_t next_rid_ = 1;
   std::string last_error_;
+  ClientAuth auth_;
 };
 
 }  // namespace mdcast::feed

@@ -72,10 +72,11 @@ struct InstrumentSet {
   std::vector<uint32_t> ids;
 };
 
+// No credential: secrets never travel. A feed with secrets admits a
+// Subscribe only after the handshake of wire/auth.hpp.
 struct Subscribe {
   uint16_t channel = 0;
   uint32_t sender_id = 0;
-  std::string credential;
   InstrumentSet instruments;
 };
 struct SubscribeAck {

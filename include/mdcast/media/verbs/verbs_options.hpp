@@ -61,8 +61,9 @@ struct Options {
   size_t max_client_backlog = 8u << 20;// replies queued for one client before it is cut off (publisher)
   uint64_t malformed_grace_ns = 100 * kNsPerMs;  // a cut client gets this long to receive its error
   bool rdma_read = true;               // publisher: advertise the ring; subscriber: fetch retransmits by READ.
-                                       // Publisher: set false when entitlements restrict instruments (the
-                                       // ring holds unfiltered datagrams; READ would bypass the filter).
+                                       // Publisher: set false when the feed has secrets (the ring's key is
+                                       // advertised at accept, before any handshake, and the ring holds
+                                       // unfiltered datagrams: READ would bypass authentication and entitlements).
   uint32_t read_max_slots = 64;        // slots fetched per retransmit request by READ (the rest: asked again)
   uint32_t read_in_flight = 4;         // READ-served requests outstanding at once
   uint64_t reconnect_interval_ns = 200 * kNsPerMs;
