@@ -6,8 +6,9 @@
 // patching its request id. The copy is the floor: ReplySink takes each
 // client's frame by value, so every client's reply is its own buffer, but
 // the ring is read (and filtered) once, and one memcpy replaces a loop of
-// small ones. The reply is kept only when a key repeats, so a poll of
-// distinct requests pays nothing for it.
+// small ones. A reply is kept only when its key repeats, so a poll of
+// distinct requests pays nothing for it; a few keys are remembered, so a
+// storm that mixes entitlements coalesces per entitlement.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -82,12 +83,15 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Retransm
   const bool all = !cl.entitlement || cl.entitlement->all;
   const ReplyKey key{now, r.from_seq, last, ring.oldest(), ring.newest(), all ? nullptr : cl.entitlement};
 
+  ReplyCopy* seen = nullptr;
+  for (auto& e : reply_copies_)
+    if (e.key == key) seen = &e;
   std::vector<std::byte> frame;
   uint32_t served = 0;
-  if (key == reply_key_ && !reply_copy_.empty()) {
-    frame = reply_copy_;
+  if (seen && seen->kept) {
+    frame = seen->frame;
     store_le<uint32_t>(frame.data() + ctl::kRequestId, rid);
-    served = reply_served_;
+    served = seen->served;
     counters_->retransmit_coalesced.add();
   } else {
     RetransmitReplyBuilder b(rid, core_.session(), status, r.from_seq, ring.oldest());
@@ -101,12 +105,14 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Retransm
     }
     served = b.count();
     frame = std::move(b).finish();
-    if (key == reply_key_) {
-      reply_copy_ = frame;  // seen twice in this poll: a storm, keep it for the next
-      reply_served_ = served;
+    if (seen) {  // the second time in this poll: a storm, keep a copy for the next
+      seen->frame = frame;
+      seen->served = served;
+      seen->kept = true;
     } else {
-      reply_key_ = key;
-      reply_copy_.clear();
+      ReplyCopy& e = reply_copies_[next_copy_++ % kReplyCopies];
+      e.key = key;
+      e.kept = false;
     }
   }
   budget.take(std::max<uint32_t>(1, served));

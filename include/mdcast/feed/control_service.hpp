@@ -26,6 +26,7 @@
 // A sink handed to on_frame must therefore outlive the service or the client.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,13 +72,8 @@ class ControlService final : public media::ControlHandler {
 
   // What the last on_frame or on_writable call did, for a transport that
   // counts requests as well as frames.
-  struct Work {
-    uint32_t requests = 0;  // requests handled (0 for a status report)
-    uint32_t refused = 0;   // of those, answered with an error (kOverloaded included)
-    uint32_t frames = 0;    // reply frames sent
-    size_t bytes = 0;       // reply bytes sent
-  };
-  [[nodiscard]] const Work& last_work() const noexcept { return work_; }
+  using Work = media::HandlerWork;
+  [[nodiscard]] Work last_work() const noexcept override { return work_; }
 
   [[nodiscard]] size_t clients() const noexcept { return clients_.size(); }
   [[nodiscard]] size_t subscribed_clients() const noexcept;
@@ -202,15 +198,22 @@ class ControlService final : public media::ControlHandler {
   uint64_t poll_now_ = 0;
   size_t poll_left_ = 0;
 
-  // The last retransmit reply, to copy for an identical request in the same poll.
+  // Recent retransmit replies, to copy for an identical request in the same
+  // poll (one per entitlement a storm mixes; at most kReplyCopies x max_reply_bytes).
   struct ReplyKey {
     uint64_t now = 0, from = 0, last = 0, oldest = 0, newest = 0;
     const Entitlement* filter = nullptr;
     bool operator==(const ReplyKey&) const = default;
   };
-  ReplyKey reply_key_;
-  std::vector<std::byte> reply_copy_;  // empty: the key was seen once only
-  uint32_t reply_served_ = 0;          // datagrams in reply_copy_
+  struct ReplyCopy {
+    ReplyKey key;
+    bool kept = false;  // false: the key was seen once only, no copy made
+    uint32_t served = 0;
+    std::vector<std::byte> frame;
+  };
+  static constexpr size_t kReplyCopies = 4;
+  std::array<ReplyCopy, kReplyCopies> reply_copies_{};
+  size_t next_copy_ = 0;
 };
 
 }  // namespace mdcast::feed
