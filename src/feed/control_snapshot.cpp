@@ -7,7 +7,8 @@
 //    the shared copy while it is reusable: the subscriber reconciles an older
 //    snapshot with the live stream by its sequence (it asks the ring for
 //    what follows), so the copy serves as long as that sequence is well
-//    inside the ring and the copy is younger than the interval. The same
+//    inside the ring (three quarters of a lap) and the copy is younger than
+//    the interval. The same
 //    request id asked again after it was answered means the copy was older
 //    than the client's position: it waits for the next build (at most an
 //    interval), never forces one;
@@ -151,9 +152,12 @@ bool ControlService::reusable(const SnapshotCache& k, uint64_t now) const noexce
   if (k.session() != core_.session()) return false;
   const uint64_t last = core_.last_committed();
   if (k.seq() == last && !core_.has_open()) return true;  // nothing happened since
-  // Half the ring: room for the client to fetch what follows the copy
-  // after it has read the copy.
-  return now < k.built_ns() + cfg_.snapshot_interval_ns && last - k.seq() <= core_.ring().slots() / 2;
+  // Its sequence must stay in the ring, with a quarter of the ring to spare
+  // for the client to fetch what follows after it has read the copy. (A
+  // ring that laps within the interval forces a build per three quarters of
+  // a lap, whatever clients ask: a copy older than that serves no one.)
+  const size_t slots = core_.ring().slots();
+  return now < k.built_ns() + cfg_.snapshot_interval_ns && last - k.seq() <= slots - slots / 4;
 }
 
 std::shared_ptr<const SnapshotCache> ControlService::full_cache(uint64_t now, uint64_t newer_than) {

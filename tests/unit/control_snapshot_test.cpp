@@ -202,6 +202,31 @@ TEST(ControlSnapshot, WithoutAQueueToWatchEachPollProducesABoundedAmount) {
   }
 }
 
+// Within the interval too, a copy whose sequence is leaving the ring is
+// built again: the subscriber could not fetch what follows it.
+TEST(ControlSnapshot, ACopyLeavingTheRingIsBuiltAgain) {
+  World w;
+  some_books(w);
+  w.subscribe(1);
+  ASSERT_TRUE(w.send(1, SnapshotRequest{}, 1));
+  const uint64_t s0 = done_of(w.out.to(1), 1)->snapshot_seq;
+  const size_t slots = w.core.ring().slots();
+  while (w.core.last_committed() - s0 < slots / 2) {
+    w.publish(w.add(1));
+    w.commit();
+  }
+  w.now += kNsPerMs;
+  ASSERT_TRUE(w.send(1, SnapshotRequest{}, 2));
+  EXPECT_EQ(done_of(w.out.to(1), 2)->snapshot_seq, s0) << "half a lap: still served from the copy";
+  while (w.core.last_committed() - s0 <= slots - slots / 4) {
+    w.publish(w.add(1));
+    w.commit();
+  }
+  ASSERT_TRUE(w.send(1, SnapshotRequest{}, 3));
+  EXPECT_EQ(w.svc.counters().snapshot_builds.get(), 2u);
+  EXPECT_EQ(done_of(w.out.to(1), 3)->snapshot_seq, w.core.last_committed());
+}
+
 // A one-instrument request is a subscriber recovering that instrument: the
 // copy answers it only if the book has not changed since.
 TEST(ControlSnapshot, OneInstrumentIsNeverOlderThanTheRequest) {
