@@ -26,7 +26,7 @@ size_t SnapshotCache::run_size(const book::OrderBook& b) noexcept {
 }
 
 std::shared_ptr<const SnapshotCache> SnapshotCache::build(const book::BookSet& books, uint32_t first, uint32_t count,
-                                                          uint64_t snapshot_seq, uint32_t session, uint64_t built_ns) {
+                                                          uint64_t snapshot_seq, Session session, uint64_t built_ns) {
   // make_shared needs a public constructor; the copy is only ever made here.
   std::shared_ptr<SnapshotCache> k(new SnapshotCache());
   k->seq_ = snapshot_seq;

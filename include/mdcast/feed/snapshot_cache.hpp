@@ -27,18 +27,20 @@ namespace mdcast::feed {
 
 class SnapshotCache {
  public:
+  // The session as the snapshot frames carry it (whatever width that is).
+  using Session = decltype(wire::SnapshotDone::session);
   // Keeps a chunk's u16 message length: 28 + 2000 * 24 bytes.
   static constexpr uint32_t kMaxOrdersPerChunk = 2000;
 
   // Serializes instruments [first, first + count) of `books`, which must
   // equal the stream up to and including datagram `snapshot_seq`.
   static std::shared_ptr<const SnapshotCache> build(const book::BookSet& books, uint32_t first, uint32_t count,
-                                                    uint64_t snapshot_seq, uint32_t session, uint64_t built_ns);
+                                                    uint64_t snapshot_seq, Session session, uint64_t built_ns);
   // Bytes the run of one live book would take (what a build would make of it).
   [[nodiscard]] static size_t run_size(const book::OrderBook& b) noexcept;
 
   [[nodiscard]] uint64_t seq() const noexcept { return seq_; }
-  [[nodiscard]] uint32_t session() const noexcept { return session_; }
+  [[nodiscard]] Session session() const noexcept { return session_; }
   [[nodiscard]] uint64_t built_ns() const noexcept { return built_ns_; }
   [[nodiscard]] bool covers(uint32_t inst) const noexcept { return inst >= first_ && inst - first_ < entries_.size(); }
   // The instrument's messages at seq(); empty when it has no history (or is not covered).
@@ -76,7 +78,7 @@ class SnapshotCache {
   SnapshotCache() = default;
 
   uint64_t seq_ = 0;
-  uint32_t session_ = 0;
+  Session session_ = 0;
   uint64_t built_ns_ = 0;
   uint32_t first_ = 0;
   std::vector<Entry> entries_;
