@@ -15,7 +15,9 @@ ControlService::ControlService(const ControlConfig& cfg, PublisherCore& core, Co
       core_(core),
       filter_buf_(core.config().max_datagram),
       dummy_key_(cfg.secrets ? SecretKey::random() : SecretKey{}),
-      backoff_(cfg.auth_delay_min_ns, cfg.auth_delay_max_ns, cfg.auth_delay_decay_ns) {
+      backoff_(cfg.auth_delay_min_ns, cfg.auth_delay_max_ns, cfg.auth_delay_decay_ns),
+      poll_left_(cfg.snapshot_poll_bytes) {
+  cfg_.validate();
   if (counters) {
     counters_ = counters;
   } else {
@@ -24,21 +26,48 @@ ControlService::ControlService(const ControlConfig& cfg, PublisherCore& core, Co
   }
 }
 
-void ControlService::on_connect(ClientId c, uint64_t) {
-  clients_[c] = Client{};
+void ControlService::on_connect(ClientId c, uint64_t now) {
+  if (const auto it = clients_.find(c); it != clients_.end()) jobs_total_ -= it->second.jobs.size();  // a reused id
+  Client& cl = clients_[c] = Client{};
+  cl.retransmit_budget = TokenBucket(cfg_.retransmit_rate, cfg_.retransmit_burst, now);
+  cl.snapshot_budget = TokenBucket(cfg_.snapshot_rate, cfg_.snapshot_burst, now);
   counters_->client_connects.add();
   counters_->clients_connected.set(clients_.size());
 }
 
 void ControlService::on_disconnect(ClientId c) {
-  if (clients_.erase(c)) counters_->client_disconnects.add();
+  // Its queued snapshot requests go with it, and with them its hold on
+  // snapshot copies (streaming_ forgets it at the next tick).
+  if (const auto it = clients_.find(c); it != clients_.end()) {
+    jobs_total_ -= it->second.jobs.size();
+    counters_->snapshot_streams.set(jobs_total_);
+    clients_.erase(it);
+    counters_->client_disconnects.add();
+  }
   counters_->clients_connected.set(clients_.size());
+}
+
+void ControlService::CountingSink::send(ClientId c, std::vector<std::byte> frame) {
+  ++w_.frames;
+  w_.bytes += frame.size();
+  to_.send(c, std::move(frame));
 }
 
 bool ControlService::reject(ClientId c, Client& cl, uint32_t rid, ErrorCode code, std::string text, ReplySink& out) {
   counters_->requests_rejected.add();
+  ++work_.refused;
   out.send(c, encode_control(rid, ErrorReply{code, std::move(text)}));
   return ++cl.errors <= cfg_.max_errors_per_client;
+}
+
+bool ControlService::overloaded(ClientId c, uint32_t rid, std::string_view what, uint64_t retry_ns, ReplySink& out) {
+  counters_->requests_rejected.add();
+  counters_->requests_overloaded.add();
+  ++work_.refused;
+  const uint64_t ms = std::max<uint64_t>(1, (retry_ns + kNsPerMs - 1) / kNsPerMs);
+  out.send(c, encode_control(rid, ErrorReply{ErrorCode::kOverloaded,
+                                             fmt::format("{}; retry after {} ms", what, ms)}));
+  return true;
 }
 
 bool ControlService::entitled(const Client& cl, uint32_t inst) const noexcept {
@@ -47,14 +76,23 @@ bool ControlService::entitled(const Client& cl, uint32_t inst) const noexcept {
   return std::binary_search(v.begin(), v.end(), inst);
 }
 
-bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) {
+bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& sink) {
+  work_ = {};
+  CountingSink out(sink, work_);
+  begin_poll(now);
   auto it = clients_.find(c);
   if (it == clients_.end()) {
     on_connect(c, now);
     it = clients_.find(c);
   }
   Client& cl = it->second;
-  if (auto verdict = gate(c, cl, frame, now, out)) return *verdict;
+  cl.sink = &sink;
+  if (frame.size() < ctl::kHeaderSize || load_le<uint8_t>(frame.data() + ctl::kType) !=
+                                             static_cast<uint8_t>(CtlType::kStatusReport))
+    work_.requests = 1;
+  // The transport's own sink: a refused proof is answered from tick(), after
+  // this call's counting proxy is gone.
+  if (auto verdict = gate(c, cl, frame, now, sink)) return *verdict;
   std::string why;
   auto parsed = parse_control(frame, &why);
   if (!parsed) {
@@ -124,6 +162,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Subscrib
   cl.subscribed_set = std::move(set);
   counters_->subscribes.add();
   const uint32_t granted = static_cast<uint32_t>(std::count(cl.subscribed_set.begin(), cl.subscribed_set.end(), true));
+  cl.n_subscribed = granted;
   out.send(c, encode_control(rid, SubscribeAck{core_.session(), core_.last_committed(), core_.ring().oldest(),
                                                granted == n_inst ? ctl::kAll : granted}));
   return true;
@@ -137,139 +176,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Unsubscr
     for (uint32_t i : u.instruments.ids)
       if (i < cl.subscribed_set.size()) cl.subscribed_set[i] = false;
   }
-  return true;
-}
-
-std::span<const std::byte> ControlService::filter_datagram(std::span<const std::byte> d, const Client& cl) {
-  std::byte* o = filter_buf_.data();
-  std::memcpy(o, d.data(), dgram::kHeaderSize);
-  size_t len = dgram::kHeaderSize;
-  uint16_t count = 0;
-  MessageCursor cur = MessageCursor::payload_of(d);
-  MessageView v;
-  while (cur.next(v)) {
-    bool keep = true;
-    if (v.type() == MsgType::kFragment)
-      keep = entitled(cl, FragmentView(v).instrument());
-    else if (is_market_data(v.type()))
-      keep = entitled(cl, v.instrument());
-    if (!keep) continue;
-    std::memcpy(o + len, v.data(), v.size());
-    len += v.size();
-    ++count;
-  }
-  store_le<uint8_t>(o + dgram::kFlags, static_cast<uint8_t>(load_le<uint8_t>(o + dgram::kFlags) | kFlagFiltered));
-  store_le<uint16_t>(o + dgram::kMessageCount, count);
-  store_le<uint16_t>(o + dgram::kLength, static_cast<uint16_t>(len));
-  if (load_le<uint8_t>(o + dgram::kFlags) & kFlagCrc) seal_crc({o, len});
-  return {o, len};
-}
-
-bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const RetransmitRequest& r, uint64_t now,
-                            ReplySink& out) {
-  if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "retransmit before subscribe", out);
-  if (r.from_seq == 0 || r.count == 0)
-    return reject(c, cl, rid, ErrorCode::kMalformed, "retransmit of an empty range or from sequence 0", out);
-  const RetransmitRing& ring = core_.ring();
-  (void)now;
-  auto status = RetransmitStatus::kOk;
-  if (r.session != core_.session())
-    status = RetransmitStatus::kWrongSession;
-  else if (r.from_seq > ring.newest())
-    status = RetransmitStatus::kNotYet;
-  else if (ring.oldest() == 0 || r.from_seq < ring.oldest())
-    status = RetransmitStatus::kTooOld;
-  RetransmitReplyBuilder b(rid, core_.session(), status, r.from_seq, ring.oldest());
-  if (status == RetransmitStatus::kOk) {
-    const uint64_t last = std::min<uint64_t>(ring.newest(), r.from_seq + r.count - 1);
-    const bool all = !cl.entitlement || cl.entitlement->all;
-    for (uint64_t s = r.from_seq; s <= last; ++s) {
-      auto d = ring.get(s);
-      if (d.empty()) break;
-      if (!b.add(all ? d : filter_datagram(d, cl), cfg_.max_reply_bytes)) break;
-    }
-    counters_->retransmit_requests.add();
-    counters_->datagrams_retransmitted.add(b.count());
-  } else if (status == RetransmitStatus::kTooOld) {
-    counters_->retransmit_too_old.add();
-  }
-  out.send(c, std::move(b).finish());
-  return true;
-}
-
-bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const SnapshotRequest& r, uint64_t now,
-                            ReplySink& out) {
-  if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "snapshot before subscribe", out);
-  const book::BookSet& books = core_.books();
-  const uint32_t n_inst = books.max_instruments();
-  std::vector<uint32_t> ids;
-  if (r.instruments.all) {
-    for (uint32_t i = 0; i < n_inst; ++i)
-      if (cl.subscribed_set[i] && (books.book(i).instrument_seq() > 0 || books.book(i).defined())) ids.push_back(i);
-  } else {
-    std::vector<bool> seen(n_inst, false);  // repeats are served once: a list cannot multiply the work
-    for (uint32_t i : r.instruments.ids) {
-      if (i < n_inst && seen[i]) continue;
-      if (i >= n_inst || !entitled(cl, i)) {
-        out.send(c, encode_control(rid, SnapshotDone{core_.session(), SnapshotStatus::kNotEntitled, 0, 0}));
-        return reject(c, cl, rid, i >= n_inst ? ErrorCode::kMalformed : ErrorCode::kNotEntitled,
-                      fmt::format("snapshot of instrument {} refused", i), out);
-      }
-      seen[i] = true;
-      ids.push_back(i);
-    }
-  }
-  // The book must equal "every committed datagram": seal the open one.
-  core_.commit_open(now);
-  const uint64_t snap_seq = core_.last_committed();
-  const uint64_t session = core_.session();
-  constexpr size_t kMaxOrdersPerChunk = 2000;  // keeps a chunk under the u16 message length
-  SnapshotDataBuilder b(rid, session);
-  auto flush_if_full = [&](size_t next) {
-    if (!b.empty() && b.size() + next > cfg_.snapshot_frame_bytes) {
-      out.send(c, std::move(b).finish());
-      b = SnapshotDataBuilder(rid, session);
-    }
-  };
-  for (uint32_t i : ids) {
-    const book::OrderBook& ob = books.book(i);
-    if (ob.defined()) {
-      flush_if_full(instrument_def::kSize);
-      Message d;
-      d.type = MsgType::kInstrumentDefinition;
-      d.instrument = i;
-      d.instrument_seq = ob.instrument_seq();
-      d.definition = ob.definition();
-      encode(d, b.reserve(instrument_def::kSize));
-    }
-    const uint32_t n = ob.order_count();
-    const auto chunks = static_cast<uint16_t>(n == 0 ? 1 : (n + kMaxOrdersPerChunk - 1) / kMaxOrdersPerChunk);
-    uint16_t chunk = 0;
-    size_t in_chunk = 0;
-    std::byte* cur = nullptr;
-    auto start_chunk = [&](size_t orders) {
-      const size_t len = snapshot_chunk::kOrders + orders * snapshot_chunk::kEntrySize;
-      flush_if_full(len);
-      cur = b.reserve(len);
-      write_snapshot_chunk_header(cur, i, ob.instrument_seq(), snap_seq, chunk, chunks, static_cast<uint16_t>(orders),
-                                  ob.status());
-      in_chunk = 0;
-    };
-    uint32_t remaining = n;
-    start_chunk(std::min<size_t>(remaining, kMaxOrdersPerChunk));
-    books.for_each_order(i, [&](const book::Order& o) {
-      if (in_chunk == kMaxOrdersPerChunk) {
-        ++chunk;
-        start_chunk(std::min<size_t>(remaining, kMaxOrdersPerChunk));
-      }
-      write_snapshot_entry(cur, in_chunk++, {o.id, o.price, o.quantity, o.side});
-      --remaining;
-    });
-  }
-  if (!b.empty()) out.send(c, std::move(b).finish());
-  out.send(c, encode_control(rid, SnapshotDone{session, SnapshotStatus::kOk, static_cast<uint32_t>(ids.size()), snap_seq}));
-  counters_->snapshot_requests.add();
-  counters_->snapshot_instruments.add(ids.size());
+  cl.n_subscribed = static_cast<uint32_t>(std::count(cl.subscribed_set.begin(), cl.subscribed_set.end(), true));
   return true;
 }
 
@@ -277,12 +184,21 @@ bool ControlService::handle(ClientId, Client& cl, const StatusReport& r, uint64_
   cl.last_report = r;
   cl.report_time = now;
   counters_->status_reports.add();
-  tick(now);
+  // A lower capacity takes effect at once; anything else waits for tick():
+  // a stream of reports must not cost a pass over every client each.
+  if (cl.subscribed && r.capacity != 0 && (slowest_ == 0 || r.capacity < slowest_)) {
+    slowest_ = r.capacity;
+    counters_->slowest_capacity.set(slowest_);
+    const PacingConfig& p = core_.config().pacing;
+    if (p.mode == PacingMode::kSlowest) {
+      const double rate = std::max({kMinPacingFloor, p.min_rate, static_cast<double>(slowest_)});
+      if (rate != core_.pacer().rate()) core_.set_pacing_rate(rate);
+    }
+  }
   return true;
 }
 
-void ControlService::tick(uint64_t now) {
-  tick_auth(now);
+void ControlService::update_pacing(uint64_t now) {
   const PacingConfig& p = core_.config().pacing;
   uint64_t slowest = 0;
   for (const auto& [id, cl] : clients_) {
@@ -290,9 +206,12 @@ void ControlService::tick(uint64_t now) {
     if (cl.last_report.capacity == 0) continue;
     if (slowest == 0 || cl.last_report.capacity < slowest) slowest = cl.last_report.capacity;
   }
+  slowest_ = slowest;
   counters_->slowest_capacity.set(slowest);
   if (p.mode == PacingMode::kSlowest) {
-    const double rate = slowest ? std::max(p.min_rate, static_cast<double>(slowest)) : p.rate;
+    // min_rate is validated against the floor; the floor is applied again in
+    // case a configuration reached the core without validation.
+    const double rate = slowest ? std::max({kMinPacingFloor, p.min_rate, static_cast<double>(slowest)}) : p.rate;
     if (rate != core_.pacer().rate()) core_.set_pacing_rate(rate);
   }
 }

@@ -8,6 +8,7 @@
 
 #include "auth_support.hpp"
 #include "book_support.hpp"
+#include "control_support.hpp"
 #include "mdcast/feed/control_service.hpp"
 #include "support.hpp"
 
@@ -20,48 +21,6 @@ using feed::ControlService;
 using feed::PublisherConfig;
 using feed::PublisherCore;
 using namespace wire;
-
-constexpr uint64_t kT = 1'000'000'000;
-
-struct Capture : feed::ReplySink {
-  std::vector<std::pair<ClientId, Bytes>> frames;
-  void send(ClientId c, std::vector<std::byte> f) override { frames.emplace_back(c, std::move(f)); }
-  // Parsed replies to client c, in order (frames stay owned here).
-  std::vector<ControlFrame> to(ClientId c) const {
-    std::vector<ControlFrame> v;
-    for (const auto& [id, f] : frames) {
-      if (id != c) continue;
-      std::string why;
-      auto p = parse_control(f, &why);
-      EXPECT_TRUE(p) << "the service sent a malformed frame: " << why;
-      if (p) v.push_back(std::move(*p));
-    }
-    return v;
-  }
-  void clear() { frames.clear(); }
-};
-
-// The single reply expected, by value (views inside point into Capture's frames).
-template <class T>
-T only(const std::vector<ControlFrame>& v) {
-  EXPECT_EQ(v.size(), 1u);
-  if (v.size() != 1) return T{};
-  EXPECT_TRUE(std::holds_alternative<T>(v[0].body)) << "body index " << v[0].body.index();
-  return std::holds_alternative<T>(v[0].body) ? std::get<T>(v[0].body) : T{};
-}
-
-PublisherConfig pub_config() {
-  PublisherConfig c;
-  c.channel = 4;
-  c.session = 900;
-  c.max_datagram = 512;
-  c.flush_interval_ns = 1'000'000;  // batch: tests commit explicitly
-  c.retransmit_bytes = 64u << 10;
-  c.max_unsent = 8;
-  c.crc = true;
-  c.books = {8, 8192, 64};
-  return c;
-}
 
 class ControlServiceTest : public ::testing::Test {
  protected:
@@ -96,13 +55,6 @@ class ControlServiceTest : public ::testing::Test {
   ControlService svc_;
   Capture out_;
 };
-
-InstrumentSet list(std::vector<uint32_t> ids) {
-  InstrumentSet s;
-  s.all = false;
-  s.ids = std::move(ids);
-  return s;
-}
 
 TEST_F(ControlServiceTest, SubscribeGrantsEverythingWithoutEntitlements) {
   publish(add(1));
@@ -350,32 +302,6 @@ TEST_F(EntitledTest, SnapshotEntitlement) {
   const auto& done = std::get<SnapshotDone>(w.back().body);
   EXPECT_EQ(done.status, SnapshotStatus::kOk);
   EXPECT_EQ(done.instrument_count, 1u);
-}
-
-// Applies every SnapshotData frame in v to b, as a subscriber would.
-void apply_snapshot(const std::vector<ControlFrame>& v, book::BookSet& b, std::map<uint32_t, int>* chunks = nullptr) {
-  for (const auto& f : v) {
-    if (!std::holds_alternative<SnapshotData>(f.body)) continue;
-    const auto& sd = std::get<SnapshotData>(f.body);
-    MessageCursor c(sd.messages.data(), sd.messages.size());
-    MessageView m;
-    while (c.next(m)) {
-      if (m.type() == MsgType::kInstrumentDefinition) {
-        b.set_definition(m.instrument(), decode(m).definition);
-        continue;
-      }
-      ASSERT_EQ(m.type(), MsgType::kSnapshotChunk);
-      const SnapshotChunkView ch(m);
-      if (chunks) ++(*chunks)[ch.instrument()];
-      if (ch.chunk_index() == 0) b.clear(ch.instrument());
-      for (uint16_t i = 0; i < ch.order_count(); ++i) {
-        const auto e = ch.order(i);
-        ASSERT_EQ(b.add_order(ch.instrument(), e.order_id, e.price, e.quantity, e.side), book::ApplyResult::kOk);
-      }
-      b.set_status(ch.instrument(), ch.status());
-      b.set_instrument_seq(ch.instrument(), ch.instrument_seq());
-    }
-  }
 }
 
 TEST_F(ControlServiceTest, SnapshotOfEverythingRebuildsTheBooks) {

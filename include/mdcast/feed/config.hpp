@@ -27,8 +27,13 @@ struct PacingConfig {
   double rate = 1e6;           // messages/s (kFixed)
   double burst = 1000;         // bucket depth, messages
   double min_rate = 10'000;    // kSlowest never goes below this: one hostile report cannot stall the feed
+                               // (validate() refuses less than kMinPacingFloor)
   uint64_t report_ttl_ns = 2 * kNsPerSec;  // kSlowest ignores reports older than this
 };
+
+// The lowest pacing.min_rate accepted: below it one subscriber's report
+// (hostile, or simply wrong) could all but stop the feed for everyone.
+inline constexpr double kMinPacingFloor = 1'000;  // messages/s
 
 struct PublisherConfig {
   uint16_t channel = 1;
@@ -56,6 +61,11 @@ struct Entitlement {
 class PublisherSecrets;  // feed/auth.hpp
 class ClientSecret;
 
+// What the publisher's control service may spend on each client. The
+// defaults never hold back a well-behaved subscriber (at most 8 retransmit
+// requests and 8 single-instrument snapshots in flight, one full snapshot at
+// a time, each retried after 200 ms) and bound what a hostile one costs the
+// publishing thread per poll.
 struct ControlConfig {
   // Null: an open feed, every client entitled to every instrument. Otherwise
   // a client must prove it knows the secret of one of these identities
@@ -67,9 +77,32 @@ struct ControlConfig {
   uint64_t auth_delay_min_ns = 100 * kNsPerMs;
   uint64_t auth_delay_max_ns = 5 * kNsPerSec;
   uint64_t auth_delay_decay_ns = 10 * kNsPerSec;
-  size_t max_reply_bytes = 256u << 10;     // one retransmit reply frame
+  size_t max_reply_bytes = 256u << 10;     // one retransmit reply frame (it always carries one datagram)
   size_t snapshot_frame_bytes = 64u << 10; // one snapshot-data frame
   uint32_t max_errors_per_client = 32;     // then the transport disconnects it
+
+  // Per-client token buckets. Over budget a request is answered kOverloaded
+  // with the time to retry after; it never counts towards max_errors_per_client.
+  double retransmit_rate = 65'536;         // datagrams/s a client may be sent in retransmit replies
+  double retransmit_burst = 8'192;         // datagrams; one request costs at least one
+  double snapshot_rate = 64.0 * (1u << 20);   // snapshot bytes/s a client may be served
+  double snapshot_burst = 64.0 * (1u << 20);  // bytes; a snapshot larger than this is served when the bucket is full
+  size_t snapshot_min_cost = 64u << 10;    // bytes charged per snapshot request at least (the lookup is not free)
+
+  // Snapshots are served from a copy of the books serialized at most once
+  // per interval (and whenever the copy's sequence is leaving the
+  // retransmit ring, so subscribers can still reconcile with the stream).
+  uint64_t snapshot_interval_ns = 50 * kNsPerMs;
+  uint32_t max_snapshot_generations = 4;   // copies kept alive for streams in progress; the oldest's streams are cut
+  // Streaming: a client's snapshot is produced as it reads, while its queued
+  // reply bytes stay under snapshot_share_bytes, and per poll at most
+  // snapshot_client_poll_bytes for one client and snapshot_poll_bytes for all.
+  size_t snapshot_share_bytes = 1u << 20;
+  size_t snapshot_client_poll_bytes = 256u << 10;
+  size_t snapshot_poll_bytes = 4u << 20;
+  uint32_t max_snapshot_requests = 16;     // queued per client (a subscriber has at most 9 in flight)
+
+  void validate() const;  // throws mdcast::Error naming the bad field
 };
 
 struct SubscriberConfig {

@@ -7,8 +7,26 @@
 // in-memory medium) with whole frames. Every request gets an answer or a clear
 // error; a client that keeps sending garbage is cut off; nothing a client
 // sends can disturb another client or the feed.
+//
+// What one client may cost is bounded (ControlConfig):
+//  * retransmits and snapshots draw on per-client token buckets (datagrams,
+//    bytes served); over budget a request is answered kOverloaded with
+//    "retry after N ms", counted, never dropped in silence;
+//  * snapshots come from one shared copy of the books serialized at most
+//    once per snapshot_interval (SnapshotCache), and are streamed: a client
+//    is sent more only while its queued replies stay under its share
+//    (ReplySink::queued_bytes), and per poll only so much, the rest follows
+//    in on_writable and tick();
+//  * one snapshot streams per client at a time, a few more wait in a short
+//    queue; whatever is held for a client goes when it disconnects.
+//
+// Snapshot streams continue from tick() through the ReplySink the client's
+// last frame came with: every transport is itself that sink and outlives its
+// clients, and the publisher agent calls tick() without a sink of its own.
+// A sink handed to on_frame must therefore outlive the service or the client.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +40,8 @@
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/publisher_core.hpp"
+#include "mdcast/feed/snapshot_cache.hpp"
+#include "mdcast/feed/token_bucket.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/wire/control.hpp"
 
@@ -32,6 +52,7 @@ using media::ReplySink;
 
 class ControlService final : public media::ControlHandler {
  public:
+  // Throws Error naming the field for an invalid configuration.
   ControlService(const ControlConfig& cfg, PublisherCore& core, ControlCounters* counters = nullptr);
   ControlService(const ControlService&) = delete;
   ControlService& operator=(const ControlService&) = delete;
@@ -46,14 +67,30 @@ class ControlService final : public media::ControlHandler {
   bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) override;
   // Authenticated (when secrets are configured) and granted a subscription.
   [[nodiscard]] bool admitted(ClientId c) const noexcept override;
-  // Periodic upkeep: ages status reports, updates slowest-subscriber pacing,
-  // answers refused proofs whose delay has passed.
+  // A snapshot is streaming or queued for c.
+  [[nodiscard]] bool has_pending(ClientId c) const noexcept override;
+  // c's queue has room: the next frames of its snapshot.
+  void on_writable(ClientId c, uint64_t now, ReplySink& out) override;
+  // Periodic upkeep, once per control poll: ages status reports, updates
+  // slowest-subscriber pacing, answers refused proofs whose delay has passed,
+  // continues snapshot streams (within the poll's budget, clients in turn).
   void tick(uint64_t now);
+
+  // What the last on_frame or on_writable call did, for a transport that
+  // counts requests as well as frames.
+  using Work = media::HandlerWork;
+  [[nodiscard]] Work last_work() const noexcept override { return work_; }
 
   [[nodiscard]] size_t clients() const noexcept { return clients_.size(); }
   [[nodiscard]] size_t subscribed_clients() const noexcept;
   [[nodiscard]] const ControlCounters& counters() const noexcept { return *counters_; }
   [[nodiscard]] ControlCounters& mutable_counters() noexcept { return *counters_; }
+  // Memory the service holds for c alone (its state, queued snapshot
+  // requests, a one-instrument snapshot it pins); 0 for an unknown client.
+  // Bounded by max_snapshot_requests x 4 x max_instruments plus one book.
+  [[nodiscard]] size_t client_bytes(ClientId c) const noexcept;
+  // Memory of the shared snapshot copies alive (at most max_snapshot_generations).
+  [[nodiscard]] size_t snapshot_cache_bytes() const noexcept;
 
   struct ClientView {
     ClientId id;
@@ -64,18 +101,59 @@ class ControlService final : public media::ControlHandler {
   [[nodiscard]] std::vector<ClientView> client_views() const;
 
  private:
+  // One snapshot request of a client, queued or streaming.
+  struct SnapshotJob {
+    uint32_t rid = 0;
+    bool all = true;                             // everything the client subscribed to
+    std::vector<uint32_t> ids;                   // otherwise these, deduplicated
+    uint64_t newer_than = 0;                     // the client already has this snapshot sequence: wait for a later one
+    std::shared_ptr<const SnapshotCache> cache;  // bound when it starts streaming
+    uint32_t pos = 0;                            // instrument id (all) or index into ids
+    size_t offset = 0;                           // into the current instrument's run
+    uint32_t served = 0;                         // instruments sent whole
+    // A full snapshot (everything, or a subscriber's filter) reconciles with
+    // the stream by its sequence; one instrument alone (a subscriber
+    // recovering it) by the instrument's sequence, from the time it asked.
+    [[nodiscard]] bool full() const noexcept { return all || ids.size() != 1; }
+  };
+
   struct Client {
     bool subscribed = false;
     uint32_t sender_id = 0;
     const Entitlement* entitlement = nullptr;  // null: entitled to all
     std::vector<bool> subscribed_set;          // by instrument id
+    uint32_t n_subscribed = 0;                 // true entries in subscribed_set
     uint32_t errors = 0;
     wire::StatusReport last_report{};
     uint64_t report_time = 0;
     ServerAuth auth;  // control_auth.cpp
+
+    ReplySink* sink = nullptr;  // of the last frame: where tick() continues its stream
+    TokenBucket retransmit_budget;
+    TokenBucket snapshot_budget;
+    std::vector<SnapshotJob> jobs;  // front: the one streaming
+    bool listed = false;            // in streaming_
+    uint32_t last_rid = 0;          // the last snapshot completed, and its sequence: the same
+    uint64_t last_seq = 0;          // request again means that one was too old for the client
+    uint64_t poll_epoch = 0;        // snapshot bytes produced for it in that poll
+    size_t poll_bytes = 0;
+  };
+
+  // Counts what is sent, for last_work(); forwards to the transport's sink.
+  class CountingSink final : public ReplySink {
+   public:
+    CountingSink(ReplySink& to, Work& w) : to_(to), w_(w) {}
+    void send(ClientId c, std::vector<std::byte> frame) override;
+    [[nodiscard]] size_t queued_bytes(ClientId c) const noexcept override { return to_.queued_bytes(c); }
+
+   private:
+    ReplySink& to_;
+    Work& w_;
   };
 
   bool reject(ClientId c, Client& cl, uint32_t rid, wire::ErrorCode code, std::string text, ReplySink& out);
+  // kOverloaded: not the client's fault, so not counted towards max_errors_per_client.
+  bool overloaded(ClientId c, uint32_t rid, std::string_view what, uint64_t retry_ns, ReplySink& out);
   bool entitled(const Client& cl, uint32_t inst) const noexcept;
   bool handle(ClientId c, Client& cl, uint32_t rid, const wire::Subscribe& s, ReplySink& out);
   bool handle(ClientId c, Client& cl, uint32_t rid, const wire::Unsubscribe& s, ReplySink& out);
@@ -83,6 +161,29 @@ class ControlService final : public media::ControlHandler {
   bool handle(ClientId c, Client& cl, uint32_t rid, const wire::SnapshotRequest& r, uint64_t now, ReplySink& out);
   bool handle(ClientId c, Client& cl, const wire::StatusReport& r, uint64_t now);
   std::span<const std::byte> filter_datagram(std::span<const std::byte> d, const Client& cl);
+  void update_pacing(uint64_t now);
+
+  // ---- snapshots (control_snapshot.cpp)
+  // A new poll (a new `now`, or tick): the per-poll budgets start again.
+  void begin_poll(uint64_t now) noexcept;
+  void new_poll(uint64_t now) noexcept;
+  // Whether a copy may still answer requests: nothing changed since, or it
+  // is younger than the interval and its sequence well inside the ring.
+  [[nodiscard]] bool reusable(const SnapshotCache& k, uint64_t now) const noexcept;
+  // The shared copy a full request is served from; null: wait (the client
+  // needs one newer than newer_than, and the interval is not over).
+  std::shared_ptr<const SnapshotCache> full_cache(uint64_t now, uint64_t newer_than);
+  void rebuild(uint64_t now);
+  bool bind(SnapshotJob& j, uint64_t now);
+  size_t snapshot_cost(const Client& cl, const SnapshotJob& j, uint64_t now);
+  // Produces c's snapshot frames while its share and the poll's budget last.
+  void produce(ClientId c, Client& cl, uint64_t now, ReplySink& out);
+  // Fills one frame from the job; true when the job has nothing more to send.
+  bool fill(SnapshotJob& j, const Client& cl, wire::SnapshotDataBuilder& b) const;
+  void finish_job(ClientId c, Client& cl, ReplySink& out);
+  void drop_job(ClientId c, Client& cl, size_t index, std::string_view why, ReplySink& out);
+  void list_streaming(ClientId c, Client& cl);
+  void update_cache_counters() noexcept;
 
   // control_auth.cpp. gate: what authentication decides about a frame before
   // it is parsed as a request (nullopt: go on; else on_frame's answer).
@@ -102,6 +203,36 @@ class ControlService final : public media::ControlHandler {
   // like a wrong secret.
   SecretKey dummy_key_;
   AuthBackoff backoff_;
+  Work work_;
+  uint64_t slowest_ = 0;  // lowest live capacity report, as of the last tick or a lower report since
+
+  // Snapshot copies: the current one, and the ones streams still read (oldest first).
+  std::shared_ptr<const SnapshotCache> current_;
+  std::vector<std::weak_ptr<const SnapshotCache>> generations_;
+  uint64_t last_build_ = 0;
+  std::vector<ClientId> streaming_;  // clients with snapshot jobs, served in turn by tick()
+  size_t jobs_total_ = 0;            // snapshot jobs of all clients
+  size_t turn_ = 0;
+  uint64_t poll_epoch_ = 1;
+  uint64_t poll_now_ = 0;
+  size_t poll_left_ = 0;
+
+  // Recent retransmit replies, to copy for an identical request in the same
+  // poll (one per entitlement a storm mixes; at most kReplyCopies x max_reply_bytes).
+  struct ReplyKey {
+    uint64_t now = 0, from = 0, last = 0, oldest = 0, newest = 0;
+    const Entitlement* filter = nullptr;
+    bool operator==(const ReplyKey&) const = default;
+  };
+  struct ReplyCopy {
+    ReplyKey key;
+    bool kept = false;  // false: the key was seen once only, no copy made
+    uint32_t served = 0;
+    std::vector<std::byte> frame;
+  };
+  static constexpr size_t kReplyCopies = 4;
+  std::array<ReplyCopy, kReplyCopies> reply_copies_{};
+  size_t next_copy_ = 0;
 };
 
 }  // namespace mdcast::feed

@@ -41,7 +41,19 @@ namespace mdcast::feed {
   X(auth_unknown_identity, "hellos naming an identity not in the secrets file")   \
   X(auth_parked_frames, "frames ignored from clients waiting out a refusal")      \
   X(auth_required, "requests refused: the client had not authenticated")         \
-  X(auth_protocol_errors, "authentication frames out of order, malformed or on an open feed")
+  X(auth_protocol_errors, "authentication frames out of order, malformed or on an open feed")  \
+  X(requests_overloaded, "requests refused for now: the client's budget is spent (told when to retry)") \
+  X(retransmit_partial, "retransmit replies cut short by the client's budget (it asks for the rest)") \
+  X(retransmit_coalesced, "retransmit replies copied from an identical reply of the same poll") \
+  X(snapshot_builds, "full snapshot copies serialized from the books")          \
+  X(snapshot_single_builds, "one-instrument snapshots serialized: the book changed since the copy") \
+  X(snapshot_cached, "snapshot requests answered from the shared copy")         \
+  X(snapshot_duplicates, "snapshot requests already being answered (same request id)") \
+  X(snapshot_replaced, "full snapshot requests replaced by the same client's newer one") \
+  X(snapshot_abandoned, "snapshot streams cut: their copy was too old to keep (slow reader)") \
+  X(snapshot_bytes, "snapshot bytes produced for clients")                     \
+  X(snapshot_streams, "snapshot requests queued or streaming now")             \
+  X(snapshot_cache_bytes, "bytes held by snapshot copies alive now")
 
 #define MDCAST_SUBSCRIBER_COUNTERS(X)                                              \
   X(datagrams_received, "datagrams received on the data rails")                   \

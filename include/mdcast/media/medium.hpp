@@ -102,6 +102,15 @@ class ReplySink {
   [[nodiscard]] virtual size_t queued_bytes(ClientId /*client*/) const noexcept { return 0; }
 };
 
+// What one ControlHandler::on_frame or on_writable call did: a transport
+// counts frames itself, this tells it requests and what they cost.
+struct HandlerWork {
+  uint32_t requests = 0;  // requests handled (a status report is none)
+  uint32_t refused = 0;   // of those, answered with an error (kOverloaded included)
+  uint32_t frames = 0;    // reply frames sent
+  size_t bytes = 0;       // reply bytes sent
+};
+
 // What a publisher's control transport drives (feed::ControlService).
 class ControlHandler {
  public:
@@ -118,6 +127,8 @@ class ControlHandler {
   // on_writable when c's queue has drained (see ReplySink::queued_bytes).
   [[nodiscard]] virtual bool has_pending(ClientId /*c*/) const noexcept { return false; }
   virtual void on_writable(ClientId /*c*/, uint64_t /*now*/, ReplySink& /*out*/) {}
+  // What the last on_frame or on_writable call did.
+  [[nodiscard]] virtual HandlerWork last_work() const noexcept { return {}; }
 };
 
 // How a subscriber's engine talks to the publisher.
