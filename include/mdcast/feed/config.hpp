@@ -74,8 +74,10 @@ struct ControlConfig {
   std::shared_ptr<const PublisherSecrets> secrets;
   // A refused proof is answered after this delay, doubling per failure (for
   // the whole publisher) up to the max, one doubling forgotten per decay.
+  // Keep the max below the transport's un-admitted timeout (5 s), or a
+  // refused client is closed before it hears why.
   uint64_t auth_delay_min_ns = 100 * kNsPerMs;
-  uint64_t auth_delay_max_ns = 5 * kNsPerSec;
+  uint64_t auth_delay_max_ns = 3 * kNsPerSec;
   uint64_t auth_delay_decay_ns = 10 * kNsPerSec;
   size_t max_reply_bytes = 256u << 10;     // one retransmit reply frame (it always carries one datagram)
   size_t snapshot_frame_bytes = 64u << 10; // one snapshot-data frame

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "attack.hpp"
+#include "mdcast/wire/auth.hpp"
 
 namespace mdcast::attack {
 namespace {
@@ -327,27 +328,32 @@ namespace {
 // response handshake lands (AuthHello / AuthChallenge / AuthProof), this
 // class alone changes: start() sends the hello, on_answer() answers the
 // challenge with a made-up proof and waits for the verdict.
+// One guess through the challenge-response handshake: a hello naming an
+// identity (a real one or not: the publisher's challenge looks the same),
+// then a proof the guesser cannot compute (it has no secret), and the
+// publisher's verdict. A guesser learns one bit per attempt; the publisher's
+// growing delay bounds how many attempts it gets per second.
 class CredentialAttempt {
  public:
   enum class Outcome : uint8_t { kPending, kRejected, kAccepted, kOtherError };
-  static bool supported() {
-    wire::Subscribe s;
-    return has_credential(s);
-  }
+  static bool supported() { return true; }
   void start(Conn& c, uint64_t n) {
-    const std::string wrong = fmt::format("guess-{:08x}", n);
-    (void)c.write_all(subscribe_frame(static_cast<uint32_t>(n), wrong), monotonic_ns() + kNsPerSec);
+    wire::AuthHello h;
+    h.channel = 1;
+    h.identity = n % 2 ? "good" : fmt::format("guess-{:08x}", n);  // the real identity, and invented ones
+    wire::random_bytes(h.client_nonce);
+    (void)c.write_all(wire::encode_auth(static_cast<uint32_t>(n), h), monotonic_ns() + kNsPerSec);
   }
-  Outcome on_answer(Conn&, const Answer& a) {
+  Outcome on_answer(Conn& c, const Answer& a) {
+    if (a.type == static_cast<uint8_t>(wire::CtlType::kAuthChallenge)) {
+      wire::AuthProof p;
+      wire::random_bytes(p.client_proof);  // a guess
+      (void)c.write_all(wire::encode_auth(2, p), monotonic_ns() + kNsPerSec);
+      return Outcome::kPending;
+    }
     if (a.kind == Kind::kAck) return Outcome::kAccepted;
     if (a.kind != Kind::kError) return Outcome::kPending;
     return a.error == wire::ErrorCode::kBadCredential ? Outcome::kRejected : Outcome::kOtherError;
-  }
-
- private:
-  template <class S>
-  static bool has_credential(S& s) {
-    return requires { s.credential; };
   }
 };
 

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# Wrong credentials as fast as the publisher answers them, from two
-# connections at once: answers come at a bounded rate (a guesser learns
-# little per second), none is accepted, and the subscribers holding the
-# right credential get the whole feed.
+# Wrong proofs as fast as the publisher answers them, from two connections
+# at once, through the challenge-response handshake (for the real identity
+# and for invented ones): answers come at a bounded rate (the publisher's
+# delay grows with failures), none is accepted, and the subscribers holding
+# the right secret get the whole feed.
 source "$(dirname "$0")/hostile_lib.sh"
 MAX_ANSWERS_PER_S=${HOSTILE_MAX_ANSWERS_PER_S:-100}
 
-# The one place that knows how a publisher is told who may subscribe. Today:
-# a [[publisher.entitlement]] credential in a config file and --credential on
-# the subscriber. When challenge-response authentication replaces them, this
-# changes (and CredentialAttempt in attack_control.cpp).
+# The one place that knows how a publisher is told who may subscribe: a
+# secrets file (mdcast secret new), the subscriber's own line in another.
 configure_credentials() {
-  local good="hostile-good-$$"
-  printf '[[publisher.entitlement]]\ncredential = "%s"\ninstruments = "all"\n' "$good" >"$WORK/entitlements.toml"
-  PUB_PRE=(--config "$WORK/entitlements.toml")
-  SUB_ARGS=(--credential "$good")
+  (umask 077; "$MDCAST" secret new --identity good >"$WORK/pub.secrets")
+  (umask 077; cp "$WORK/pub.secrets" "$WORK/good.secret")
+  PUB_ARGS=(--secrets "$WORK/pub.secrets")
+  SUB_ARGS=(--identity good --secret-file "$WORK/good.secret")
 }
 
 configure_credentials
