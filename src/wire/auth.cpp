@@ -91,19 +91,7 @@ bool valid_identity(std::string_view id) noexcept {
 
 std::optional<AuthFrame> parse_auth(std::span<const std::byte> f, std::string* why) noexcept {
   try {
-    if (f.size() < ctl::kHeaderSize) {
-      if (why) *why = fmt::format("frame of {} bytes is shorter than the 12-byte header", f.size());
-      return std::nullopt;
-    }
-    const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
-    if (len != f.size()) {
-      if (why) *why = fmt::format("frame length field {} disagrees with {} bytes", len, f.size());
-      return std::nullopt;
-    }
-    if (load_le<uint8_t>(f.data() + ctl::kVersion) != kVersion) {
-      if (why) *why = fmt::format("unsupported control version {}", load_le<uint8_t>(f.data() + ctl::kVersion));
-      return std::nullopt;
-    }
+    if (!check_frame_header(f, why)) return std::nullopt;
     AuthFrame out;
     out.request_id = load_le<uint32_t>(f.data() + ctl::kRequestId);
     const std::byte* p = f.data();

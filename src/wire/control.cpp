@@ -84,21 +84,26 @@ bool exact(std::span<const std::byte> f, size_t n, std::string* why, std::string
 
 }  // namespace
 
+bool check_frame_header(std::span<const std::byte> f, std::string* why) {
+  if (f.size() < ctl::kHeaderSize) {
+    if (why) *why = fmt::format("frame of {} bytes is shorter than the 12-byte header", f.size());
+    return false;
+  }
+  const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
+  if (len != f.size()) {
+    if (why) *why = fmt::format("frame length field {} disagrees with {} bytes", len, f.size());
+    return false;
+  }
+  if (load_le<uint8_t>(f.data() + ctl::kVersion) != kVersion) {
+    if (why) *why = fmt::format("unsupported control version {}", load_le<uint8_t>(f.data() + ctl::kVersion));
+    return false;
+  }
+  return true;
+}
+
 std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::string* why) noexcept {
   try {
-    if (f.size() < ctl::kHeaderSize) {
-      if (why) *why = fmt::format("frame of {} bytes is shorter than the 12-byte header", f.size());
-      return std::nullopt;
-    }
-    const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
-    if (len != f.size()) {
-      if (why) *why = fmt::format("frame length field {} disagrees with {} bytes", len, f.size());
-      return std::nullopt;
-    }
-    if (load_le<uint8_t>(f.data() + ctl::kVersion) != kVersion) {
-      if (why) *why = fmt::format("unsupported control version {}", load_le<uint8_t>(f.data() + ctl::kVersion));
-      return std::nullopt;
-    }
+    if (!check_frame_header(f, why)) return std::nullopt;
     ControlFrame out;
     out.request_id = load_le<uint32_t>(f.data() + ctl::kRequestId);
     const auto type = static_cast<CtlType>(load_le<uint8_t>(f.data() + ctl::kType));

@@ -148,6 +148,10 @@ struct ControlFrame {
 // malformed, or could not be parsed for lack of memory ("out of memory"):
 // either way the caller drops it. Views inside the result point into `frame`.
 [[nodiscard]] std::optional<ControlFrame> parse_control(std::span<const std::byte> frame, std::string* why) noexcept;
+// The checks every frame's header passes (size, length field, version),
+// shared by parse_control and parse_auth. May throw only for lack of memory
+// while it writes `why` (the parsers catch that).
+[[nodiscard]] bool check_frame_header(std::span<const std::byte> frame, std::string* why);
 
 // Encoders: each returns one complete frame.
 std::vector<std::byte> encode_control(uint32_t request_id, const Subscribe& b);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 
+#include "mdcast/core/bytes.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/feed/control_service.hpp"
 #include "mdcast/feed/publisher_agent.hpp"
@@ -414,6 +415,80 @@ TEST(VerbsControl, SlowClientIsCutOffPublisherNeverWaits) {
                            "replies; publisher at sequence {}\n",
                            cut_after_ms, o.max_client_backlog, f.count(wire::CtlType::kRetransmitReply),
                            pw.pub.core().last_committed());
+}
+
+// Anyone on the fabric can send to the group (the QKey is in every packet):
+// a rogue sender forges another session's heartbeats, ends of session,
+// far-ahead sequences and 2^40 tails beside the real feed, over the real
+// medium. The subscriber delivers the whole feed exactly, never resets, never
+// ends early, and counts the forgeries it refuted.
+TEST(VerbsForgery, RogueSenderOnTheGroupNeverActsAlone) {
+  MDCAST_REQUIRE_RDMA();
+  auto o = base_options("239.77.1.6", 7612);
+  Scenario sc{13, 6000, 20};
+  PubWorld pw(o, sc);
+  auto so = o;
+  so.control_ip = o.local_ip;
+  SubWorld good(so, sc);
+  mv::VerbsSink rogue(o);
+  auto fcfg = publisher_config(sc, pw.medium.max_datagram());
+  fcfg.session = pw.agent.core().session();
+  fcfg.retransmit_bytes = 1u << 20;
+  feed::PublisherCore forger(fcfg);  // knows the session: it is in every datagram
+  uint64_t forged = 0;
+  auto forge = [&] {
+    const auto& core = pw.agent.core();
+    if (core.last_committed() == 0) return;
+    const auto real = core.datagram(core.last_committed());
+    std::vector<std::byte> d(real.begin(), real.end());
+    const uint64_t kind = forged % 4;
+    wire::DatagramHeader h = wire::read_header(d.data());
+    if (kind == 0) {
+      h.session = core.session() ^ 1;
+    } else if (kind == 2) {
+      h.sequence = (uint64_t{1} << 40) + forged;
+    } else {
+      const auto hb = forger.build_heartbeat(monotonic_ns(), kind == 1);
+      d.assign(hb.begin(), hb.end());
+      h = wire::read_header(d.data());
+      h.sequence = kind == 1 ? core.last_committed() : uint64_t{1} << 40;
+      store_le<uint64_t>(d.data() + wire::dgram::kHeaderSize + wire::heartbeat::kLastSeq, h.sequence);
+    }
+    wire::write_header(d.data(), h);
+    if (h.flags & wire::kFlagCrc) wire::seal_crc(d);
+    for (int tries = 0; rogue.send_unsequenced(d) != feed::SendResult::kSent && tries < 1000; ++tries) rogue.reap();
+    ++forged;
+  };
+  ASSERT_TRUE(poll_until([&] { return pw.subscribed() == 1; }, [&] { pw.poll(); good.poll(); }, 20'000));
+  uint64_t round = 0;
+  pw.publish(sc.messages, [&] {
+    good.poll();
+    if (++round % 4 == 0) forge();
+  });
+  uint64_t last_end = 0;
+  const bool done = poll_until([&] { return good.sub.delivered_to_end(); },
+                               [&] {
+                                 pw.poll();
+                                 good.poll();
+                                 rogue.reap();
+                                 if (monotonic_ns() - last_end > 50 * kNsPerMs) {
+                                   forge();
+                                   (void)pw.pub.end_session(monotonic_ns());
+                                   last_end = monotonic_ns();
+                                 }
+                               },
+                               60'000);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(verify(replay(sc), good.rec, good.sub.books()), "");
+  const auto& c = good.sub.counters();
+  EXPECT_GT(c.forged_datagrams.get(), 0u);
+  EXPECT_EQ(c.session_changes.get(), 0u);
+  EXPECT_LE(c.snapshots_requested.get(), 1u) << "forged checksums cost at most one snapshot per interval";
+  std::cout << fmt::format("  rogue sent {} forged datagrams; subscriber: {} messages, claims held {}, forged {}, "
+                           "confirmed {}, session queries {}, snapshots {}, session changes {}\n",
+                           forged, good.rec.delivered, c.claims_held.get(), c.forged_datagrams.get(),
+                           c.claims_confirmed.get(), c.session_queries.get(), c.snapshots_requested.get(),
+                           c.session_changes.get());
 }
 
 // 1 publisher + 3 subscribers, separate processes, one device.
