@@ -282,7 +282,8 @@ TEST(ControlSnapshot, TheSameRequestAgainWaitsForANewerCopy) {
   EXPECT_EQ(w.svc.counters().snapshot_builds.get(), 1u);
   w.now += 40 * kNsPerMs;
   w.svc.tick(w.now);
-  const auto* d = done_of(w.out.to(1), 5);
+  const auto replies = w.out.to(1);  // d points into it
+  const auto* d = done_of(replies, 5);
   ASSERT_TRUE(d);
   EXPECT_GT(d->snapshot_seq, s0);
   EXPECT_EQ(w.svc.counters().snapshot_builds.get(), 2u);
