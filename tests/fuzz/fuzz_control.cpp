@@ -8,6 +8,7 @@
 //
 // Input: byte 0 seeds the split pattern; byte 1 bit 0 says whether to fix
 // up the first frame's length and version (so mutations reach the bodies).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -24,8 +25,14 @@ namespace {
 std::vector<std::byte> canonical(std::span<const std::byte> f, CtlType t) {
   std::vector<std::byte> c(f.begin(), f.end());
   c[6] = c[7] = std::byte{0};  // header reserved
-  if (t == CtlType::kRetransmitReply && c.size() >= 20) c[17] = c[18] = c[19] = std::byte{0};
-  if (t == CtlType::kSnapshotDone && c.size() >= 20) c[17] = c[18] = c[19] = std::byte{0};
+  // Reserved bytes after a status (protocol 2: status at 20), and a session
+  // status's end sequence, which only travels once the session ended.
+  if (t == CtlType::kRetransmitReply && c.size() >= 24) c[21] = c[22] = c[23] = std::byte{0};
+  if (t == CtlType::kSnapshotDone && c.size() >= 24) c[21] = c[22] = c[23] = std::byte{0};
+  if (t == CtlType::kSessionStatus && c.size() >= 48) {
+    c[37] = c[38] = c[39] = std::byte{0};
+    if ((static_cast<uint8_t>(c[36]) & 1) == 0) std::fill(c.begin() + 40, c.begin() + 48, std::byte{0});
+  }
   return c;
 }
 
