@@ -179,13 +179,14 @@ EOF
   note "neither netem nor nftables (install nftables: scripts/install-deps.sh): $h drops $pct % on arrival (--inject-loss) instead of at the link"
 }
 
-# netns_loss_dropped: datagrams the loss rule dropped so far (nft only; "?" otherwise).
+# netns_loss_dropped: packets the loss rule dropped so far, both ways ("?" for inject).
 netns_loss_dropped() {
   case "$LOSS_MODE" in
     nft) ip netns exec "$NETNS_FABRIC" nft list table bridge mdcast_loss 2>/dev/null \
            | awk '/counter packets/ {for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1)} END {print s + 0}' ;;
-    netem) ip netns exec "$NETNS_FABRIC" tc -s qdisc show dev "a-$NETNS_LOSS_HOST" 2>/dev/null \
-           | awk '/dropped/ {gsub(",", ""); for (i = 1; i < NF; i++) if ($i == "dropped") print $(i + 1); exit}' ;;
+    netem) { ip netns exec "$NETNS_FABRIC" tc -s qdisc show dev "a-$NETNS_LOSS_HOST"
+             ip netns exec "$(ns_of "$NETNS_LOSS_HOST")" tc -s qdisc show dev eth0; } 2>/dev/null \
+           | awk '/dropped/ {gsub(/[(),]/, ""); for (i = 1; i < NF; i++) if ($i == "dropped") s += $(i + 1)} END {print s + 0}' ;;
     *) echo "?" ;;
   esac
 }

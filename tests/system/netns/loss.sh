@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One publisher host, three subscriber hosts over UDP multicast; 5 % loss on
+# s1's link only (with reordering where the kernel has netem): every
+# subscriber exits 0 with every message and books identical to the
+# publisher's; s1 recovered what it lost, s2 and s3 had nothing to recover.
+source "$(dirname "$0")/netns_feed.sh"
+
+netns_topology
+netns_loss s1 5
+SUB_ARGS[s1]="${LOSS_SUB_ARGS[*]}"   # only where neither netem nor nftables exists
+start_publisher
+for s in s1 s2 s3; do start_subscriber $s; done
+finish s1 s2 s3
+finish_publisher
+figure loss "$LOSS_MODE"
+figure link_drops "$(netns_loss_dropped)"
+for s in s1 s2 s3; do sub_figures $s; done
+
+check_books s1 s2 s3
+check_all_delivered s1 s2 s3
+expect "s1 detected gaps ($(result_value s1 sub.gaps))" gt0 "$(result_value s1 sub.gaps)"
+expect "s1 recovered (datagrams $(result_value s1 sub.datagrams_recovered), snapshots $(result_value s1 sub.snapshots_applied))" \
+  gt0 $(($(result_value s1 sub.datagrams_recovered) + $(result_value s1 sub.snapshots_applied)))
+check_undisturbed s2 s3
+conclude
