@@ -7,7 +7,9 @@ DURATION=10s
 CUT_S=5
 
 netns_topology
-# ~1.3 s of history at 20 k msg/s: what s2 misses is gone by the time it is back.
+# ~1.3 s of history at 20 k msg/s: what s2 misses is gone by the time it is
+# back, so a snapshot is the only way (with the default 64 MiB ring, 5 s
+# outrun s2's window and it takes a snapshot too, but for another reason).
 PUB_ARGS=(--retransmit-bytes 1M)
 start_publisher
 for s in s1 s2 s3; do start_subscriber $s; done

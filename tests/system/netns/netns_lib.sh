@@ -24,6 +24,9 @@ NETNS_LOSS_HOST=""
 NETNS_GROUP_A=${NETNS_GROUP_A:-239.77.1.1:7470}
 NETNS_GROUP_B=${NETNS_GROUP_B:-239.77.2.1:7470}
 LOSS_MODE=""           # netem | nft | inject, once netns_loss ran
+# nft only: narrows the loss to matching packets, to tell the data plane's
+# part from the control plane's (e.g. NETNS_LOSS_MATCH="meta l4proto udp").
+NETNS_LOSS_MATCH=${NETNS_LOSS_MATCH:-}
 LOSS_SUB_ARGS=()       # subscriber flags the loss needs (only for LOSS_MODE=inject)
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -164,8 +167,8 @@ netns_loss() {
 table bridge mdcast_loss {
   chain forward {
     type filter hook forward priority 0; policy accept;
-    oifname "$port" numgen random mod 100 < $pct counter drop
-    iifname "$port" numgen random mod 100 < $pct counter drop
+    oifname "$port" $NETNS_LOSS_MATCH numgen random mod 100 < $pct counter drop
+    iifname "$port" $NETNS_LOSS_MATCH numgen random mod 100 < $pct counter drop
   }
 }
 EOF
