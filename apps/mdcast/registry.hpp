@@ -112,6 +112,13 @@ struct VerbsEntry {
 };
 #endif
 
+// TEMPORARY (until media/udp lands on main with its own UdpEntry): only the
+// bench's raw UDP baseline, dispatched by make_medium_bench.
+struct UdpEntry {
+  static constexpr std::string_view kName = "udp";
+  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
+};
+
 // "auto": on one host shared memory beats any network medium; verbs and UDP
 // reach other hosts and are chosen explicitly.
 [[nodiscard]] inline MediumKind resolve_medium(MediumKind m) noexcept {
