@@ -311,13 +311,14 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
       const uint32_t n = plan.fanout_counts[i];
       const std::string k = fmt::format("fanout.{}", n);
       bool crowded = false;
-      uint64_t lost = 0, gaps = 0, recovered = 0, unrecovered = 0;
+      uint64_t lost = 0, drops = 0, gaps = 0, recovered = 0, unrecovered = 0;
       for (const auto& r : reps)
         if (i < r.fan.size()) {
           crowded |= r.fan[i].crowded;
           lost += lapped_total(r.fan[i].r);
           unrecovered += lost_total(r.fan[i].r);
           for (const auto& sub : r.fan[i].r.subs) {
+            drops += sub.kernel_drops;
             gaps += sub.gaps;
             recovered += sub.recovered;
           }
@@ -325,6 +326,7 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
       // A medium that drops (UDP under overload) says so here: what was
       // lost and recovered is not hidden behind a rate that held.
       std::string losses = lost ? fmt::format(" LAPPED {}", lost) : "";
+      if (drops) losses += fmt::format(" kernel drops {},", drops);
       if (gaps || recovered) losses += fmt::format(" gaps {}, recovered {}", gaps, recovered);
       if (unrecovered) losses += fmt::format(" UNRECOVERED {}", unrecovered);
       fmt::print("  {:>4} {:>14} {:>13} {:>13} {:>10.1f} {:>10} {:>10}  {}{}{}\n", n,
