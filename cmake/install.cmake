@@ -13,7 +13,7 @@ set(MDCAST_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # The library targets this build has, each a dependency of those after it
 # (`mdcast bench` lives in apps/bench and is no part of the library).
-set(MDCAST_LIBRARIES mdcast_feed mdcast_mem mdcast_stream mdcast_shm)
+set(MDCAST_LIBRARIES mdcast_feed mdcast_mem mdcast_stream mdcast_shm mdcast_udp)
 if(TARGET mdcast_verbs)
   list(APPEND MDCAST_LIBRARIES mdcast_verbs)
   set(MDCAST_HAVE_VERBS ON)

@@ -35,8 +35,6 @@ namespace mdcast::app {
 namespace bench {
 
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where) {
-  // TEMPORARY until main's registry has UdpEntry in with_medium().
-  if (m == MediumKind::kUdp) return UdpEntry::bench(s, where);
   return with_medium(m, [&](auto entry) { return decltype(entry)::bench(s, where); });
 }
 

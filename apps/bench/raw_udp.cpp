@@ -5,15 +5,16 @@
 // kernel's socket API: the writer sends with sendmmsg on a socket connected
 // to the group (IP_MULTICAST_IF the interface, multicast loop on, TTL 1), the
 // reader has joined the group on that interface and busy-polls
-// recvmmsg(MSG_DONTWAIT). No header, no sequencing beyond counting, no
-// recovery. For latency each datagram is one 64-byte message stamped when it
-// is sent; messages that fall due together go out in one sendmmsg, one
-// datagram each. For throughput each datagram is kThroughputDatagram bytes
-// (1472: the UDP payload of a 1500-byte MTU, what the medium uses on lo) of
-// 23 64-byte records, as mdcast packs its messages, so both count the same
-// bytes. UDP has no flow control: an unpaced writer outruns the reader, and
-// what the reader's socket buffer could not take is lost, counted from the
-// datagrams' numbers against the total the writer announces at the end.
+// recvmmsg(MSG_DONTWAIT). No GSO or GRO, no header, no sequencing beyond
+// counting, no recovery. For latency each datagram is one 64-byte message
+// stamped when it is sent; messages that fall due together go out in one
+// sendmmsg, one datagram each. For throughput each datagram is as large as
+// the medium makes them on this interface (udp.mtu; 1472 bytes on lo, the
+// UDP payload of a 1500-byte MTU), whole 64-byte records, as mdcast packs its
+// messages, so both count the same bytes. UDP has no flow control: an
+// unpaced writer outruns the reader, and what the reader's socket buffer
+// could not take is lost, counted from the datagrams' numbers against the
+// total the writer announces at the end.
 //
 // Every run has a group and port of its own (239.77.250.x for the raw runs,
 // 239.77.251.x for mdcast's, from the bench's pid and the run's number) and
@@ -21,8 +22,6 @@
 // neither meet on a group nor count each other's traffic.
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,35 +41,14 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/fd.hpp"
+#include "mdcast/media/udp/udp_socket.hpp"
+#include "mdcast/wire/protocol.hpp"
 #include "registry.hpp"
 
 namespace mdcast::app::bench {
 namespace {
 
 // ------------------------------------------------------------- addresses --
-
-struct Interface {
-  std::string name;
-  in_addr ip{};
-  unsigned index = 0;
-};
-
-// An interface by name ("lo") or by one of its IPv4 addresses ("127.0.0.1").
-Interface resolve_interface(const std::string& name_or_ip) {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) fail_errno("getifaddrs");
-  std::unique_ptr<ifaddrs, decltype(&::freeifaddrs)> own(list, &::freeifaddrs);
-  for (const ifaddrs* a = list; a; a = a->ifa_next) {
-    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
-    const in_addr ip = reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr;
-    char text[INET_ADDRSTRLEN] = {};
-    ::inet_ntop(AF_INET, &ip, text, sizeof text);
-    if (name_or_ip == a->ifa_name || name_or_ip == text) return {a->ifa_name, ip, ::if_nametoindex(a->ifa_name)};
-  }
-  fail("interface '{}': no interface of that name or IPv4 address (`ip -4 addr` lists them); "
-       "set udp.interface (--interface)",
-       name_or_ip);
-}
 
 std::string ip_str(in_addr a) {
   char text[INET_ADDRSTRLEN] = {};
@@ -115,8 +93,10 @@ void size_buffer(int fd, bool receive, int bytes) {
 }
 
 struct Path {
-  Interface iface;
+  media::udp::Interface iface;  // resolved as the medium resolves it
+  in_addr ip{};
   Endpoint at;
+  size_t datagram = 0;          // throughput runs: the medium's datagram size, whole records
   uint64_t nonce = 0;
 };
 
@@ -129,8 +109,8 @@ constexpr int kSocketBuffer = 8 << 20;
 UniqueFd open_sender(const Path& p) {
   UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd) fail_errno("socket(AF_INET, SOCK_DGRAM)");
-  if (::setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &p.iface.ip, sizeof p.iface.ip) != 0)
-    fail_errno("setsockopt(IP_MULTICAST_IF, {} = {})", p.iface.name, ip_str(p.iface.ip));
+  if (::setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &p.ip, sizeof p.ip) != 0)
+    fail_errno("setsockopt(IP_MULTICAST_IF, {} = {})", p.iface.name, ip_str(p.ip));
   set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_LOOP, 1, "IP_MULTICAST_LOOP");
   set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_TTL, 1, "IP_MULTICAST_TTL");
   size_buffer(fd.get(), false, kSocketBuffer);
@@ -149,10 +129,10 @@ UniqueFd open_receiver(const Path& p) {
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) fail_errno("bind to {}", p.at.str());
   ip_mreqn mreq{};
   mreq.imr_multiaddr = p.at.group;
-  mreq.imr_address = p.iface.ip;
-  mreq.imr_ifindex = static_cast<int>(p.iface.index);
+  mreq.imr_address = p.ip;
+  mreq.imr_ifindex = p.iface.index;
   if (::setsockopt(fd.get(), IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq) != 0)
-    fail_errno("join {} on {} ({})", ip_str(p.at.group), p.iface.name, ip_str(p.iface.ip));
+    fail_errno("join {} on {} ({})", ip_str(p.at.group), p.iface.name, ip_str(p.ip));
   size_buffer(fd.get(), true, kSocketBuffer);
   return fd;
 }
@@ -162,11 +142,8 @@ UniqueFd open_receiver(const Path& p) {
 constexpr size_t kRawBytes = 64;
 constexpr size_t kRawWords = kRawBytes / 8;
 constexpr uint64_t kRawMagic = 0x7261772d7564702dull;  // word 0: tells ours from anything else on the group
-constexpr size_t kThroughputDatagram = 1472;            // 1500 - IPv4 20 - UDP 8
-constexpr size_t kRecordsPerDatagram = kThroughputDatagram / kRawBytes;  // 23
-constexpr size_t kMaxDatagram = 2048;
+constexpr size_t kMaxDatagram = wire::kMaxDatagram;  // the medium's largest, whatever the MTU
 constexpr unsigned kBatch = 32;  // datagrams per sendmmsg / recvmmsg
-static_assert(kRecordsPerDatagram * kRawBytes == kThroughputDatagram);
 
 // A datagram's first record: magic, send stamp, datagram number, kind, nonce.
 enum Word : size_t { kMagic = 0, kStamp = 1, kNumber = 2, kKind = 3, kNonce = 4 };
@@ -220,7 +197,7 @@ int raw_writer(RawBoard& b, const Path& path, const RawRun& run) {
     return fail_with(fmt::format("raw writer: {}", e.what()));
   }
   const bool paced = run.rate > 0;
-  auto batch = std::make_unique<Batch>(paced ? kRawBytes : kThroughputDatagram);
+  auto batch = std::make_unique<Batch>(paced ? kRawBytes : path.datagram);
   if (!raw_ready_and_wait(b)) return 1;
   const uint64_t t0 = b.t0.load();
   const uint64_t end = t0 + run.window.warmup_ns + run.window.duration_ns;
@@ -313,21 +290,27 @@ constexpr size_t kUdpWireOverhead = 46;
 
 class UdpBench final : public MediumBench {
  public:
-  UdpBench(const Settings& s, const Placement& where) : s_(s), where_(where) {
-    iface_ = resolve_interface(udp_interface(s_));
+  UdpBench(const Settings& s, const Placement& where)
+      : s_(s), where_(where), iface_(media::udp::find_interface(s_.udp.interface)) {
+    ip_.s_addr = iface_.address_be;
+    // What the medium puts in a datagram at this MTU, in whole records.
+    datagram_ = std::min(iface_.payload(s_.udp.mtu), kMaxDatagram) / kRawBytes * kRawBytes;
+    if (datagram_ < kRawBytes) fail("udp.mtu {}: a datagram must hold at least one 64-byte message", s_.udp.mtu);
   }
 
   std::string name() const override { return "udp"; }
   std::string describe() const override {
-    return fmt::format("UDP multicast on {} ({}), a group and port per run (raw 239.77.250.x, mdcast 239.77.251.x)",
-                       iface_.name, ip_str(iface_.ip));
+    return fmt::format("UDP multicast on {} ({}), {}-byte datagrams, GSO {}, GRO {}, a group and port per run "
+                       "(raw 239.77.250.x, mdcast 239.77.251.x)",
+                       iface_.name, ip_str(ip_), iface_.payload(s_.udp.mtu), s_.udp.gso ? "on" : "off",
+                       s_.udp.gro ? "on" : "off");
   }
   size_t medium_overhead_per_datagram() const override { return kUdpWireOverhead; }
   std::string raw_name() const override { return "raw UDP multicast"; }
   std::string raw_throughput_note() const override {
     return fmt::format("(sendmmsg of {}-byte datagrams of {} 64-byte records, recvmmsg busy-poll, unpaced: UDP has "
                        "no flow control, the kernel drops what the reader's socket buffer cannot take)",
-                       kThroughputDatagram, kRecordsPerDatagram);
+                       datagram_, datagram_ / kRawBytes);
   }
 
   PlanDefaults defaults() const override {
@@ -341,7 +324,7 @@ class UdpBench final : public MediumBench {
   }
 
   RawResult raw(const RawRun& run, Progress& p) override {
-    Path path{iface_, run_endpoint(250, ++raw_runs_), 0};
+    Path path{iface_, ip_, run_endpoint(250, ++raw_runs_), datagram_, 0};
     path.nonce = (static_cast<uint64_t>(::getpid()) << 32) | raw_runs_;
     Shared<RawBoard> b;
     std::vector<ChildProcess> kids;
@@ -351,20 +334,33 @@ class UdpBench final : public MediumBench {
     return run_raw_pair(*b, kids, run, p);
   }
 
-  RunResult run(const RunSpec&, Progress&) override {
-    // TEMPORARY until media/udp lands on main.
-    RunResult r;
-    r.error = "mdcast over udp: the UDP medium is not in this build yet";
-    return r;
+  RunResult run(const RunSpec& run_spec, Progress& p) override {
+    RunSpec spec = run_spec;
+    // Socket buffers and the kernel's paths are warm after a little traffic;
+    // the engine's retransmit ring gets its lap (prime_retransmit_ring).
+    spec.prime_datagrams = 2048;
+    Settings s = run_settings(s_, ++runs_);
+    s.udp.group = run_endpoint(251, runs_).str();
+    // A free port, announced on the group: never a parallel bench's, nor the
+    // last run's in TIME_WAIT.
+    s.udp.control_port = 0;
+    s.udp.rate = std::max(s.udp.rate, medium_rate());
+    return run_feed_processes<UdpEntry>(s, spec, where_, medium_overhead_per_datagram(), p);
   }
 
  private:
-  // TEMPORARY until media/udp lands on main (then: s.udp.interface).
-  static std::string udp_interface(const Settings&) { return "lo"; }
+  // The medium sizes its socket buffers for 100 ms of udp.rate datagrams at
+  // ~1 KiB beyond each one's payload: the rate that gives it kSocketBuffer,
+  // the raw baseline's.
+  double medium_rate() const {
+    return static_cast<double>(kSocketBuffer) / (0.1 * static_cast<double>(datagram_ + 1024));
+  }
 
   Settings s_;
   Placement where_;
-  Interface iface_;
+  media::udp::Interface iface_;
+  in_addr ip_{};
+  size_t datagram_ = 0;
   uint32_t raw_runs_ = 0, runs_ = 0;
 };
 

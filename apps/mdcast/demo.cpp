@@ -106,6 +106,8 @@ int run_demo(Settings& s, const DemoArgs& a) {
     where = E::demo_where(s);
     extra = E::demo_settings(s);
   });
+  if (s.demo.cut_rail_a_ns && (medium_name != "udp" || s.udp.rail_b.empty()))
+    fail("demo.cut_rail_a needs the udp medium with a rail B (--medium udp --rail-b GROUP:PORT[@IFACE])");
   bool name_given = false, idle_given = false;
   for (const auto& [k, v] : a.settings) {
     name_given |= k == "feed.name";
@@ -138,6 +140,9 @@ int run_demo(Settings& s, const DemoArgs& a) {
   fmt::print("mdcast demo: 1 publisher + {} subscribers over {}, {:.0f} msg/s over {} instruments for {}\n", n, where,
              s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
   if (s.demo.loss > 0) fmt::print("             subscriber 1 drops {:.1f}% of datagrams on arrival (recovered through the control plane)\n", s.demo.loss * 100);
+  if (s.demo.cut_rail_a_ns)
+    fmt::print("             subscriber 1 loses rail A for {} from 2 s in: rail B carries it (nothing lost, nothing to recover)\n",
+               format_duration(s.demo.cut_rail_a_ns));
   if (crowded && !idle_given)
     fmt::print("             {} processes on {} cores: idle processes sleep until data arrives instead of spinning, so\n"
                "             latency includes a wake-up (`mdcast bench` measures pinned, busy-polling latency)\n",
@@ -187,6 +192,8 @@ int run_demo(Settings& s, const DemoArgs& a) {
     common(args, false);
     args.insert(args.end(), {"--set", "subscriber.result=" + c.result});
     if (i == 1 && s.demo.loss > 0) args.insert(args.end(), {"--set", fmt::format("subscriber.inject_loss={}", s.demo.loss)});
+    if (i == 1 && s.demo.cut_rail_a_ns)
+      args.insert(args.end(), {"--set", "udp.cut_a_after=2s", "--set", "udp.cut_a_for=" + format_duration(s.demo.cut_rail_a_ns)});
     c.pid = spawn(exe, args, c.log);
     kids.push_back(c);
   }
@@ -303,6 +310,10 @@ int run_demo(Settings& s, const DemoArgs& a) {
                us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),
                us(r.latency.max()), verdict);
     if (c.status != 0) ok = false;
+    if (i == 1 && s.demo.cut_rail_a_ns)
+      fmt::print("{:<11} rail A cut: {} of its datagrams dropped; first copies: {} on rail A, {} on rail B\n", "",
+                 grouped(r.counter("udp.rail_a_cut")), grouped(r.counter("sub.rail_a_first")),
+                 grouped(r.counter("sub.rail_b_first")));
   }
   fmt::print("\nlatency: one-way, publication of a datagram's first message -> delivery at the subscriber (same host\n"
              "clock), batching delay included; messages delivered late by recovery are excluded\n");

@@ -60,6 +60,9 @@ void feed_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--control-ip", "verbs.control_ip", "verbs: publisher's control address");
   flag(app, f, "--control-port", "verbs.control_port", "verbs: RC control port");
   flag(app, f, "--shm-dir", "shm.dir", "shm ring directory");
+  flag(app, f, "--udp-group", "udp.group", "udp: rail A's multicast GROUP:PORT");
+  flag(app, f, "--interface", "udp.interface", "udp: interface name or IPv4 address (default lo)");
+  flag(app, f, "--rail-b", "udp.rail_b", "udp: a second rail GROUP:PORT[@IFACE] (A/B feed)");
 }
 
 void publisher_flags(CLI::App* app, Flags& f) {
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
   subscriber_flags(demo, f, true);
   flag(demo, f, "--subscribers,-n", "demo.subscribers", "subscriber processes (default 4)");
   flag(demo, f, "--loss", "demo.loss", "loss injected into subscriber 1 (e.g. 0.01 or 1%)");
+  flag(demo, f, "--cut-rail-a", "demo.cut_rail_a", "udp with --rail-b: subscriber 1 loses rail A for this long (e.g. 3s)");
   flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");
   flag(demo, f, "--progress", "demo.progress", "live progress line (true/false)");
 

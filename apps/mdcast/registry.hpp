@@ -10,6 +10,7 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
+#include "mdcast/media/udp/udp_medium.hpp"
 #include "settings.hpp"
 #ifdef MDCAST_HAVE_VERBS
 #include "mdcast/media/verbs/verbs_medium.hpp"
@@ -62,6 +64,53 @@ struct ShmEntry {
   // the demo describes where it runs.
   static SettingPairs demo_settings(const Settings&) { return {}; }
   static std::string demo_where(const Settings&) { return "shared memory"; }
+  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
+};
+
+struct UdpEntry {
+  static constexpr std::string_view kName = "udp";
+  using Publisher = media::udp::PublisherMedium;
+  using Subscriber = media::udp::SubscriberMedium;
+
+  static media::udp::Options options(const Settings& s) {
+    media::udp::Options o;
+    o.rail_a = {s.udp.group, s.udp.interface};
+    if (!s.udp.rail_b.empty()) o.rail_b = media::udp::parse_rail(s.udp.rail_b);
+    o.channel = s.feed.channel;
+    o.ttl = s.udp.ttl;
+    o.loop = s.udp.loop;
+    o.mtu = s.udp.mtu;
+    o.gso = s.udp.gso;
+    o.gro = s.udp.gro;
+    o.busy_poll_us = s.udp.busy_poll_us;
+    o.rate = s.udp.rate;
+    o.control = s.feed.control;
+    o.control_port = s.udp.control_port;
+    o.cut_a_after_ns = s.udp.cut_a_after_ns;
+    o.cut_a_for_ns = s.udp.cut_a_for_ns;
+    o.control_server = s.control_server;
+    return o;
+  }
+  static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {
+    return std::make_unique<Publisher>(options(s), session);
+  }
+  static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // The demo's processes share this host: the publisher takes a free control
+  // port (its subscribers hear it announced), and a demo on the default group
+  // a port of its own, so two demos never hear each other.
+  static std::string demo_group(const Settings& s) {
+    if (s.udp.group != UdpSettings{}.group) return s.udp.group;
+    return fmt::format("239.77.1.1:{}", 20000 + ::getpid() % 20000);
+  }
+  static SettingPairs demo_settings(const Settings& s) {
+    SettingPairs p{{"udp.group", demo_group(s)}};
+    if (s.feed.control.empty()) p.emplace_back("udp.control_port", "0");
+    return p;
+  }
+  static std::string demo_where(const Settings& s) {
+    return fmt::format("UDP multicast {} on {}{}", demo_group(s), s.udp.interface,
+                       s.udp.rail_b.empty() ? "" : ", rail B " + s.udp.rail_b);
+  }
   static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
 };
 
@@ -112,13 +161,6 @@ struct VerbsEntry {
 };
 #endif
 
-// TEMPORARY (until media/udp lands on main with its own UdpEntry): only the
-// bench's raw UDP baseline, dispatched by make_medium_bench.
-struct UdpEntry {
-  static constexpr std::string_view kName = "udp";
-  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
-};
-
 // "auto": on one host shared memory beats any network medium; verbs and UDP
 // reach other hosts and are chosen explicitly.
 [[nodiscard]] inline MediumKind resolve_medium(MediumKind m) noexcept {
@@ -131,12 +173,13 @@ template <class F>
 decltype(auto) with_medium(MediumKind m, F&& f) {
   switch (resolve_medium(m)) {
     case MediumKind::kShm: return f(ShmEntry{});
+    case MediumKind::kUdp: return f(UdpEntry{});
 #ifdef MDCAST_HAVE_VERBS
     case MediumKind::kVerbs: return f(VerbsEntry{});
 #endif
     default: break;
   }
-  fail("medium '{}' is not available in this build (available: shm{})", to_string(m),
+  fail("medium '{}' is not available in this build (available: shm, udp{})", to_string(m),
 #ifdef MDCAST_HAVE_VERBS
        ", verbs"
 #else

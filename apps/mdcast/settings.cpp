@@ -9,6 +9,7 @@
 
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
+#include "mdcast/media/udp/udp_options.hpp"
 
 namespace mdcast::app {
 namespace {
@@ -254,11 +255,45 @@ const std::map<std::string, Key>& registry() {
     add("verbs.rate", "peak datagrams/s the receive ring is sized for (100 ms)", [](Settings& s, const std::string& v) {
       s.verbs.rate = parse_rate(v);
     });
+    // [udp]
+    add("udp.group", "rail A's multicast group and port, GROUP:PORT", [](Settings& s, const std::string& v) {
+      (void)media::udp::GroupAddress::parse(v);
+      s.udp.group = v;
+    });
+    add("udp.interface", "interface (name or IPv4 address) every send and join uses", [](Settings& s, const std::string& v) {
+      s.udp.interface = v;
+    });
+    add("udp.rail_b", "a second rail, GROUP:PORT[@IFACE] (A/B feed); \"\" = none", [](Settings& s, const std::string& v) {
+      if (!v.empty()) (void)media::udp::parse_rail(v);
+      s.udp.rail_b = v;
+    });
+    add("udp.ttl", "multicast TTL (1: this subnet)", [](Settings& s, const std::string& v) { s.udp.ttl = parse_uint<uint8_t>(v, 1, 255); });
+    add("udp.loop", "multicast loop (subscribers on the sender's host)", [](Settings& s, const std::string& v) { s.udp.loop = parse_bool(v); });
+    add("udp.mtu", "MTU the datagram size derives from (0: the interface's; loopback 1500)", [](Settings& s, const std::string& v) {
+      s.udp.mtu = parse_uint<uint32_t>(v, 0, 65535);
+    });
+    add("udp.gso", "UDP GSO (UDP_SEGMENT) where the kernel has it", [](Settings& s, const std::string& v) { s.udp.gso = parse_bool(v); });
+    add("udp.gro", "UDP GRO where the kernel has it", [](Settings& s, const std::string& v) { s.udp.gro = parse_bool(v); });
+    add("udp.busy_poll", "SO_BUSY_POLL time (e.g. 50us; 0: off)", [](Settings& s, const std::string& v) {
+      s.udp.busy_poll_us = static_cast<uint32_t>(parse_duration(v) / kNsPerUs);
+    });
+    add("udp.rate", "peak datagrams/s the socket buffers hold 100 ms of", [](Settings& s, const std::string& v) { s.udp.rate = parse_rate(v); });
+    add("udp.control_port", "publisher: TCP control port on the interface's address (0: a free one, announced)",
+        [](Settings& s, const std::string& v) { s.udp.control_port = parse_uint<uint16_t>(v, 0, 65535); });
+    add("udp.cut_a_after", "subscriber fault injection: drop rail A from this long after start", [](Settings& s, const std::string& v) {
+      s.udp.cut_a_after_ns = parse_duration(v);
+    });
+    add("udp.cut_a_for", "subscriber fault injection: for this long (0: never)", [](Settings& s, const std::string& v) {
+      s.udp.cut_a_for_ns = parse_duration(v);
+    });
     // [demo]
     add("demo.subscribers", "subscriber processes", [](Settings& s, const std::string& v) {
       s.demo.subscribers = parse_uint<uint32_t>(v, 1, 256);
     });
     add("demo.loss", "loss injected into subscriber 1", [](Settings& s, const std::string& v) { s.demo.loss = parse_fraction(v); });
+    add("demo.cut_rail_a", "udp with a rail B: subscriber 1 loses rail A for this long, from 2 s in", [](Settings& s, const std::string& v) {
+      s.demo.cut_rail_a_ns = parse_duration(v);
+    });
     add("demo.keep", "keep the run directory", [](Settings& s, const std::string& v) { s.demo.keep = parse_bool(v); });
     add("demo.progress", "live progress line", [](Settings& s, const std::string& v) { s.demo.progress = parse_bool(v); });
     return m;
@@ -387,7 +422,7 @@ void load_config(Settings& s, const std::string& path) {
   const auto& r = registry();
   for (const auto& [section, node] : t) {
     const auto* tab = node.as_table();
-    if (!tab) fail("{}: '{}' must be a [section] (feed, publisher, subscriber, shm, demo)", where_of(path, node), section.str());
+    if (!tab) fail("{}: '{}' must be a [section] (feed, publisher, subscriber, control, shm, udp, verbs, demo)", where_of(path, node), section.str());
     for (const auto& [k, v] : *tab) {
       const std::string key = std::string(section.str()) + "." + std::string(k.str());
       if (const char* why = removed_key(key)) fail("{}: '{}' was removed: {}", where_of(path, v), key, why);

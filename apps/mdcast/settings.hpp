@@ -95,9 +95,26 @@ struct VerbsSettings {
   bool log_setup = true;             // not a config key: the bench's children keep setup lines quiet
 };
 
+struct UdpSettings {
+  std::string group = "239.77.1.1:7470";
+  std::string interface = "lo";      // nothing leaves this host unless an interface is named
+  std::string rail_b;                // GROUP:PORT[@IFACE]
+  uint8_t ttl = 1;
+  bool loop = true;
+  uint32_t mtu = 0;
+  bool gso = true;
+  bool gro = true;
+  uint32_t busy_poll_us = 0;
+  double rate = 10'000;              // peak datagrams/s: socket buffers hold ~100 ms of it
+  uint16_t control_port = 7471;
+  uint64_t cut_a_after_ns = 0;       // subscriber fault injection (demo, tests)
+  uint64_t cut_a_for_ns = 0;
+};
+
 struct DemoOptions {
   uint32_t subscribers = 4;
   double loss = 0;                   // injected into subscriber 1
+  uint64_t cut_rail_a_ns = 0;        // udp A/B: subscriber 1 loses rail A for this long, from 2 s in
   bool keep = false;                 // keep the run directory
   bool progress = true;
 };
@@ -109,6 +126,7 @@ struct Settings {
   ShmOptions shm;
   media::StreamServerConfig control_server;  // [control]: what the publisher's control transport allows one client
   VerbsSettings verbs;
+  UdpSettings udp;
   DemoOptions demo;
 };
 

@@ -63,7 +63,10 @@ class SubscriberAgent {
   // datagram is stamped by the medium as it arrives). Returns datagrams taken.
   size_t do_work() {
     const size_t n = medium_.source().poll(
-        [this](std::span<const std::byte> d, uint64_t rx) noexcept { sub_.on_datagram(d, Rail::kA, rx); },
+        // A medium with two rails (A/B) says which one a datagram came on.
+        [this](std::span<const std::byte> d, uint64_t rx, unsigned rail = 0) noexcept {
+          sub_.on_datagram(d, rail ? Rail::kB : Rail::kA, rx);
+        },
         opts_.batch);
     const bool round = opts_.control_poll_ns == 0 ? (n == 0 || (++busy_rounds_ & 15) == 0)
                                                   : (n == 0 ? (++idle_rounds_ & 63) == 0 : (++busy_rounds_ & 15) == 0);

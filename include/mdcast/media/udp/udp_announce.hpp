@@ -1,0 +1,68 @@
+// The UDP publisher's announcement of its control address: a small datagram
+// on each rail, every 100 ms, so a subscriber needs only the group. It is the
+// medium's, never the engine's: it starts with its own magic ('M','A'), not
+// a feed datagram's ('M','C'), and the source keeps it aside.
+//
+//   @0  u16 magic 0x414d ('M','A')     @2  u8 version 1     @3 u8 length of the address
+//   @4  u16 channel                    @6  u16 reserved (0)
+//   @8  u64 session
+//   @16 the address, "tcp:10.0.0.1:7471", `length` bytes (at most 64)
+//
+// Trust (docs/security.md): anyone on the fabric can send one. A subscriber
+// uses an announcement only where no control address is configured, takes
+// the first it hears and sticks to it; a different one is counted and
+// reported, and moves it only after its control connection failed for a
+// while. Where the feed has secrets, the publisher proves itself before the
+// subscriber says anything, so a forged address costs time, not trust.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mdcast/core/bytes.hpp"
+
+namespace mdcast::media::udp {
+
+inline constexpr uint16_t kAnnounceMagic = 0x414d;
+inline constexpr uint8_t kAnnounceVersion = 1;
+inline constexpr size_t kAnnounceHeader = 16;
+inline constexpr size_t kMaxAnnouncedAddress = 64;
+
+[[nodiscard]] inline bool is_announcement(std::span<const std::byte> d) noexcept {
+  return d.size() >= 2 && load_le<uint16_t>(d.data()) == kAnnounceMagic;
+}
+
+struct Announcement {
+  uint16_t channel = 0;
+  uint64_t session = 0;
+  std::string address;
+};
+
+[[nodiscard]] std::vector<std::byte> encode_announcement(const Announcement& a);
+// False for anything malformed: wrong version, length beyond the datagram, an
+// address that is not "tcp:" printable text.
+[[nodiscard]] bool decode_announcement(std::span<const std::byte> d, Announcement& out);
+
+// Where the source keeps the last announcement for the medium: a copy in a
+// fixed buffer (the data path does not allocate) and a count that tells the
+// medium a new one arrived.
+struct AnnounceBox {
+  std::array<std::byte, kAnnounceHeader + kMaxAnnouncedAddress> bytes{};
+  size_t size = 0;
+  uint64_t count = 0;
+  void store(std::span<const std::byte> d) noexcept {
+    size = std::min(d.size(), bytes.size());
+    std::memcpy(bytes.data(), d.data(), size);
+    ++count;
+  }
+  [[nodiscard]] std::span<const std::byte> view() const noexcept { return {bytes.data(), size}; }
+};
+
+}  // namespace mdcast::media::udp

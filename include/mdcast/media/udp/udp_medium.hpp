@@ -1,0 +1,144 @@
+// The UDP multicast medium, whole: what an application needs to publish or
+// subscribe across hosts that have no RDMA. One multicast group per channel
+// (two with an A/B feed), a TCP control plane (media/stream, with every
+// bound and the authentication of the hardened control service), and the
+// publisher's announcement of where that control plane listens.
+//
+//   media::udp::Options o;                       // udp_options.hpp
+//   o.rail_a = {"239.77.1.1:7470", "eth0"};
+//   media::udp::PublisherMedium medium(o, session);  // listens, opens the send sockets
+//   feed::PublisherAgent agent(medium, publisher_config, control_config);
+//
+//   media::udp::SubscriberMedium medium(o);      // joins; connects where the publisher announces
+//   feed::SubscriberAgent agent(medium, subscriber_config, handler);
+//
+// No thread of its own: the publisher's and the subscriber's duty loops
+// drive it (sendmmsg/recvmmsg on the data path, the control socket and the
+// announcements from poll_control). Setup throws Error naming the
+// interface, group and errno.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/counter.hpp"
+#include "mdcast/core/fd.hpp"
+#include "mdcast/media/medium.hpp"
+#include "mdcast/media/stream/stream_control.hpp"
+#include "mdcast/media/udp/udp_options.hpp"
+#include "mdcast/media/udp/udp_sink.hpp"
+#include "mdcast/media/udp/udp_socket.hpp"
+#include "mdcast/media/udp/udp_source.hpp"
+
+namespace mdcast::media::udp {
+
+// Both rails resolved: interfaces, groups, the datagram size both carry.
+struct Rails {
+  Interface iface[2];
+  GroupAddress group[2];
+  bool two = false;
+  size_t payload = 0;  // bytes of one datagram (the smaller rail's, at most wire::kMaxDatagram)
+  [[nodiscard]] std::string describe() const;
+  static Rails resolve(const Options& o);
+};
+
+class PublisherMedium {
+ public:
+  using Sink = UdpSink;
+
+  // Listens on the control address, then opens the send sockets. Throws Error.
+  PublisherMedium(const Options& o, uint64_t session);
+  PublisherMedium(const PublisherMedium&) = delete;
+  PublisherMedium& operator=(const PublisherMedium&) = delete;
+
+  Sink& sink() noexcept { return sink_; }
+  std::span<std::byte> ring_memory() noexcept { return {}; }  // the engine's own retransmit ring
+  // max_datagram: 0 = what the interface's MTU carries; more is an Error.
+  [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig c) const;
+  // Serves control clients, announces the control address, reports send errors.
+  size_t poll_control(ControlHandler& h, uint64_t now);
+  [[nodiscard]] size_t clients() const noexcept { return server_.clients(); }
+  [[nodiscard]] std::string describe() const;
+  [[nodiscard]] std::vector<CounterGroup> counter_groups() const;
+
+  [[nodiscard]] const std::string& control_address() const noexcept { return server_.address(); }
+  [[nodiscard]] const Rails& rails() const noexcept { return rails_; }
+  [[nodiscard]] const SinkCounters& counters() const noexcept { return counters_; }
+  [[nodiscard]] const StreamControlServer& server() const noexcept { return server_; }
+
+ private:
+  Options opts_;
+  Rails rails_;
+  StreamControlServer server_;
+  UniqueFd fd_[2];
+  SinkCounters counters_;
+  UdpSink sink_;
+  std::vector<std::byte> announcement_;
+  uint64_t next_announce_ = 0;
+  uint64_t errors_reported_ = 0;
+  uint64_t next_error_report_ = 0;
+};
+
+#define MDCAST_UDP_SUBSCRIBER_COUNTERS(X)                                                          \
+  X(announce_malformed, "announcements that did not decode (dropped)")                           \
+  X(announce_conflicts, "announcements of another control address than the one in use (ignored)") \
+  X(announce_followed, "control addresses taken from an announcement")
+MDCAST_DEFINE_COUNTER_STRUCT(SubscriberCounters, MDCAST_UDP_SUBSCRIBER_COUNTERS);
+
+class SubscriberMedium {
+ public:
+  using Source = UdpSource;
+
+  // Joins the group(s). The control connection starts at o.control, or at
+  // the first address the publisher announces. Throws Error.
+  explicit SubscriberMedium(const Options& o);
+  SubscriberMedium(const SubscriberMedium&) = delete;
+  SubscriberMedium& operator=(const SubscriberMedium&) = delete;
+
+  Source& source() noexcept { return source_; }
+  ControlChannel& control() noexcept { return channel_; }
+  // max_datagram from the rails; with two rails a gap waits 2 ms for the
+  // other rail's copy before it is asked for.
+  [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig c) const;
+  void start() noexcept;
+  size_t poll_control(ControlEvents& e, uint64_t now);
+  [[nodiscard]] std::string describe() const;
+  [[nodiscard]] std::vector<CounterGroup> counter_groups() const;
+
+  // The control address in use ("" while none is known yet).
+  [[nodiscard]] const std::string& control_address() const noexcept { return control_; }
+  [[nodiscard]] const SourceCounters& counters() const noexcept { return counters_; }
+  [[nodiscard]] const Rails& rails() const noexcept { return rails_; }
+  [[nodiscard]] bool gro() const noexcept { return gro_[0]; }
+
+ private:
+  class Channel final : public ControlChannel {
+   public:
+    bool send(std::span<const std::byte> frame) override { return client && client->send(frame); }
+    StreamControlClient* client = nullptr;
+  };
+  void heard_announcement(uint64_t now);
+  void use_control(std::string address);
+
+  Options opts_;
+  Rails rails_;
+  bool gro_[2] = {false, false};  // before fd_: opening a rail sets it
+  UniqueFd fd_[2];
+  SourceCounters counters_;
+  SubscriberCounters sub_counters_;
+  UdpSource source_;
+  std::unique_ptr<StreamControlClient> client_;
+  Channel channel_;
+  std::string control_;
+  std::string refused_;            // the last conflicting address reported
+  uint64_t announcements_seen_ = 0;
+  uint64_t unconnected_since_ = 0; // the connection in use has not been up since then (0: it is up)
+};
+
+static_assert(media::PublisherMedium<udp::PublisherMedium>);
+static_assert(media::SubscriberMedium<udp::SubscriberMedium>);
+
+}  // namespace mdcast::media::udp

@@ -1,0 +1,66 @@
+// What the UDP medium is told: groups, the interface, socket sizes. The
+// defaults keep every datagram on this host (interface lo, TTL 1): a feed
+// crosses hosts only where an interface is named.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/media/stream/stream_server.hpp"
+
+namespace mdcast::media::udp {
+
+using LogFn = std::function<void(std::string_view)>;
+
+// One rail: a multicast group and port, on an interface.
+struct Rail {
+  std::string group = "239.77.1.1:7470";  // GROUP:PORT
+  std::string interface = "lo";           // name or IPv4 address; "" = rail A's
+};
+
+struct Options {
+  Rail rail_a;
+  // A second rail (A/B feed): a publisher sends every datagram on both; a
+  // subscriber listens to both and the first copy wins. Empty group: none.
+  Rail rail_b{"", ""};
+  uint16_t channel = 1;
+  uint8_t ttl = 1;
+  bool loop = true;            // multicast loop: needed when subscribers share the sender's host
+  // The datagram size is the MTU less 28 (IPv4 + UDP headers). 0: the
+  // interface's MTU, except loopback, whose 64 KiB says nothing about the
+  // network a feed will cross: 1500 there.
+  uint32_t mtu = 0;
+  bool gso = true;             // UDP_SEGMENT where the kernel has it
+  bool gro = true;             // UDP_GRO where the kernel has it
+  uint32_t busy_poll_us = 0;   // SO_BUSY_POLL (0: off)
+  // Peak datagrams/s: the socket buffers hold ~100 ms of it. A kernel that
+  // clamps them is reported through log, naming the sysctl.
+  double rate = 10'000;
+  // Publisher: "" = tcp:<interface address>:<control_port>; a subscriber:
+  // "" = the address the publisher announces on the group.
+  std::string control;
+  uint16_t control_port = 7471;  // 0: a free port (announced)
+  uint64_t announce_interval_ns = 100 * kNsPerMs;
+  // Subscriber fault injection (demo, tests): rail A's datagrams are read and
+  // dropped from cut_a_after_ns after start() for cut_a_for_ns (0: never).
+  uint64_t cut_a_after_ns = 0;
+  uint64_t cut_a_for_ns = 0;
+  LogFn log;                   // warnings (clamped buffers); null: stderr, prefixed "mdcast-udp: "
+  StreamServerConfig control_server;  // publisher: what one control client may cost
+};
+
+// "239.1.2.3:7470" → group and port; throws Error naming the text.
+struct GroupAddress {
+  uint32_t group_be = 0;  // network byte order
+  uint16_t port = 0;      // host byte order
+  std::string text;
+  static GroupAddress parse(const std::string& s);
+};
+
+// "GROUP:PORT[@IFACE]" (the --rail-b form) → a Rail; throws Error.
+[[nodiscard]] Rail parse_rail(const std::string& s);
+
+}  // namespace mdcast::media::udp

@@ -1,0 +1,199 @@
+// The UDP medium's setup and control duty (udp_medium.hpp).
+#include "mdcast/media/udp/udp_medium.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "mdcast/core/error.hpp"
+#include "mdcast/wire/protocol.hpp"
+
+namespace mdcast::media::udp {
+namespace {
+
+// How long a subscriber's control connection must have failed before an
+// announcement of another address may move it (a restarted publisher on a
+// new port): one forged announcement cannot move a subscriber that is
+// connected, and one that is not retries its address for this long first.
+constexpr uint64_t kFollowAfterNs = 2 * kNsPerSec;
+constexpr uint64_t kErrorReportNs = kNsPerSec;
+
+std::string publisher_control(const Options& o, const Interface& iface) {
+  if (!o.control.empty()) return o.control;
+  return fmt::format("tcp:{}:{}", iface.address_text(), o.control_port);
+}
+
+// The address subscribers are told: a wildcard listen address means "this
+// host", which they reach at the interface's address.
+std::string announced_address(const std::string& listening, const Interface& iface) {
+  const std::string any = "tcp:0.0.0.0:";
+  if (listening.rfind(any, 0) == 0) return fmt::format("tcp:{}:{}", iface.address_text(), listening.substr(any.size()));
+  return listening;
+}
+
+}  // namespace
+
+Rails Rails::resolve(const Options& o) {
+  Rails r;
+  r.iface[0] = find_interface(o.rail_a.interface);
+  r.group[0] = GroupAddress::parse(o.rail_a.group);
+  r.two = !o.rail_b.group.empty();
+  r.payload = std::min(r.iface[0].payload(o.mtu), wire::kMaxDatagram);
+  if (r.two) {
+    r.iface[1] = find_interface(o.rail_b.interface.empty() ? o.rail_a.interface : o.rail_b.interface);
+    r.group[1] = GroupAddress::parse(o.rail_b.group);
+    if (r.iface[1].index == r.iface[0].index && r.group[1].group_be == r.group[0].group_be &&
+        r.group[1].port == r.group[0].port)
+      fail("udp: rail B ({} on {}) is rail A: give it another group or interface", r.group[1].text, r.iface[1].name);
+    r.payload = std::min(r.payload, r.iface[1].payload(o.mtu));
+  }
+  if (r.payload < wire::kMinDatagram)
+    fail("udp: an MTU of {} on {} leaves {} bytes per datagram; mdcast needs at least {} (udp.mtu)",
+         o.mtu ? o.mtu : r.iface[0].mtu, r.iface[0].name, r.payload, wire::kMinDatagram);
+  return r;
+}
+
+std::string Rails::describe() const {
+  std::string s = fmt::format("{} on {} ({})", group[0].text, iface[0].name, iface[0].address_text());
+  if (two) s += fmt::format(", rail B {} on {} ({})", group[1].text, iface[1].name, iface[1].address_text());
+  return s + fmt::format(", {} B datagrams", payload);
+}
+
+// -------------------------------------------------------------- publisher --
+
+PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
+    : opts_(o),
+      rails_(Rails::resolve(o)),
+      server_(publisher_control(o, rails_.iface[0]), o.control_server),
+      fd_{open_sender(rails_.iface[0], rails_.group[0], o, rails_.payload),
+          rails_.two ? open_sender(rails_.iface[1], rails_.group[1], o, rails_.payload) : UniqueFd()},
+      sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_) {
+  announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])});
+}
+
+feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
+  if (c.max_datagram == 0) c.max_datagram = rails_.payload;
+  if (c.max_datagram > rails_.payload)
+    fail("udp: publisher.max_datagram {} is more than a datagram carries on {} ({} bytes at MTU {}): lower it, "
+         "or raise udp.mtu where the network carries jumbo frames",
+         c.max_datagram, rails_.iface[0].name, rails_.payload, opts_.mtu ? opts_.mtu : rails_.iface[0].mtu);
+  return c;
+}
+
+size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
+  size_t work = server_.poll(h, now);
+  if (now >= next_announce_) {
+    next_announce_ = now + opts_.announce_interval_ns;
+    if (sink_.send_unsequenced(announcement_) == SendResult::kSent) counters_.announcements.add();
+    ++work;
+  }
+  const uint64_t errors = counters_.send_errors.get() + counters_.gso_fallbacks.get();
+  if (errors != errors_reported_ && now >= next_error_report_) {
+    next_error_report_ = now + kErrorReportNs;
+    warn(opts_, fmt::format("sending to {}: {} datagrams refused ({}){}", rails_.describe(),
+                            errors - errors_reported_, std::strerror(sink_.last_error()),
+                            counters_.gso_fallbacks.get() ? "; GSO turned off" : ""));
+    errors_reported_ = errors;
+  }
+  return work;
+}
+
+std::string PublisherMedium::describe() const {
+  return fmt::format("UDP multicast {}{}, control {}", rails_.describe(), sink_.gso() ? ", GSO" : "",
+                     server_.address());
+}
+
+std::vector<CounterGroup> PublisherMedium::counter_groups() const {
+  return {counter_group("udp", counters_), counter_group("control", server_.stats())};
+}
+
+// ------------------------------------------------------------- subscriber --
+
+namespace {
+UniqueFd open_rail(const Rails& r, int i, const Options& o, bool* gro) {
+  return open_receiver(r.iface[i], r.group[i], o, r.payload, gro);
+}
+}  // namespace
+
+SubscriberMedium::SubscriberMedium(const Options& o)
+    : opts_(o),
+      rails_(Rails::resolve(o)),
+      fd_{open_rail(rails_, 0, o, &gro_[0]), rails_.two ? open_rail(rails_, 1, o, &gro_[1]) : UniqueFd()},
+      source_(fd_[0].get(), fd_[1].get(), gro_[0] || gro_[1] ? size_t{65536} : wire::kMaxDatagram, counters_) {
+  if (!o.control.empty()) use_control(o.control);
+}
+
+feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig c) const {
+  if (rails_.two) c.reorder_wait_ns = std::max<uint64_t>(c.reorder_wait_ns, 2 * kNsPerMs);
+  return c;
+}
+
+void SubscriberMedium::start() noexcept {
+  if (opts_.cut_a_for_ns) {
+    const uint64_t from = monotonic_ns() + opts_.cut_a_after_ns;
+    source_.set_cut(from, from + opts_.cut_a_for_ns);
+  }
+}
+
+void SubscriberMedium::use_control(std::string address) {
+  control_ = std::move(address);
+  client_ = std::make_unique<StreamControlClient>(control_);
+  channel_.client = client_.get();
+  unconnected_since_ = monotonic_ns();
+}
+
+void SubscriberMedium::heard_announcement(uint64_t now) {
+  const AnnounceBox& box = source_.announced();
+  if (box.count == announcements_seen_) return;
+  announcements_seen_ = box.count;
+  Announcement a;
+  if (!decode_announcement(box.view(), a)) {
+    sub_counters_.announce_malformed.add();
+    return;
+  }
+  if (a.channel != opts_.channel || !opts_.control.empty() || a.address == control_) return;
+  if (control_.empty()) {
+    sub_counters_.announce_followed.add();
+    use_control(a.address);
+    return;
+  }
+  // Another address than the one in use: a publisher restarted elsewhere, or
+  // someone else on the group. Followed only once ours has failed for a while.
+  if (client_ && !client_->connected() && unconnected_since_ && now - unconnected_since_ >= kFollowAfterNs) {
+    warn(opts_, fmt::format("control {} unreachable for {} s: following the announced {}", control_,
+                            (now - unconnected_since_) / kNsPerSec, a.address));
+    sub_counters_.announce_followed.add();
+    use_control(a.address);
+    return;
+  }
+  sub_counters_.announce_conflicts.add();
+  if (a.address != refused_) {
+    refused_ = a.address;
+    warn(opts_, fmt::format("an announcement on {} names control {}, not {} (in use): ignored; set feed.control "
+                            "if two publishers share this group",
+                            rails_.group[0].text, a.address, control_));
+  }
+}
+
+size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
+  heard_announcement(now);
+  if (!client_) return 0;
+  const size_t work = client_->poll(e, now);
+  if (client_->connected())
+    unconnected_since_ = 0;
+  else if (!unconnected_since_)
+    unconnected_since_ = now;
+  return work;
+}
+
+std::string SubscriberMedium::describe() const {
+  return fmt::format("UDP multicast {}{}, control {}", rails_.describe(), gro_[0] ? ", GRO" : "",
+                     control_.empty() ? "as announced" : control_);
+}
+
+std::vector<CounterGroup> SubscriberMedium::counter_groups() const {
+  return {counter_group("udp", counters_), counter_group("udp", sub_counters_)};
+}
+
+}  // namespace mdcast::media::udp
