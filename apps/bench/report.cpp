@@ -121,9 +121,10 @@ std::vector<Target> targets(const Summary& S, const Plan& plan, const MediumBenc
                            t.met = v >= 1e6 && unrecovered == 0;
                            t.verdict = unrecovered > 0 ? fmt::format("missed: {:.0f} messages never delivered", unrecovered)
                                        : t.met         ? "met"
-                                                       : fmt::format("missed ({:.0f}% of the target)", 100 * v / 1e6);
+                                       : plan.fanout_rate < 1e6
+                                           ? fmt::format("not judged: {} offered (--fanout-rate)", rate_str(plan.fanout_rate))
+                                           : fmt::format("missed ({:.0f}% of the target)", 100 * v / 1e6);
                            if (most != 4) t.verdict += " (not 4 subscribers)";
-                           if (plan.fanout_rate < 1e6) t.verdict += " (offered below 1 M/s)";
                          }));
     return out;
   } else {
@@ -205,6 +206,10 @@ void add_end_warnings(std::vector<std::string>& out, const std::vector<Rep>& rep
           w.push_back(fmt::format("mdcast latency @ {}: the subscriber lost datagrams (a ring behind, or dropped by "
                                   "the medium) and recovered them (JSON: lapped, gaps, recovered): the tail includes recovery",
                                   rate_key(l.rate)));
+        if (l.md->completed && l.md->pub.rate < 0.97 * l.rate)
+          w.push_back(fmt::format("mdcast latency @ {}: the publisher reached only {} ({:.0f} % of the offered rate, one "
+                                  "message per datagram): its latency there is queueing",
+                                  rate_key(l.rate), rate_str(l.md->pub.rate), 100 * l.md->pub.rate / l.rate));
       }
     }
     if (rep.tp) {
