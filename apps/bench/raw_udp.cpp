@@ -58,7 +58,8 @@ std::string ip_str(in_addr a) {
 
 // Where one run meets: 239.77.<net>.<1 + pid % 250>, port 20000 + 16 *
 // (pid % 2000) + run % 16. Two benches alive together have different pids,
-// so they differ in group or port unless their pids agree mod 250 and 2000.
+// so they meet on one group and port only if their pids agree mod 2000 (the
+// raw runs' nonce and mdcast's sessions then keep their traffic apart).
 struct Endpoint {
   in_addr group{};
   uint16_t port = 0;

@@ -202,10 +202,20 @@ void add_end_warnings(std::vector<std::string>& out, const std::vector<Rep>& rep
       }
       if (l.md) {
         check(fmt::format("mdcast latency @ {}", rate_key(l.rate)), *l.md);
-        if (l.md->completed && !l.md->lossless())
-          w.push_back(fmt::format("mdcast latency @ {}: the subscriber lost datagrams (a ring behind, or dropped by "
-                                  "the medium) and recovered them (JSON: lapped, gaps, recovered): the tail includes recovery",
-                                  rate_key(l.rate)));
+        if (l.md->completed && !l.md->lossless()) {
+          uint64_t lapped = 0, drops = 0, gaps = 0, recovered = 0, snapshots = 0;
+          for (const auto& sub : l.md->subs) {
+            lapped += sub.lapped;
+            drops += sub.kernel_drops;
+            gaps += sub.gaps;
+            recovered += sub.recovered;
+            snapshots += sub.snapshots;
+          }
+          w.push_back(fmt::format("mdcast latency @ {}: the subscriber lost datagrams (lapped {}, kernel drops {}, "
+                                  "{} gaps) and recovered {} by retransmission, {} snapshots; {} messages not "
+                                  "delivered one by one: the tail includes recovery",
+                                  rate_key(l.rate), lapped, drops, gaps, recovered, snapshots, lost_total(*l.md)));
+        }
         if (l.md->completed && l.md->pub.rate < 0.97 * l.rate)
           w.push_back(fmt::format("mdcast latency @ {}: the publisher reached only {} ({:.0f} % of the offered rate, one "
                                   "message per datagram): its latency there is queueing",
