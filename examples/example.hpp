@@ -1,5 +1,5 @@
-// What the two examples share: their command line, the verbs options it
-// maps onto, the books' size, and one line of text per message (the
+// What the two examples share: their command line, the udp and verbs
+// options it maps onto, the books' size, and one line of text per message (the
 // subscriber prints exactly the lines the publisher printed).
 #pragma once
 
@@ -11,6 +11,7 @@
 
 #include <mdcast/book/order_book.hpp>
 #include <mdcast/core/error.hpp>
+#include <mdcast/media/udp/udp_options.hpp>
 #include <mdcast/wire/messages.hpp>
 #ifdef MDCAST_HAVE_VERBS
 #include <mdcast/media/verbs/verbs_options.hpp>
@@ -19,13 +20,15 @@
 namespace example {
 
 struct Args {
-  std::string medium = "shm";    // shm | verbs
+  std::string medium = "shm";    // shm | udp | verbs
   std::string name = "example";  // shm: the feed (ring mdcast-<name>.ring, control socket @mdcast/<name>.<random>, in the ring header)
   unsigned subscribers = 1;      // publisher: how many to wait for before the first message
   unsigned rounds = 3;           // publisher: rounds of order activity per instrument
   std::string local_ip;          // verbs: this host's address on the RDMA device
   std::string control_ip;        // verbs subscriber: the publisher's address
   std::string group = "239.77.0.1";  // verbs: the feed's multicast group
+  std::string udp_group = "239.77.1.1:7470";  // udp: the feed's group and port
+  std::string interface = "lo";  // udp: the interface (name or IPv4 address) it travels on
 };
 
 inline Args parse(int argc, char** argv) {
@@ -47,6 +50,8 @@ inline Args parse(int argc, char** argv) {
     else if (flag == "--local-ip") a.local_ip = value;
     else if (flag == "--control-ip") a.control_ip = value;
     else if (flag == "--group") a.group = value;
+    else if (flag == "--udp-group") a.udp_group = value;
+    else if (flag == "--interface") a.interface = value;
     else mdcast::fail("unknown option {} (see the comment at the top of the example's source)", flag);
   }
   return a;
@@ -54,10 +59,16 @@ inline Args parse(int argc, char** argv) {
 
 [[noreturn]] inline void medium_not_available(const std::string& medium) {
 #ifdef MDCAST_HAVE_VERBS
-  mdcast::fail("medium '{}' is not available (this mdcast has shm and verbs)", medium);
+  mdcast::fail("medium '{}' is not available (this mdcast has shm, udp and verbs)", medium);
 #else
-  mdcast::fail("medium '{}' is not available (this mdcast has shm only: it was built without rdma-core)", medium);
+  mdcast::fail("medium '{}' is not available (this mdcast has shm and udp: it was built without rdma-core)", medium);
 #endif
+}
+
+inline mdcast::media::udp::Options udp_options(const Args& a) {
+  mdcast::media::udp::Options o;
+  o.rail_a = {a.udp_group, a.interface};  // the publisher listens for control on the interface's address, port 7471
+  return o;
 }
 
 #ifdef MDCAST_HAVE_VERBS

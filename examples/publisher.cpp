@@ -1,6 +1,6 @@
 // An application publishing its own market data (instruments, orders, trades) to N subscribers over
 // shared memory or RDMA verbs. Prints each message as published; examples/subscriber prints the same.
-//   publisher [--subscribers N] [--rounds R] [--name FEED] [--medium verbs [--local-ip IP] [--group IP]]
+//   publisher [--subscribers N] [--rounds R] [--name FEED] [--medium udp [--interface IFACE] [--udp-group GROUP:PORT]] [--medium verbs [--local-ip IP] [--group IP]]
 #include <exception>
 #include <vector>
 
@@ -8,6 +8,7 @@
 #include <mdcast/core/error.hpp>
 #include <mdcast/feed/publisher_agent.hpp>
 #include <mdcast/media/shm/shm_medium.hpp>
+#include <mdcast/media/udp/udp_medium.hpp>
 #ifdef MDCAST_HAVE_VERBS
 #include <mdcast/media/verbs/verbs_medium.hpp>
 #endif
@@ -82,6 +83,9 @@ int main(int argc, char** argv) try {
       media::shm::Options o;
       o.name = a.name;
       media::shm::PublisherMedium medium(o, session);  // creates the ring, listens for subscribers
+      publish(medium, a, session);
+    } else if (a.medium == "udp") {
+      media::udp::PublisherMedium medium(example::udp_options(a), session);  // joins nothing: sends to the group, announces its control address
       publish(medium, a, session);
 #ifdef MDCAST_HAVE_VERBS
     } else if (a.medium == "verbs") {

@@ -1,7 +1,7 @@
 // An application consuming a feed: prints every message as it is delivered (in order,
 // exactly once), says when books were reset or replaced by a snapshot, and exits 0 once
 // the publisher has ended its session.
-//   subscriber [--name FEED] [--medium verbs --control-ip PUBLISHER_IP [--local-ip IP] [--group IP]]
+//   subscriber [--name FEED] [--medium udp [--interface IFACE] [--udp-group GROUP:PORT]] [--medium verbs --control-ip PUBLISHER_IP [--local-ip IP] [--group IP]]
 #include <exception>
 #include <string>
 #include <string_view>
@@ -10,6 +10,7 @@
 #include <mdcast/core/error.hpp>
 #include <mdcast/feed/subscriber_agent.hpp>
 #include <mdcast/media/shm/shm_medium.hpp>
+#include <mdcast/media/udp/udp_medium.hpp>
 #ifdef MDCAST_HAVE_VERBS
 #include <mdcast/media/verbs/verbs_medium.hpp>
 #endif
@@ -82,6 +83,9 @@ int main(int argc, char** argv) try {
       media::shm::Options o;
       o.name = a.name;
       media::shm::SubscriberMedium medium(o);  // waits for the publisher's ring, connects to its control socket
+      subscribe(medium);
+    } else if (a.medium == "udp") {
+      media::udp::SubscriberMedium medium(example::udp_options(a));  // joins the group, connects where the publisher announces
       subscribe(medium);
 #ifdef MDCAST_HAVE_VERBS
     } else if (a.medium == "verbs") {

@@ -236,7 +236,10 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
         outcome = "error: " + a.subscriber().last_error();
         return false;
       }
-      if (now - a.last_data_ns() > s.sub.give_up_ns) {
+      // Nothing at all (a live publisher sends a heartbeat every 100 ms):
+      // after subscriber.wait, not give_up, since there is nothing to give up.
+      const bool never = a.subscriber().counters().datagrams_received.get() == 0;
+      if (now - a.last_data_ns() > s.sub.give_up_ns || (never && now - t0 > s.sub.wait_ns)) {
         outcome = "publisher-lost";
         return false;
       }
@@ -272,6 +275,9 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
              "p99 {} ns\n",
              r.outcome, r.session, h.delivered, c.gaps.get(), c.datagrams_recovered.get(), c.snapshots_applied.get(),
              h.latency.percentile(50), h.latency.percentile(99));
+  if (outcome == "publisher-lost" && c.datagrams_received.get() == 0)
+    fmt::print(stderr, "mdcast subscribe: nothing from a publisher in {:.1f} s on {}: is one publishing there?\n",
+               static_cast<double>(now - t0) / 1e9, medium.describe());
   if (g_stop) return 130;
   return outcome == "ok" || outcome == "duration" ? 0 : outcome == "publisher-lost" ? 3 : 1;
 }

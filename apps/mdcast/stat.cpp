@@ -19,11 +19,14 @@ namespace {
 // The counters worth a glance, per role; --all shows the rest.
 const std::vector<std::string> kMainPub = {"pub.messages_published", "pub.datagrams_sent", "pub.bytes_sent", "pub.heartbeats_sent",
                                            "pub.last_sequence", "ctl.clients_connected", "ctl.retransmit_requests",
-                                           "ctl.datagrams_retransmitted", "ctl.snapshot_requests", "ctl.requests_rejected"};
+                                           "ctl.datagrams_retransmitted", "ctl.snapshot_requests", "ctl.requests_rejected",
+                                           "udp.back_pressured", "udp.send_errors"};
 const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagrams_received", "sub.next_sequence",
                                            "sub.highest_sequence", "sub.gaps", "sub.datagrams_recovered",
                                            "sub.snapshots_applied", "sub.duplicates", "sub.checksum_ok", "sub.checksum_mismatch",
-                                           "app.lost", "app.latency_p50_ns", "app.latency_p99_ns"};
+                                           "app.lost", "app.latency_p50_ns", "app.latency_p99_ns",
+                                           // UDP: the kernel's drops beside ours, and which rail carried the feed
+                                           "udp.kernel_drops", "sub.rail_a_first", "sub.rail_b_first"};
 
 bool is_rate_counter(const std::string& k) {
   return k.find("messages") != std::string::npos || k.find("datagrams") != std::string::npos || k.find("bytes") != std::string::npos;

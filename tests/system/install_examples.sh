@@ -91,4 +91,13 @@ for s in sub_cmake sub_pc; do
     || fail "$s: $(tail -1 "$WORK/$s.log")"
 done
 [ ! -e "/dev/shm/mdcast-$NAME.ring" ] && [ ! -e "/dev/hugepages/mdcast-$NAME.ring" ] || fail "the ring outlived the publisher"
+
+note "publisher + subscriber over UDP multicast on lo"
+UDP=(--medium udp --interface lo --udp-group "239.77.14.$((1 + $$ % 250)):$((20000 + $$ % 20000))")
+run_bg upub "$WORK/examples/publisher" "${UDP[@]}" --subscribers 1 --rounds "$ROUNDS"
+sleep 0.2
+run_bg usub "$WORK/subscriber-pc" "${UDP[@]}"
+wait_pid "$PID_usub" 30 || fail "the UDP subscriber exited non-zero: $(tail -3 "$WORK/usub.log")"
+wait_pid "$PID_upub" 30 || fail "the UDP publisher exited non-zero: $(tail -3 "$WORK/upub.log")"
+cmp -s "$WORK/upub.out" "$WORK/usub.out" || { diff "$WORK/upub.out" "$WORK/usub.out" | head; fail "udp: not what was published"; }
 note "both subscribers printed all $want messages as published; $(($(date +%s) - t0)) s"

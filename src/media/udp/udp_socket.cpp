@@ -129,7 +129,9 @@ void size_buffer(int fd, bool receive, const Options& o, size_t datagram_bytes, 
   int got = 0;
   socklen_t len = sizeof got;
   ::getsockopt(fd, SOL_SOCKET, name, &got, &len);
-  if (static_cast<uint64_t>(got) >= want) return;
+  // A send buffer holds only what the device has not taken yet: short of
+  // 100 ms it back-pressures, it loses nothing. Only a receiver is told.
+  if (static_cast<uint64_t>(got) >= want || !receive) return;
   const char* sysctl = receive ? "net.core.rmem_max" : "net.core.wmem_max";
   const uint64_t max = read_sysctl(receive ? "/proc/sys/net/core/rmem_max" : "/proc/sys/net/core/wmem_max");
   warn(o, fmt::format("{}: {} is {} KiB, below the {} KiB that hold 100 ms at udp.rate {:.0f} datagrams/s: "

@@ -113,6 +113,11 @@ class SubscriberMedium {
   [[nodiscard]] const SourceCounters& counters() const noexcept { return counters_; }
   [[nodiscard]] const Rails& rails() const noexcept { return rails_; }
   [[nodiscard]] bool gro() const noexcept { return gro_[0]; }
+  // Datagrams lost before the engine saw them: the kernel's drops (a full
+  // socket buffer) and truncated ones.
+  [[nodiscard]] uint64_t lost_datagrams() const noexcept {
+    return counters_.kernel_drops.get() + counters_.truncated.get();
+  }
 
  private:
   class Channel final : public ControlChannel {
