@@ -24,6 +24,7 @@ struct alignas(64) ProcBoard {
   uint64_t total = 0;
   uint64_t window_messages = 0, window_datagrams = 0, window_bytes = 0, window_cpu_ns = 0, window_ns = 0;
   uint64_t window_control_ns = 0;
+  uint64_t kernel_drops = 0;  // datagrams the medium dropped before the reader read them (UDP: socket buffer full)
   uint64_t lapped = 0, gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
   Histogram latency;
   char outcome[256]{};

@@ -44,14 +44,14 @@ using namespace bench;
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   auto* b = app.add_subcommand("bench", "latency, throughput and fan-out over a medium, side by side with its raw baseline");
-  b->add_option("--medium", a.medium, "shm or verbs (udp: when this build has it)");
+  b->add_option("--medium", a.medium, "shm, udp (multicast on udp.interface, lo by default) or verbs");
   b->add_flag("--quick", a.quick, "a short smoke run (seconds; rough numbers)");
   b->add_option("--repeat", a.repeat, "run everything N times; report median and spread")->check(CLI::Range(1u, 100u));
   b->add_option("--json", a.json, "also write every number to this JSON file");
   b->add_option("--cpus", a.cpus, "CPUs to pin to, publisher first: 0,1 or 0-3 (default: all this process may use)");
   b->add_option("--rates", a.rates, "offered rates of the latency runs (default 100k,1M; Soft-RoCE 1k,5k)");
-  b->add_option("--fanout", a.fanout, "subscriber counts of the fan-out runs (default 1,2,4,8; --quick 1,2; Soft-RoCE 1,2,4)");
-  b->add_option("--fanout-rate", a.fanout_rate, "offered rate of the fan-out runs (default 1M; --quick 200k; Soft-RoCE 50k, --quick 20k)");
+  b->add_option("--fanout", a.fanout, "subscriber counts of the fan-out runs (default 1,2,4,8; udp 1,2,4; --quick 1,2; Soft-RoCE 1,2,4)");
+  b->add_option("--fanout-rate", a.fanout_rate, "offered rate of the fan-out runs (default 1M; udp 2M; --quick 200k; Soft-RoCE 50k, --quick 20k)");
   b->add_option("--sections", a.sections, "run only these: c2c,raw,latency,throughput,fanout");
   b->add_option("--flow", a.flow, "latency runs: opaque 64-byte messages, or the synthetic order flow with books on")
       ->check(CLI::IsMember({"opaque", "orders"}));

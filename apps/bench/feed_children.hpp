@@ -234,11 +234,18 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
     if (b.stopping()) return me.fail("aborted before the start");
     if (sub.subscribe_refused()) return me.fail("subscription refused: " + sub.last_error());
     if (now > subscribe_by) return me.fail("no subscription acknowledgement within 15 s");
+    // The data path too: a medium may learn where the control plane is from
+    // it (UDP: the publisher's announcement on the group).
+    agent.do_work();
     agent.poll_control(now);
     sleep_ns(kNsPerMs);
   }
   me.finish(ProcState::kReady);
-  if (!b.await_go([&](uint64_t now) { agent.poll_control(now); })) return me.fail("aborted before the start");
+  if (!b.await_go([&](uint64_t now) {
+        agent.do_work();
+        agent.poll_control(now);
+      }))
+    return me.fail("aborted before the start");
   // Nothing is sampled until the publisher has primed and announced t0.
   h->lo = h->hi = UINT64_MAX;
   struct Hooks {
@@ -273,6 +280,8 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
   me.window_messages = h->rx_window;
   me.window_ns = spec.window.duration_ns;
   if constexpr (requires { medium.lost_datagrams(); }) me.lapped = medium.lost_datagrams();
+  if constexpr (requires { medium.counters().kernel_drops.get(); })
+    me.kernel_drops = medium.counters().kernel_drops.get();
   me.gaps = c.gaps.get();
   me.recovered = c.datagrams_recovered.get();
   me.retransmit_requests = c.retransmit_requests.get();

@@ -49,7 +49,7 @@ void json_run(JsonWriter& j, const RunResult& r) {
   for (const auto& s : r.subs) {
     j.begin_object();
     j.field("ok", s.ok).field("outcome", s.outcome).field("delivered", s.delivered).field("msgs_per_s", s.rate);
-    j.field("lapped", s.lapped).field("gaps", s.gaps).field("recovered", s.recovered);
+    j.field("lapped", s.lapped).field("kernel_drops", s.kernel_drops).field("gaps", s.gaps).field("recovered", s.recovered);
     j.field("retransmit_requests", s.retransmit_requests).field("snapshots", s.snapshots);
     j.field("malformed", s.malformed).field("duplicates", s.duplicates);
     j.field("preempted", static_cast<int64_t>(s.preempted)).field("cpu_seconds", s.cpu_s);

@@ -94,6 +94,7 @@ struct SubscriberResult {
   double rate = 0;               // rx_window / window
   Histogram latency;             // one-way ns of messages sent inside the window
   uint64_t lapped = 0;           // datagrams the writer overwrote before this reader read them
+  uint64_t kernel_drops = 0;     // datagrams the kernel dropped, its socket buffer full (UDP; recovered as gaps)
   uint64_t gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
   long preempted = 0;
   double cpu_s = 0;

@@ -130,6 +130,7 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
     r.rate = sb.window_ns ? static_cast<double>(sb.window_messages) * 1e9 / static_cast<double>(sb.window_ns) : 0;
     r.latency = sb.latency;
     r.lapped = sb.lapped;
+    r.kernel_drops = sb.kernel_drops;
     r.gaps = sb.gaps;
     r.recovered = sb.recovered;
     r.retransmit_requests = sb.retransmit_requests;

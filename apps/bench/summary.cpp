@@ -59,6 +59,7 @@ void collect_metrics(Rep& rep) {
     if (!f.r.completed) continue;
     const std::string k = fmt::format("fanout.{}", f.n);
     m.emplace_back(k + ".delivered_msgs_per_s_min", min_sub_rate(f.r));
+    m.emplace_back(k + ".unrecovered", static_cast<double>(lost_total(f.r)));
     const double c = cpu_ns_per_msg(f.r);
     m.emplace_back(k + ".pub_cpu_ns_per_msg", c);
     m.emplace_back(k + ".pub_control_ns_per_msg", control_ns_per_msg(f.r));

@@ -40,6 +40,18 @@ struct PaceResult {
   PublishResult refused = PublishResult::kOk;  // kRejected / kTooLarge: the source made an invalid message
 };
 
+// A burst is handed to a batching medium at least this often (datagrams):
+// a sendmmsg's worth, so the first of a long burst does not wait for the last.
+inline constexpr uint64_t kSendEvery = 32;
+
+template <class Agent>
+constexpr bool takes_batches() noexcept {
+  if constexpr (requires { Agent::kTakesBatches; })
+    return Agent::kTakesBatches;
+  else
+    return false;
+}
+
 template <class Agent, class Source, class Hooks>
 PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) {
   IdleStrategy idle(p.idle);
@@ -65,7 +77,13 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
         }
         pending = true;
       }
-      const PublishResult res = agent.publish(m, now);
+      // A medium that takes batches gets the burst in batches (sendmmsg, GSO
+      // runs): staged here, sent below and every kSendEvery datagrams.
+      PublishResult res;
+      if constexpr (takes_batches<Agent>())
+        res = agent.stage(m, now);
+      else
+        res = agent.publish(m, now);
       if (res == PublishResult::kBackPressured) break;
       if (res != PublishResult::kOk) {
         r.refused = res;
@@ -75,7 +93,10 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
       pending = false;
       ++r.published;
       worked = true;
+      if constexpr (takes_batches<Agent>())
+        if (agent.unsent() >= kSendEvery) agent.send_committed(now);
     }
+    if constexpr (takes_batches<Agent>()) agent.send_committed(now);
     agent.do_work(now);
     if (exhausted) break;
     if (worked || p.idle == IdleMode::kSpin || p.rate <= 0) {

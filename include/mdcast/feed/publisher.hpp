@@ -32,6 +32,15 @@ class Publisher {
     return r;
   }
 
+  // A burst of messages due together, on a medium that takes batches: stage
+  // each (sequenced, packed, committed as publish() would) and hand what is
+  // committed to the medium once, with send_committed: one sendmmsg for the
+  // burst instead of one per datagram. Same results as publish().
+  PublishResult stage(wire::Message& m, uint64_t now) noexcept { return core_.stage(m, now); }
+  void send_committed(uint64_t now) noexcept { drain(now); }
+  // Committed datagrams not yet handed to the medium.
+  [[nodiscard]] uint64_t unsent() const noexcept { return core_.last_committed() + 1 - core_.next_unsent(); }
+
   // Seals the open datagram and sends everything committed.
   void flush(uint64_t now) noexcept {
     core_.commit_open(now);

@@ -67,6 +67,12 @@ class PublisherAgent {
   PublishResult publish(wire::Message& m, uint64_t now) noexcept { return pub_.publish(m, now); }
   // Seals the open datagram and hands everything committed to the medium.
   void flush(uint64_t now) noexcept { pub_.flush(now); }
+  // Bursts on a medium that takes batches (Publisher::stage): stage the
+  // messages, then send_committed once.
+  static constexpr bool kTakesBatches = media::BatchSink<Sink>;
+  PublishResult stage(wire::Message& m, uint64_t now) noexcept { return pub_.stage(m, now); }
+  void send_committed(uint64_t now) noexcept { pub_.send_committed(now); }
+  [[nodiscard]] uint64_t unsent() const noexcept { return pub_.unsent(); }
 
   // ---- duty cycle
   // Time-bound flush, retries of back-pressured sends, heartbeats when idle,
