@@ -74,8 +74,12 @@ bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck ch
   if (h.session != session_) {
     // The first session heard is taken on trust until the subscription's
     // acknowledgement confirms or replaces it; any other is only a claim.
+    // A subscriber that authenticates trusts only its control plane: until
+    // the acknowledgement names the session its datagrams wait in the window
+    // (delivered then, or discarded if the publisher names another).
     if (session_ == 0) {
       start_session(h.session);
+      if (cfg_.secret && ctl_ && !session_confirmed_) mode_ = Mode::kUnconfirmed;
       return true;
     }
     return other_session(h.session, now);
@@ -124,6 +128,7 @@ void SubscriberCore::store(std::span<const std::byte> d, uint64_t seq, Rail rail
     counters_->duplicates.add();
     return;
   }
+  if (mode_ == Mode::kUnconfirmed) counters_->unconfirmed_held.add();
   rail_first(rail);
   std::memcpy(&window_[slot_of(seq) * slot_bytes_], d.data(), d.size());
   m = {seq, now, static_cast<uint16_t>(d.size())};

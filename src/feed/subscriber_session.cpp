@@ -100,6 +100,12 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
           note_gap(now);
           scan_needed_ = true;
         }
+      } else if (ahead < b.last_seq + n_slots_) {
+        // Within a window of what the publisher had then: data that overtook
+        // the answer (a control connection slower than the data, a TCP
+        // retransmission). Not refuted; the datagrams were dropped, and are
+        // recovered as the gap they left once later data shows it.
+        counters_->claims_overtaken.add();
       } else {
         refuted += held_ahead_;
       }
@@ -139,11 +145,17 @@ void SubscriberCore::session_confirmed_by(uint64_t session, uint64_t last_seq, u
     notify_event(SubscriberEvent::kSessionChanged, {});
   }
   session_confirmed_ = true;
+  const bool held = mode_ == Mode::kUnconfirmed;
+  if (held) mode_ = Mode::kLive;  // what waited in the window is the publisher's: deliver it
   confirmed_last_ = std::max(confirmed_last_, last_seq);
   if (last_seq > highest_seen_) {
     // Joining late, or data lost before we heard any: the publisher is at last_seq.
     highest_seen_ = last_seq;
     counters_->highest_sequence.set(highest_seen_);
+    note_gap(now);
+  }
+  if (held) {
+    drain(now);
     note_gap(now);
   }
   scan_needed_ = true;

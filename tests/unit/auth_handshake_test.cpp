@@ -271,6 +271,45 @@ TEST_F(HandshakeTest, AHelloAnsweredLateIsRestartedAndStillSucceeds) {
 
 // ---- hostile clients, driven by hand ---------------------------------------
 
+// An authenticating subscriber trusts only its control plane: data heard
+// before the acknowledgement names the session waits in the window, and is
+// delivered once the acknowledgement confirms that session, never if it
+// names another (a forger who spoke first).
+TEST_F(HandshakeTest, DataBeforeTheAcknowledgementWaitsForIt) {
+  make(secured(), sub_cfg());
+  Feed real;
+  real.session = pub_config().session;
+  real.channel = kCh;
+  real.publish({real.add(1)});
+  real.publish({real.add(2)});
+  sub_->on_datagram(real.dg(1), feed::Rail::kA, now_);
+  sub_->on_datagram(real.dg(2), feed::Rail::kA, now_);
+  EXPECT_TRUE(h_.msgs.empty()) << "delivered before the control plane named the session";
+  EXPECT_EQ(sub_->counters().unconfirmed_held.get(), 2u);
+  // The publisher's core has published nothing: its acknowledgement says
+  // last 0, and the same session; what waited is delivered, in order.
+  connect();
+  ASSERT_TRUE(sub_->subscribed()) << sub_->last_error();
+  ASSERT_EQ(h_.msgs.size(), 2u);
+  EXPECT_EQ(h_.msgs[0].seq, 1u);
+  EXPECT_EQ(h_.msgs[1].seq, 2u);
+}
+
+TEST_F(HandshakeTest, DataOfAnotherSessionBeforeTheAcknowledgementIsNeverDelivered) {
+  make(secured(), sub_cfg());
+  Feed forger;
+  forger.session = pub_config().session + 1;
+  forger.channel = kCh;
+  forger.publish({forger.add(1)});
+  sub_->on_datagram(forger.dg(1), feed::Rail::kA, now_);
+  EXPECT_TRUE(h_.msgs.empty());
+  connect();
+  ASSERT_TRUE(sub_->subscribed()) << sub_->last_error();
+  EXPECT_EQ(sub_->session(), pub_config().session);
+  EXPECT_TRUE(h_.msgs.empty()) << "the forger's datagram reached the application";
+  EXPECT_GE(sub_->counters().window_discards.get(), 1u);
+}
+
 class HostileClientTest : public ::testing::Test {
  protected:
   HostileClientTest() : svc_(secured(), core_) {}

@@ -121,6 +121,26 @@ TEST_F(SubscriberSessionTest, ForgedNearTailIsClampedByThePublishersWord) {
   EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty());
 }
 
+// A control connection slower than the data (a TCP retransmission on a lossy
+// link): the answer says where the publisher was when it left, and data sent
+// since has overtaken it. That is not forgery: not counted as forged, and
+// the dropped datagrams are recovered as a gap.
+TEST_F(SubscriberSessionTest, DataThatOvertookTheAnswerIsNotCalledForged) {
+  auto c = sub_config();
+  c.window_bytes = 16 * 512;  // 16 slots
+  start(c);
+  publish_pairs(24);
+  rx_seq({1});
+  rx(feed_.dg(24));  // beyond the window, beyond what the control plane confirmed
+  EXPECT_EQ(sub_->highest_sequence(), 1u) << "held: a claim";
+  reply(encode_control(query(), SessionStatus{feed_.session, 12, 1, false, 0}));
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u);
+  EXPECT_EQ(sub_->counters().claims_overtaken.get(), 1u);
+  rx(feed_.dg(24));  // its successors: now within reach of what was confirmed
+  EXPECT_EQ(sub_->highest_sequence(), 24u);
+  EXPECT_TRUE(sub_->recovering()) << "the gap it left is recovered";
+}
+
 TEST_F(SubscriberSessionTest, ManyClaimsOneQueryInFlightRetriedOnTimeout) {
   start();
   publish_pairs(1);

@@ -70,6 +70,8 @@ namespace mdcast::feed {
   X(claims_held, "datagrams claiming another session or a far sequence, dropped until confirmed") \
   X(claims_confirmed, "claims (session, end, far sequence) the control plane confirmed") \
   X(forged_datagrams, "datagrams whose claim the control plane refuted (never acted on)") \
+  X(claims_overtaken, "claims the answer could not settle: data sent after it (dropped, recovered as a gap)") \
+  X(unconfirmed_held, "datagrams held before the authenticated control plane named their session") \
   X(session_queries, "session queries sent to confirm what a datagram claimed")   \
   X(duplicates, "datagrams already delivered or buffered")                        \
   X(heartbeats, "heartbeats received")                                            \

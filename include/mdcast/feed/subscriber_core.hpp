@@ -191,7 +191,9 @@ class SubscriberCore : public media::ControlEvents {
   [[nodiscard]] uint64_t window_base() const noexcept { return next_seq_ > floor_ ? next_seq_ : floor_; }
   [[nodiscard]] bool present(uint64_t seq) const noexcept { return meta_[slot_of(seq)].seq == seq; }
 
-  enum class Mode : uint8_t { kLive, kSnapshot };
+  // kUnconfirmed: an authenticating subscriber's first session, from data,
+  // until the control plane names it: everything waits in the window.
+  enum class Mode : uint8_t { kLive, kSnapshot, kUnconfirmed };
   static constexpr uint8_t kNoRec = 0xff;  // irec_of_: the instrument is not being recovered
   struct Meta {
     uint64_t seq = 0;  // 0: empty

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/resources.hpp"
 #include "mdcast/wire/protocol.hpp"
 
 namespace mdcast::media::udp {
@@ -126,6 +127,17 @@ SubscriberMedium::SubscriberMedium(const Options& o)
 
 feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig c) const {
   if (rails_.two) c.reorder_wait_ns = std::max<uint64_t>(c.reorder_wait_ns, 2 * kNsPerMs);
+  // Over TCP a request is never lost, only late: a segment the network lost
+  // waits for TCP's retransmission (200 ms, then 400 ...). Asking again after
+  // 200 ms only doubles the work, and three such "timeouts" would end in a
+  // snapshot while the answer is on its way.
+  c.request_timeout_ns = std::max<uint64_t>(c.request_timeout_ns, kNsPerSec);
+  // The window holds what arrives while a retransmit reply is on its way:
+  // over TCP on a lossy link that may be a retransmission or two (600 ms and
+  // more). 2 s at udp.rate, within an eighth of the memory there is.
+  uint64_t want = static_cast<uint64_t>(opts_.rate * 2.0) * rails_.payload;
+  if (const auto avail = memory_available_bytes()) want = std::min(want, *avail / 8);
+  c.window_bytes = std::max<size_t>(c.window_bytes, std::min<uint64_t>(want, uint64_t{256} << 20));
   return c;
 }
 

@@ -70,7 +70,7 @@ start_subscriber() {
   local h=$1; shift
   # shellcheck disable=SC2086 # SUB_ARGS entries are flag lists
   start_in "$h" "$h" subscribe --medium udp --interface "${IP_A[$h]}" --udp-group "$NETNS_GROUP_A" --name "$NAME" \
-    --idle block --give-up "$GIVE_UP" --result "$WORK/$h.toml" ${SUB_ARGS[$h]:-} "$@"
+    --idle block --give-up "$GIVE_UP" --set udp.rate="$RATE" --result "$WORK/$h.toml" ${SUB_ARGS[$h]:-} "$@"
 }
 
 # finish LABEL...: each exits 0 (it delivered through the end of the session).

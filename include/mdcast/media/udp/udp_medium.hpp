@@ -100,8 +100,9 @@ class SubscriberMedium {
 
   Source& source() noexcept { return source_; }
   ControlChannel& control() noexcept { return channel_; }
-  // max_datagram from the rails; with two rails a gap waits 2 ms for the
-  // other rail's copy before it is asked for.
+  // With two rails a gap waits 2 ms for the other rail's copy before it is
+  // asked for; requests wait at least 1 s for their answer (TCP delays, never
+  // loses) and the window holds 2 s at udp.rate.
   [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig c) const;
   void start() noexcept;
   size_t poll_control(ControlEvents& e, uint64_t now);
