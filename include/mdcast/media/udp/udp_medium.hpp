@@ -93,7 +93,10 @@ class SubscriberMedium {
   using Source = UdpSource;
 
   // Joins the group(s). The control connection starts at o.control, or at
-  // the first address the publisher announces. Throws Error.
+  // the first address the publisher announces. Announcements arrive on the
+  // data path: a program that polls only the control plane until subscribed
+  // (instead of the agent's duty loop, which polls both) never hears one.
+  // Throws Error.
   explicit SubscriberMedium(const Options& o);
   SubscriberMedium(const SubscriberMedium&) = delete;
   SubscriberMedium& operator=(const SubscriberMedium&) = delete;
