@@ -280,8 +280,11 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
   me.window_messages = h->rx_window;
   me.window_ns = spec.window.duration_ns;
   if constexpr (requires { medium.lost_datagrams(); }) me.lapped = medium.lost_datagrams();
-  if constexpr (requires { medium.counters().kernel_drops.get(); })
+  if constexpr (requires { medium.counters().kernel_drops.get(); }) {
+    // A medium whose losses are the kernel's (UDP) reports them as such, not as laps.
     me.kernel_drops = medium.counters().kernel_drops.get();
+    me.lapped -= std::min(me.lapped, me.kernel_drops);
+  }
   me.gaps = c.gaps.get();
   me.recovered = c.datagrams_recovered.get();
   me.retransmit_requests = c.retransmit_requests.get();

@@ -50,6 +50,8 @@ std::string probe_verdict(const Probe& p) {
   if (!p.r.completed) return "failed: " + p.r.error;
   if (const uint64_t l = lapped_total(p.r)) return fmt::format("lapped ({} datagrams)", l);
   for (const auto& s : p.r.subs)
+    if (s.kernel_drops) return fmt::format("{} dropped by the kernel, {} gaps, {} snapshots", s.kernel_drops, s.gaps, s.snapshots);
+  for (const auto& s : p.r.subs)
     if (s.snapshots || s.gaps) return fmt::format("{} gaps, {} snapshots", s.gaps, s.snapshots);
   if (lost_total(p.r)) return fmt::format("{} messages lost", lost_total(p.r));
   return fmt::format("publisher reached only {}", rate_str(p.r.pub.rate));
