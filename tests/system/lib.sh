@@ -66,3 +66,46 @@ wait_published() {
     if [ $i -gt 600 ]; then fail "publisher $pid published only ${got:-0} of $want messages in 30s"; fi
   done
 }
+
+# wait_rc PID SECONDS: PID's exit status; 124 (after SIGKILL) if it outlives SECONDS.
+wait_rc() {
+  local pid=$1 t=$2 i=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 0.1; i=$((i + 1))
+    if [ $i -gt $((t * 10)) ]; then
+      kill -9 "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      return 124
+    fi
+  done
+  wait "$pid"
+}
+
+# stat_value PID KEY: one counter of a running (or dead) mdcast process, as `mdcast stat` shows it.
+stat_value() { "$MDCAST" stat -a "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2; exit}'; }
+
+# wait_stat PID KEY MIN SECONDS: until counter KEY of PID reaches MIN; false on timeout.
+wait_stat() {
+  local pid=$1 key=$2 want=$3 t=$4 i=0 got
+  while :; do
+    got=$(stat_value "$pid" "$key")
+    [ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1; i=$((i + 1))
+    [ $i -le $((t * 10)) ] || return 1
+  done
+}
+
+# check_books LABEL...: `mdcast verify` finds $WORK/LABEL.toml's books
+# identical to $WORK/pub.toml's (through the caller's `expect`).
+check_books() {
+  local files=() l v=0
+  [ -f "$WORK/pub.toml" ] || { expect "the publisher wrote its result file" false; return 0; }
+  for l in "$@"; do
+    if [ -f "$WORK/$l.toml" ]; then files+=("$WORK/$l.toml"); else expect "$l wrote its result file" false; fi
+  done
+  [ ${#files[@]} -gt 0 ] || return 0
+  "$MDCAST" verify "$WORK/pub.toml" "${files[@]}" >"$WORK/verify.log" 2>&1 || v=$?
+  sed 's/^/   /' "$WORK/verify.log"
+  expect "mdcast verify: books of $* identical to the publisher's" [ "$v" = 0 ]
+}

@@ -82,18 +82,6 @@ finish() {
   done
 }
 
-# check_books LABEL...: `mdcast verify` finds their books identical to the publisher's.
-check_books() {
-  local files=() l v=0
-  [ -f "$WORK/pub.toml" ] || { expect "the publisher wrote its result file" false; return 0; }
-  for l in "$@"; do
-    if [ -f "$WORK/$l.toml" ]; then files+=("$WORK/$l.toml"); else expect "$l wrote its result file" false; fi
-  done
-  [ ${#files[@]} -gt 0 ] || return 0
-  "$MDCAST" verify "$WORK/pub.toml" "${files[@]}" >"$WORK/verify.log" 2>&1 || v=$?
-  sed 's/^/   /' "$WORK/verify.log"
-  expect "mdcast verify: books of $* identical to the publisher's" eq "$v" 0
-}
 
 # sub_figures LABEL: the figures a reader wants for one subscriber.
 sub_figures() {

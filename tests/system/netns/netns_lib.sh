@@ -221,34 +221,6 @@ start_cmd_in() {
 
 pid_of() { eval echo "\$PID_${1//-/_}"; }
 
-# wait_rc PID SECONDS: PID's exit status; 124 (after SIGKILL) if it outlives SECONDS.
-wait_rc() {
-  local pid=$1 t=$2 i=0
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-    if [ $i -gt $((t * 10)) ]; then
-      kill -9 "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-      return 124
-    fi
-  done
-  wait "$pid"
-}
-
-# stat_value PID KEY: one counter of a running mdcast process (`mdcast stat`).
-stat_value() { "$MDCAST" stat -a "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2; exit}'; }
-
-# wait_stat PID KEY MIN SECONDS: until counter KEY of PID reaches MIN; false on timeout or exit.
-wait_stat() {
-  local pid=$1 key=$2 want=$3 t=$4 i=0 got
-  while :; do
-    got=$(stat_value "$pid" "$key")
-    [ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.1; i=$((i + 1))
-    [ $i -le $((t * 10)) ] || return 1
-  done
-}
 
 # A value from a result file, 0 when absent (a counter a medium lacks).
 result_value() { local v; v=$(toml_get "$WORK/$1.toml" "$2" 2>/dev/null || true); echo "${v:-0}"; }
