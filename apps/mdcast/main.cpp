@@ -37,6 +37,15 @@ void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& k
       help);
 }
 
+// A boolean --flag bound to settings key `key`: alone it means true;
+// "--flag false" (or =false) sets it off.
+void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
+  app->add_option_function<std::string>(
+         name, [&f, key](const std::string& v) { f.set.emplace_back(key, v); }, help + " (alone: true)")
+      ->expected(0, 1)
+      ->default_str("true");
+}
+
 // --set section.key=value, for any setting (see --help-config).
 void set_flag(CLI::App* app, Flags& f) {
   add_set_option(app, f.set, "set any setting: --set publisher.rate=250k (see --help-config)");
@@ -77,7 +86,7 @@ void publisher_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--pacing", "publisher.pacing", "none | fixed | slowest");
   flag(app, f, "--pacing-rate", "publisher.pacing_rate", "fixed pacing rate");
   flag(app, f, "--linger", "publisher.linger", "serve recovery this long after the end");
-  flag(app, f, "--crc", "publisher.crc", "CRC-32C in every datagram (true/false)");
+  bool_flag(app, f, "--crc", "publisher.crc", "CRC-32C in every datagram");
   flag(app, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600)");
 }
 
@@ -86,8 +95,8 @@ void subscriber_flags(CLI::App* app, Flags& f, bool demo) {
   if (demo) flag(app, f, "--filter", "subscriber.instruments", "all | ids such as 0-9,20");
   flag(app, f, "--identity", "subscriber.identity", "identity proven to the publisher");
   flag(app, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600)");
-  flag(app, f, "--verify", "subscriber.verify", "check books against heartbeat checksums");
-  if (!demo) flag(app, f, "--print", "subscriber.print", "print every delivered message");
+  bool_flag(app, f, "--verify", "subscriber.verify", "check books against heartbeat checksums");
+  if (!demo) bool_flag(app, f, "--print", "subscriber.print", "print every delivered message");
   flag(app, f, "--capacity", "subscriber.capacity", "capacity reported for slowest pacing (msg/s)");
   flag(app, f, "--inject-loss", "subscriber.inject_loss", "drop this fraction of datagrams on arrival");
   if (!demo) flag(app, f, "--duration", "subscriber.duration", "stop after this long (default: end of session)");
@@ -124,8 +133,8 @@ int main(int argc, char** argv) {
   flag(demo, f, "--subscribers,-n", "demo.subscribers", "subscriber processes (default 4)");
   flag(demo, f, "--loss", "demo.loss", "loss injected into subscriber 1 (e.g. 0.01 or 1%)");
   flag(demo, f, "--cut-rail-a", "demo.cut_rail_a", "udp with --rail-b: subscriber 1 loses rail A for this long (e.g. 3s)");
-  flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");
-  flag(demo, f, "--progress", "demo.progress", "live progress line (true/false)");
+  bool_flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");
+  bool_flag(demo, f, "--progress", "demo.progress", "live progress line");
 
   StatArgs stat_args;
   auto* stat = app.add_subcommand("stat", "live counters of running mdcast processes");

@@ -239,8 +239,15 @@ const std::map<std::string, Key>& registry() {
     add("verbs.local_ip", "local IPv4 address of the RDMA netdev", [](Settings& s, const std::string& v) { s.verbs.local_ip = v; });
     add("verbs.group", "multicast group IPv4 address", [](Settings& s, const std::string& v) { s.verbs.group = v; });
     add("verbs.qkey", "QKey shared by the group (below 0x80000000)", [](Settings& s, const std::string& v) {
-      const auto q = std::stoull(v, nullptr, 0);
-      if (q >= 0x80000000ull) fail("'{}' is not a usable QKey (below 0x80000000)", v);
+      uint64_t q = 0;
+      size_t used = 0;
+      try {
+        q = std::stoull(v, &used, 0);  // decimal, 0x hex or 0 octal
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (v.empty() || used != v.size() || v[0] == '-' || q >= 0x80000000ull)
+        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x4d44434d)", v);
       s.verbs.qkey = static_cast<uint32_t>(q);
     });
     add("verbs.control_ip", "publisher: listen address; subscriber: the publisher's", [](Settings& s, const std::string& v) {

@@ -19,6 +19,13 @@ printf '[nosuch]\nx = 1\n' >"$WORK/section.toml"
 expect_error "unknown config key 'nosuch.x'" --config "$WORK/section.toml" publish
 expect_error "--rate: publisher.rate: '12x' is not a rate" publish --name "$NAME" --rate 12x
 expect_error "is not a fraction|must be a fraction" demo --loss 1.5
+expect_error "--qkey: verbs.qkey: 'abc' is not a usable QKey: a number below 0x80000000" publish --qkey abc
+printf '[verbs]\nqkey = "zz"\n' >"$WORK/qkey.toml"
+expect_error "qkey.toml:2: verbs.qkey: 'zz' is not a usable QKey" --config "$WORK/qkey.toml" publish
+expect_error "--crc: publisher.crc: 'maybe' is not a boolean" publish --crc maybe
+printf '[udp]\ngroup = "239.1.1.1"\n' >"$WORK/group.toml"
+expect_error "group.toml:2: udp.group: udp: '239.1.1.1' is not GROUP:PORT" --config "$WORK/group.toml" publish
+expect_error "udp: no interface 'nosuch0'" publish --medium udp --interface nosuch0 --duration 1s
 expect_error "shm ring .*mdcast-$NAME-missing.ring not found" subscribe --name "$NAME-missing" --wait 0
 # A ring written by another layout version (2: before sessions were 64-bit).
 python3 - "$WORK/mdcast-$NAME-old.ring" <<'PY'
