@@ -108,7 +108,11 @@ void subscriber_flags(CLI::App* app, Flags& f, bool demo) {
 
 int main(int argc, char** argv) {
   CLI::App app{"mdcast: market data over RDMA multicast, shared memory and UDP"};
-  app.require_subcommand(1);
+  // One subcommand, or none with --help-config (checked after parsing).
+  app.require_subcommand(0, 1);
+  // --config (and --help-config) anywhere: `mdcast publish --config f.toml`
+  // as well as `mdcast --config f.toml publish`.
+  app.fallthrough();
   std::string config;
   app.add_option("--config", config, "TOML settings file (flags override it)")->check(CLI::ExistingFile);
   bool help_config = false;
@@ -168,6 +172,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (!help_config && app.get_subcommands().empty()) {
+    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench); "
+                       "mdcast --help lists them, mdcast --help-config every setting\n");
+    return 106;  // what CLI11 returns for a missing subcommand
+  }
   try {
     if (help_config) {
       for (const auto& [k, h] : known_settings()) fmt::print("  {:<32} {}\n", k, h);

@@ -19,6 +19,16 @@ printf '[nosuch]\nx = 1\n' >"$WORK/section.toml"
 expect_error "unknown config key 'nosuch.x'" --config "$WORK/section.toml" publish
 expect_error "--rate: publisher.rate: '12x' is not a rate" publish --name "$NAME" --rate 12x
 expect_error "is not a fraction|must be a fraction" demo --loss 1.5
+"$MDCAST" --help-config >"$WORK/help.txt" 2>&1 || { cat "$WORK/help.txt"; fail "mdcast --help-config (as the README says) failed"; }
+grep -q "udp.rail_b" "$WORK/help.txt" || fail "mdcast --help-config does not list udp.rail_b"
+expect_error "a subcommand is required" --config "$WORK/help.txt"
+# A settings file before or after the subcommand, and through the demo to its children.
+printf '[publisher]\nrate = "2k"\nduration = "1s"\n[demo]\nsubscribers = 1\nprogress = false\n' >"$WORK/demo.toml"
+"$MDCAST" --config "$WORK/demo.toml" demo --name "$NAME-cfg" >"$WORK/demo-cfg.log" 2>&1 \
+  || { cat "$WORK/demo-cfg.log"; fail "mdcast --config f.toml demo failed"; }
+grep -q "2000 msg/s" "$WORK/demo-cfg.log" || fail "the demo did not take the file's rate"
+"$MDCAST" publish --config "$WORK/demo.toml" --name "$NAME-cfg2" --duration 200ms >"$WORK/pub-cfg.log" 2>&1 \
+  || { cat "$WORK/pub-cfg.log"; fail "mdcast publish --config f.toml failed"; }
 expect_error "--qkey: verbs.qkey: 'abc' is not a usable QKey: a number below 0x80000000" publish --qkey abc
 printf '[verbs]\nqkey = "zz"\n' >"$WORK/qkey.toml"
 expect_error "qkey.toml:2: verbs.qkey: 'zz' is not a usable QKey" --config "$WORK/qkey.toml" publish
