@@ -328,9 +328,15 @@ int run_demo(Settings& s, const DemoArgs& a) {
 
 int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results) {
   const RunResult pub = read_result(publisher_result);
+  if (pub.role != "publisher")
+    fail("{} is a {}'s result file, not a publisher's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...",
+         publisher_result, pub.role);
   bool ok = true;
   for (const auto& path : subscriber_results) {
     const RunResult r = read_result(path);
+    if (r.role != "subscriber")
+      fail("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
+           r.role);
     const BookVerdict v = compare_books(pub, r);
     const bool good = v.identical && r.outcome == "ok";
     ok &= good;

@@ -270,11 +270,13 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
       if (sub.wants(i)) r.books.push_back({i, b->book(i).instrument_seq(), b->book(i).checksum()});
   if (!s.sub.result.empty()) write_result(s.sub.result, r);
   const auto& c = sub.counters();
-  fmt::print(stderr,
-             "mdcast subscribe: {} (session {:016x}): {} messages, {} gaps, {} datagrams recovered, {} snapshots; latency p50 {} ns "
-             "p99 {} ns\n",
+  // Latency percentiles of no messages would read as zero latency: only where there were some.
+  const std::string latency = h.latency.count() == 0 ? std::string()
+                                                     : fmt::format("; latency p50 {} ns p99 {} ns", h.latency.percentile(50),
+                                                                   h.latency.percentile(99));
+  fmt::print(stderr, "mdcast subscribe: {} (session {:016x}): {} messages, {} gaps, {} datagrams recovered, {} snapshots{}\n",
              r.outcome, r.session, h.delivered, c.gaps.get(), c.datagrams_recovered.get(), c.snapshots_applied.get(),
-             h.latency.percentile(50), h.latency.percentile(99));
+             latency);
   if (outcome == "publisher-lost" && c.datagrams_received.get() == 0)
     fmt::print(stderr, "mdcast subscribe: nothing from a publisher in {:.1f} s on {}: is one publishing there?\n",
                static_cast<double>(now - t0) / 1e9, medium.describe());

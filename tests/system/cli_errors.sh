@@ -29,6 +29,15 @@ printf '[publisher]\nrate = "2k"\nduration = "1s"\n[demo]\nsubscribers = 1\nprog
 grep -q "2000 msg/s" "$WORK/demo-cfg.log" || fail "the demo did not take the file's rate"
 "$MDCAST" publish --config "$WORK/demo.toml" --name "$NAME-cfg2" --duration 200ms >"$WORK/pub-cfg.log" 2>&1 \
   || { cat "$WORK/pub-cfg.log"; fail "mdcast publish --config f.toml failed"; }
+# verify takes a publisher's result file, then subscribers': not one for the other.
+"$MDCAST" publish --name "$NAME-v" --duration 200ms --rate 1k --result "$WORK/v-pub.toml" >"$WORK/v-pub.log" 2>&1 \
+  || { cat "$WORK/v-pub.log"; fail "publisher for the verify check failed"; }
+expect_error "v-pub.toml is a publisher's result file, not a subscriber's" verify "$WORK/v-pub.toml" "$WORK/v-pub.toml"
+# A subscriber that heard nothing prints no latency of zero messages.
+"$MDCAST" subscribe --medium udp --udp-group "239.77.15.$((1 + $$ % 250)):$((20000 + $$ % 20000))" --wait 1s \
+  >"$WORK/silent.log" 2>&1 && fail "a subscriber that heard nothing exited 0"
+grep -q "nothing from a publisher in" "$WORK/silent.log" || { cat "$WORK/silent.log"; fail "no word of the silence"; }
+! grep -q "latency p50" "$WORK/silent.log" || { cat "$WORK/silent.log"; fail "latency of zero messages printed"; }
 expect_error "--qkey: verbs.qkey: 'abc' is not a usable QKey: a number below 0x80000000" publish --qkey abc
 printf '[verbs]\nqkey = "zz"\n' >"$WORK/qkey.toml"
 expect_error "qkey.toml:2: verbs.qkey: 'zz' is not a usable QKey" --config "$WORK/qkey.toml" publish
