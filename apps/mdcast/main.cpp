@@ -29,19 +29,24 @@ struct Flags {
   std::vector<std::pair<std::string, std::string>> set;  // (key, value) in command-line order
 };
 
-// Adds --flag bound to settings key `key`.
+// Adds --flag bound to settings key `key`; --help shows the key's type and
+// default (from a default Settings, so it cannot drift from the code).
 void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
+  const SettingInfo info = setting_info(key);
   app->add_option_function<std::string>(
-      name,
-      [&f, key](const std::string& v) { f.set.emplace_back(key, v); },
-      help);
+         name, [&f, key](const std::string& v) { f.set.emplace_back(key, v); }, help)
+      ->type_name(info.type)
+      ->default_str(info.default_text);
 }
 
 // A boolean --flag bound to settings key `key`: alone it means true;
 // "--flag false" (or =false) sets it off.
 void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
+  const SettingInfo info = setting_info(key);
   app->add_option_function<std::string>(
-         name, [&f, key](const std::string& v) { f.set.emplace_back(key, v); }, help + " (alone: true)")
+         name, [&f, key](const std::string& v) { f.set.emplace_back(key, v); },
+         fmt::format("{} (alone: true; default: {})", help, info.default_text))
+      ->type_name("[BOOL]")
       ->expected(0, 1)
       ->default_str("true");
 }
@@ -179,7 +184,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (help_config) {
-      for (const auto& [k, h] : known_settings()) fmt::print("  {:<32} {}\n", k, h);
+      for (const auto& k : known_settings())
+        fmt::print("  {:<32} {:<16} {} (default: {})\n", k.key, k.type, k.help, k.default_text.empty() ? "\"\"" : k.default_text);
       return 0;
     }
     Settings s;

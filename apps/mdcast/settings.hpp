@@ -135,8 +135,13 @@ struct Settings {
 void apply_setting(Settings& s, const std::string& key, const std::string& value, const std::string& where);
 // Loads a TOML file; unknown keys and bad values are errors naming file:line.
 void load_config(Settings& s, const std::string& path);
-// Every known key with its help text (for --help-config).
-std::vector<std::pair<std::string, std::string>> known_settings();
+// Every known key: its value's type, help text and default (for --help and --help-config).
+struct SettingInfo {
+  std::string key, type, help, default_text;
+};
+std::vector<SettingInfo> known_settings();
+// One of them; throws Error for an unknown key.
+SettingInfo setting_info(const std::string& key);
 
 // The engines' configurations from the settings: the one mapping, used by
 // publish, subscribe, demo and bench alike.

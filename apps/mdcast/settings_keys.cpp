@@ -1,0 +1,332 @@
+// Every settings key: its section.name, the type and help --help shows, its
+// parser (shared by files and flags) and how its value reads back (defaults in
+// --help and --help-config come from a default Settings through it).
+#include <fmt/format.h>
+
+#include "mdcast/feed/auth.hpp"
+#include "mdcast/media/udp/udp_options.hpp"
+#include "settings_values.hpp"
+
+namespace mdcast::app {
+
+const std::map<std::string, SettingKey>& setting_keys() {
+  static const std::map<std::string, SettingKey> r = [] {
+    std::map<std::string, SettingKey> m;
+    auto add = [&](std::string k, std::string type, std::string help, std::function<void(Settings&, const std::string&)> set,
+                   std::function<std::string(const Settings&)> get) {
+      m.emplace(std::move(k), SettingKey{std::move(type), std::move(help), std::move(set), std::move(get)});
+    };
+    // [feed]
+    add("feed.medium", "MEDIUM", "auto | shm | udp | verbs", [](Settings& s, const std::string& v) {
+      if (v == "auto") s.feed.medium = MediumKind::kAuto;
+      else if (v == "shm") s.feed.medium = MediumKind::kShm;
+      else if (v == "udp") s.feed.medium = MediumKind::kUdp;
+      else if (v == "verbs") s.feed.medium = MediumKind::kVerbs;
+      else fail("'{}' is not a medium (auto, shm, udp, verbs)", v);
+    },
+        [](const Settings& s) { return std::string(to_string(s.feed.medium)); });
+    add("feed.name", "NAME", "feed name: the shm ring and control socket derive from it", [](Settings& s, const std::string& v) {
+      if (v.empty() || v.size() > 64 || v.find_first_of("/ \t") != std::string::npos)
+        fail("'{}' is not a feed name (1-64 characters, no '/' or spaces)", v);
+      s.feed.name = v;
+    },
+        [](const Settings& s) { return s.feed.name; });
+    add("feed.channel", "N", "channel id (1-65535)", [](Settings& s, const std::string& v) {
+      s.feed.channel = parse_uint<uint16_t>(v, 1, 65535);
+    },
+        [](const Settings& s) { return std::to_string(s.feed.channel); });
+    add("feed.max_instruments", "N", "instrument id space of the books", [](Settings& s, const std::string& v) {
+      s.feed.max_instruments = parse_uint<uint32_t>(v, 1, 1u << 20);
+    },
+        [](const Settings& s) { return std::to_string(s.feed.max_instruments); });
+    add("feed.max_orders", "N", "resting orders the books can hold", [](Settings& s, const std::string& v) {
+      s.feed.max_orders = parse_uint<uint32_t>(v, 16, 1u << 29);
+    },
+        [](const Settings& s) { return std::to_string(s.feed.max_orders); });
+    add("feed.max_levels", "N", "price levels per side per instrument", [](Settings& s, const std::string& v) {
+      s.feed.max_levels = parse_uint<uint32_t>(v, 4, 1u << 16);
+    },
+        [](const Settings& s) { return std::to_string(s.feed.max_levels); });
+    add("feed.idle", "IDLE", "spin | yield | backoff | sleep | block: what a loop does with no work", [](Settings& s, const std::string& v) {
+      if (!IdleStrategy::parse(v, s.feed.idle)) fail("'{}' is not an idle strategy (spin, yield, backoff, sleep, block)", v);
+    },
+        [](const Settings& s) { return std::string(IdleStrategy::name(s.feed.idle)); });
+    add("feed.control_poll", "DURATION", "interval between control-plane polls of a busy loop (a poll is a system call)",
+        [](Settings& s, const std::string& v) { s.feed.control_poll_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.feed.control_poll_ns); });
+    add("feed.control", "ADDRESS", "control address override (unix:@name, tcp:host:port)", [](Settings& s, const std::string& v) {
+      s.feed.control = v;
+    },
+        [](const Settings& s) { return s.feed.control; });
+    // [publisher]
+    add("publisher.rate", "RATE", "synthetic messages per second", [](Settings& s, const std::string& v) {
+      s.pub.rate = parse_rate(v);
+      if (s.pub.rate <= 0) fail("rate must be positive");
+    },
+        [](const Settings& s) { return format_rate(s.pub.rate); });
+    add("publisher.duration", "DURATION", "how long to publish", [](Settings& s, const std::string& v) { s.pub.duration_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.pub.duration_ns); });
+    add("publisher.instruments", "N", "synthetic instruments", [](Settings& s, const std::string& v) {
+      s.pub.instruments = parse_uint<uint32_t>(v, 1, 1u << 20);
+    },
+        [](const Settings& s) { return std::to_string(s.pub.instruments); });
+    add("publisher.seed", "N", "order-flow seed", [](Settings& s, const std::string& v) { s.pub.seed = parse_uint<uint64_t>(v, 0, 1ull << 53); },
+        [](const Settings& s) { return std::to_string(s.pub.seed); });
+    add("publisher.max_datagram", "SIZE", "datagram size limit (0: the medium's)", [](Settings& s, const std::string& v) {
+      s.pub.max_datagram = parse_size(v);
+    },
+        [](const Settings& s) { return format_size(s.pub.max_datagram); });
+    add("publisher.flush_interval", "DURATION", "longest a partly filled datagram waits", [](Settings& s, const std::string& v) {
+      s.pub.flush_interval_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.pub.flush_interval_ns); });
+    add("publisher.heartbeat_interval", "DURATION", "idle time before a heartbeat", [](Settings& s, const std::string& v) {
+      s.pub.heartbeat_interval_ns = parse_duration(v);
+      if (!s.pub.heartbeat_interval_ns) fail("heartbeat interval must be positive");
+    },
+        [](const Settings& s) { return format_duration(s.pub.heartbeat_interval_ns); });
+    add("publisher.retransmit_bytes", "SIZE", "retransmit ring size (verbs; over shm the shm ring is the retransmit ring: shm.slots)", [](Settings& s, const std::string& v) {
+      s.pub.retransmit_bytes = parse_size(v);
+    },
+        [](const Settings& s) { return format_size(s.pub.retransmit_bytes); });
+    add("publisher.pacing", "PACING", "none | fixed | slowest", [](Settings& s, const std::string& v) {
+      if (v == "none") s.pub.pacing = feed::PacingMode::kNone;
+      else if (v == "fixed") s.pub.pacing = feed::PacingMode::kFixed;
+      else if (v == "slowest") s.pub.pacing = feed::PacingMode::kSlowest;
+      else fail("'{}' is not a pacing policy (none, fixed, slowest)", v);
+    },
+        [](const Settings& s) { return std::string(pacing_name(s.pub.pacing)); });
+    add("publisher.pacing_rate", "RATE", "fixed pacing rate, messages/s", [](Settings& s, const std::string& v) { s.pub.pacing_rate = parse_rate(v); },
+        [](const Settings& s) { return format_rate(s.pub.pacing_rate); });
+    add("publisher.pacing_min_rate", "RATE", "floor of slowest-subscriber pacing", [](Settings& s, const std::string& v) {
+      s.pub.pacing_min_rate = parse_rate(v);
+    },
+        [](const Settings& s) { return format_rate(s.pub.pacing_min_rate); });
+    add("publisher.linger", "DURATION", "keep serving recovery this long after the end", [](Settings& s, const std::string& v) {
+      s.pub.linger_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.pub.linger_ns); });
+    add("publisher.crc", "BOOL", "CRC-32C in every datagram", [](Settings& s, const std::string& v) { s.pub.crc = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.pub.crc ? "true" : "false"); });
+    add("publisher.sender_id", "N", "id in every datagram (subscribers drop their own)", [](Settings& s, const std::string& v) {
+      s.pub.sender_id = parse_uint<uint32_t>(v, 1, 0xffffu);  // a 16-bit header field
+    },
+        [](const Settings& s) { return std::to_string(s.pub.sender_id); });
+    add("publisher.session", "N", "session id (0: 64 random bits; a fixed id is for tests: never reuse one)", [](Settings& s, const std::string& v) {
+      s.pub.session = parse_uint<uint64_t>(v, 0, ~uint64_t{0});
+    },
+        [](const Settings& s) { return std::to_string(s.pub.session); });
+    add("publisher.wait_subscribers", "N", "hold publishing until this many subscribers have subscribed", [](Settings& s, const std::string& v) {
+      s.pub.wait_subscribers = parse_uint<uint32_t>(v, 0, 100000);
+    },
+        [](const Settings& s) { return std::to_string(s.pub.wait_subscribers); });
+    add("publisher.result", "FILE", "write a result file at the end", [](Settings& s, const std::string& v) { s.pub.result = v; },
+        [](const Settings& s) { return s.pub.result; });
+    add("publisher.secrets", "FILE", "secrets file (identity, secret, entitlement per line; chmod 600): clients must prove an identity",
+        [](Settings& s, const std::string& v) { s.pub.secrets = v; },
+        [](const Settings& s) { return s.pub.secrets; });
+    // [subscriber]
+    add("subscriber.instruments", "IDS", "all | id list such as 0-9,20", [](Settings& s, const std::string& v) {
+      if (v == "all") {
+        s.sub.all_instruments = true;
+        s.sub.instruments.clear();
+      } else {
+        s.sub.all_instruments = false;
+        s.sub.instruments = parse_id_list(v);
+      }
+    },
+        [](const Settings& s) { return s.sub.all_instruments ? std::string("all") : format_id_list(s.sub.instruments); });
+    add("subscriber.identity", "IDENTITY", "identity proven to the publisher (its line in subscriber.secret_file)",
+        [](Settings& s, const std::string& v) {
+          if (!wire::valid_identity(v)) fail("'{}' is not an identity (1-64 characters of A-Z a-z 0-9 . _ - @ +)", v);
+          s.sub.identity = v;
+        },
+        [](const Settings& s) { return s.sub.identity; });
+    add("subscriber.secret_file", "FILE", "file with this subscriber's identity and secret (chmod 600): authenticate, mutually",
+        [](Settings& s, const std::string& v) { s.sub.secret_file = v; },
+        [](const Settings& s) { return s.sub.secret_file; });
+    add("subscriber.verify", "BOOL", "check books against heartbeat checksums", [](Settings& s, const std::string& v) { s.sub.verify = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.sub.verify ? "true" : "false"); });
+    add("subscriber.print", "BOOL", "print every delivered message", [](Settings& s, const std::string& v) { s.sub.print = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.sub.print ? "true" : "false"); });
+    add("subscriber.capacity", "RATE", "messages/s reported to the publisher (slowest pacing)", [](Settings& s, const std::string& v) {
+      s.sub.capacity = static_cast<uint64_t>(parse_rate(v));
+    },
+        [](const Settings& s) { return format_rate(static_cast<double>(s.sub.capacity)); });
+    add("subscriber.inject_loss", "FRACTION", "drop this fraction of datagrams on arrival (demonstrates recovery)", [](Settings& s, const std::string& v) {
+      s.sub.inject_loss = parse_fraction(v);
+    },
+        [](const Settings& s) { return fmt::format("{}", s.sub.inject_loss); });
+    add("subscriber.duration", "DURATION", "stop after this long (0: at the end of the session)", [](Settings& s, const std::string& v) {
+      s.sub.duration_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.sub.duration_ns); });
+    add("subscriber.wait", "DURATION", "how long to wait for the publisher to appear", [](Settings& s, const std::string& v) { s.sub.wait_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.sub.wait_ns); });
+    add("subscriber.publisher_timeout", "DURATION", "silence after which the publisher is reported missing", [](Settings& s, const std::string& v) {
+      s.sub.publisher_timeout_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.sub.publisher_timeout_ns); });
+    add("subscriber.give_up", "DURATION", "silence after which the subscriber exits", [](Settings& s, const std::string& v) { s.sub.give_up_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.sub.give_up_ns); });
+    add("subscriber.window_bytes", "SIZE", "out-of-order/recovery buffer", [](Settings& s, const std::string& v) { s.sub.window_bytes = parse_size(v); },
+        [](const Settings& s) { return format_size(s.sub.window_bytes); });
+    add("subscriber.sender_id", "N", "own sender id (datagrams carrying it are dropped)", [](Settings& s, const std::string& v) {
+      s.sub.sender_id = parse_uint<uint32_t>(v, 0, 0xffffffffu);
+    },
+        [](const Settings& s) { return std::to_string(s.sub.sender_id); });
+    add("subscriber.result", "FILE", "write a result file at the end", [](Settings& s, const std::string& v) { s.sub.result = v; },
+        [](const Settings& s) { return s.sub.result; });
+    // [shm]
+    add("shm.slots", "N", "ring slots (over shm also the publisher's retransmit history)", [](Settings& s, const std::string& v) { s.shm.slots = parse_uint<size_t>(v, 16, 1u << 24); },
+        [](const Settings& s) { return std::to_string(s.shm.slots); });
+    add("shm.max_datagram", "SIZE", "ring slot payload", [](Settings& s, const std::string& v) {
+      s.shm.max_datagram = parse_size(v);
+      if (s.shm.max_datagram < 256 || s.shm.max_datagram > 4096) fail("'{}' must be in [256, 4096]", v);
+    },
+        [](const Settings& s) { return format_size(s.shm.max_datagram); });
+    add("shm.huge_pages", "BOOL", "use hugetlbfs when available", [](Settings& s, const std::string& v) { s.shm.huge_pages = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.shm.huge_pages ? "true" : "false"); });
+    add("shm.dir", "DIR", "ring directory (default /dev/hugepages or /dev/shm)", [](Settings& s, const std::string& v) { s.shm.dir = v; },
+        [](const Settings& s) { return s.shm.dir; });
+    add("shm.group", "GROUP", "publisher: group whose members may read the ring (mode 0640); empty: this user only (0600)",
+        [](Settings& s, const std::string& v) { s.shm.group = v; },
+        [](const Settings& s) { return s.shm.group; });
+    add("shm.max_bytes", "SIZE", "publisher: largest ring it creates (a larger one is refused before anything is allocated)",
+        [](Settings& s, const std::string& v) { s.shm.max_bytes = parse_size(v); },
+        [](const Settings& s) { return format_size(s.shm.max_bytes); });
+    add("shm.publisher_user", "USER", "subscriber: user (name or uid) whose ring it trusts; empty: its own user",
+        [](Settings& s, const std::string& v) { s.shm.publisher_user = v; },
+        [](const Settings& s) { return s.shm.publisher_user; });
+    // [control]: the publisher's control transport (shm's Unix socket; TCP for UDP)
+    add("control.max_clients", "N", "publisher: admitted (authenticated, subscribed) control clients at most",
+        [](Settings& s, const std::string& v) { s.control_server.max_clients = parse_uint<size_t>(v, 1, 1u << 20); },
+        [](const Settings& s) { return std::to_string(s.control_server.max_clients); });
+    add("control.max_unadmitted", "N", "publisher: connections not yet admitted at most (the oldest makes room for a new one)",
+        [](Settings& s, const std::string& v) { s.control_server.max_unadmitted = parse_uint<size_t>(v, 1, 1u << 16); },
+        [](const Settings& s) { return std::to_string(s.control_server.max_unadmitted); });
+    add("control.reply_budget", "SIZE", "publisher: reply bytes queued for all clients together (the largest queue is cut past it)",
+        [](Settings& s, const std::string& v) { s.control_server.reply_budget_bytes = parse_size(v); },
+        [](const Settings& s) { return format_size(s.control_server.reply_budget_bytes); });
+    add("control.client_reply_share", "SIZE", "publisher: reply bytes one client may have queued unread (then it is cut off)",
+        [](Settings& s, const std::string& v) { s.control_server.client_reply_bytes = parse_size(v); },
+        [](const Settings& s) { return format_size(s.control_server.client_reply_bytes); });
+    add("control.frames_per_poll", "N", "publisher: control requests handled per poll of the publishing thread",
+        [](Settings& s, const std::string& v) { s.control_server.frames_per_poll = parse_uint<size_t>(v, 1, 1u << 16); },
+        [](const Settings& s) { return std::to_string(s.control_server.frames_per_poll); });
+    add("control.unadmitted_timeout", "DURATION", "publisher: a connection not admitted within this is closed",
+        [](Settings& s, const std::string& v) { s.control_server.unadmitted_timeout_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.control_server.unadmitted_timeout_ns); });
+    add("control.partial_frame_timeout", "DURATION", "publisher: a frame begun and not finished within this closes the connection",
+        [](Settings& s, const std::string& v) { s.control_server.partial_frame_timeout_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.control_server.partial_frame_timeout_ns); });
+    add("control.idle_timeout", "DURATION", "publisher: an admitted client that sends nothing for this long is closed",
+        [](Settings& s, const std::string& v) { s.control_server.idle_timeout_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.control_server.idle_timeout_ns); });
+    // [verbs]
+    add("verbs.device", "DEVICE", "RDMA device (default: the one owning local_ip)", [](Settings& s, const std::string& v) { s.verbs.device = v; },
+        [](const Settings& s) { return s.verbs.device; });
+    add("verbs.port", "N", "device port", [](Settings& s, const std::string& v) { s.verbs.port = parse_uint<uint8_t>(v, 1, 255); },
+        [](const Settings& s) { return std::to_string(s.verbs.port); });
+    add("verbs.gid_index", "N", "GID index (RoCE v2 + IPv4: 1 on rxe and mlx5)", [](Settings& s, const std::string& v) {
+      s.verbs.gid_index = parse_uint<int>(v, 0, 255);
+    },
+        [](const Settings& s) { return std::to_string(s.verbs.gid_index); });
+    add("verbs.local_ip", "IPV4", "local IPv4 address of the RDMA netdev", [](Settings& s, const std::string& v) { s.verbs.local_ip = v; },
+        [](const Settings& s) { return s.verbs.local_ip; });
+    add("verbs.group", "IPV4", "multicast group IPv4 address", [](Settings& s, const std::string& v) { s.verbs.group = v; },
+        [](const Settings& s) { return s.verbs.group; });
+    add("verbs.qkey", "QKEY", "QKey shared by the group (below 0x80000000)", [](Settings& s, const std::string& v) {
+      uint64_t q = 0;
+      size_t used = 0;
+      try {
+        q = std::stoull(v, &used, 0);  // decimal, 0x hex or 0 octal
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (v.empty() || used != v.size() || v[0] == '-' || q >= 0x80000000ull)
+        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x4d44434d)", v);
+      s.verbs.qkey = static_cast<uint32_t>(q);
+    },
+        [](const Settings& s) { return fmt::format("{:#x}", s.verbs.qkey); });
+    add("verbs.control_ip", "IPV4", "publisher: listen address; subscriber: the publisher's", [](Settings& s, const std::string& v) {
+      s.verbs.control_ip = v;
+    },
+        [](const Settings& s) { return s.verbs.control_ip; });
+    add("verbs.control_port", "N", "RC control port", [](Settings& s, const std::string& v) {
+      s.verbs.control_port = parse_uint<uint16_t>(v, 1, 65535);
+    },
+        [](const Settings& s) { return std::to_string(s.verbs.control_port); });
+    add("verbs.rdma_read", "BOOL", "retransmit by RDMA READ of the publisher's ring", [](Settings& s, const std::string& v) {
+      s.verbs.rdma_read = parse_bool(v);
+    },
+        [](const Settings& s) { return std::string(s.verbs.rdma_read ? "true" : "false"); });
+    add("verbs.rate", "RATE", "peak datagrams/s the receive ring is sized for (100 ms)", [](Settings& s, const std::string& v) {
+      s.verbs.rate = parse_rate(v);
+    },
+        [](const Settings& s) { return format_rate(s.verbs.rate); });
+    // [udp]
+    add("udp.group", "GROUP:PORT", "rail A's multicast group and port, GROUP:PORT", [](Settings& s, const std::string& v) {
+      (void)media::udp::GroupAddress::parse(v);
+      s.udp.group = v;
+    },
+        [](const Settings& s) { return s.udp.group; });
+    add("udp.interface", "IFACE", "interface (name or IPv4 address) every send and join uses", [](Settings& s, const std::string& v) {
+      s.udp.interface = v;
+    },
+        [](const Settings& s) { return s.udp.interface; });
+    add("udp.rail_b", "GROUP:PORT[@IF]", "a second rail, GROUP:PORT[@IFACE] (A/B feed); \"\" = none", [](Settings& s, const std::string& v) {
+      if (!v.empty()) (void)media::udp::parse_rail(v);
+      s.udp.rail_b = v;
+    },
+        [](const Settings& s) { return s.udp.rail_b; });
+    add("udp.ttl", "N", "multicast TTL (1: this subnet)", [](Settings& s, const std::string& v) { s.udp.ttl = parse_uint<uint8_t>(v, 1, 255); },
+        [](const Settings& s) { return std::to_string(s.udp.ttl); });
+    add("udp.loop", "BOOL", "multicast loop (subscribers on the sender's host)", [](Settings& s, const std::string& v) { s.udp.loop = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.udp.loop ? "true" : "false"); });
+    add("udp.mtu", "N", "MTU the datagram size derives from (0: the interface's; loopback 1500)", [](Settings& s, const std::string& v) {
+      s.udp.mtu = parse_uint<uint32_t>(v, 0, 65535);
+    },
+        [](const Settings& s) { return std::to_string(s.udp.mtu); });
+    add("udp.gso", "BOOL", "UDP GSO (UDP_SEGMENT) where the kernel has it", [](Settings& s, const std::string& v) { s.udp.gso = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.udp.gso ? "true" : "false"); });
+    add("udp.gro", "BOOL", "UDP GRO where the kernel has it", [](Settings& s, const std::string& v) { s.udp.gro = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.udp.gro ? "true" : "false"); });
+    add("udp.busy_poll", "DURATION", "SO_BUSY_POLL time (e.g. 50us; 0: off)", [](Settings& s, const std::string& v) {
+      s.udp.busy_poll_us = static_cast<uint32_t>(parse_duration(v) / kNsPerUs);
+    },
+        [](const Settings& s) { return format_duration(uint64_t{s.udp.busy_poll_us} * kNsPerUs); });
+    add("udp.rate", "RATE", "peak datagrams/s the socket buffers hold 100 ms of", [](Settings& s, const std::string& v) { s.udp.rate = parse_rate(v); },
+        [](const Settings& s) { return format_rate(s.udp.rate); });
+    add("udp.control_port", "N", "publisher: TCP control port on the interface's address (0: a free one, announced)",
+        [](Settings& s, const std::string& v) { s.udp.control_port = parse_uint<uint16_t>(v, 0, 65535); },
+        [](const Settings& s) { return std::to_string(s.udp.control_port); });
+    add("udp.cut_a_after", "DURATION", "subscriber fault injection: drop rail A from this long after start", [](Settings& s, const std::string& v) {
+      s.udp.cut_a_after_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.udp.cut_a_after_ns); });
+    add("udp.cut_a_for", "DURATION", "subscriber fault injection: for this long (0: never)", [](Settings& s, const std::string& v) {
+      s.udp.cut_a_for_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.udp.cut_a_for_ns); });
+    // [demo]
+    add("demo.subscribers", "N", "subscriber processes", [](Settings& s, const std::string& v) {
+      s.demo.subscribers = parse_uint<uint32_t>(v, 1, 256);
+    },
+        [](const Settings& s) { return std::to_string(s.demo.subscribers); });
+    add("demo.loss", "FRACTION", "loss injected into subscriber 1", [](Settings& s, const std::string& v) { s.demo.loss = parse_fraction(v); },
+        [](const Settings& s) { return fmt::format("{}", s.demo.loss); });
+    add("demo.cut_rail_a", "DURATION", "udp with a rail B: subscriber 1 loses rail A for this long, from 2 s in", [](Settings& s, const std::string& v) {
+      s.demo.cut_rail_a_ns = parse_duration(v);
+    },
+        [](const Settings& s) { return format_duration(s.demo.cut_rail_a_ns); });
+    add("demo.keep", "BOOL", "keep the run directory", [](Settings& s, const std::string& v) { s.demo.keep = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.demo.keep ? "true" : "false"); });
+    add("demo.progress", "BOOL", "live progress line", [](Settings& s, const std::string& v) { s.demo.progress = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.demo.progress ? "true" : "false"); });
+    return m;
+  }();
+  return r;
+}
+
+}  // namespace mdcast::app

@@ -1,0 +1,47 @@
+// Settings values as text, both ways: the parsers every key shares (a bad
+// value reads the same from a file or a flag) and the formatters that show a
+// value the way it would be written (--help, --help-config).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/error.hpp"
+#include "settings.hpp"
+
+namespace mdcast::app {
+
+std::string trim(std::string s);
+// A non-negative decimal number with an optional unit from `suffixes`.
+double number_with_suffix(const std::string& raw, const std::map<std::string, double>& suffixes, double dflt_mult,
+                          const char* what, const char* example);
+bool parse_bool(const std::string& v);
+double parse_fraction(const std::string& v);
+
+template <class T>
+T parse_uint(const std::string& v, uint64_t lo, uint64_t hi) {
+  const double x = number_with_suffix(v, {{"k", 1e3}, {"M", 1e6}}, 1, "a whole number", "16, 1k");
+  if (x != std::floor(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi))
+    fail("'{}' must be a whole number in [{}, {}]", v, lo, hi);
+  return static_cast<T>(x);
+}
+
+std::string format_size(uint64_t bytes);       // 67108864 -> "64MiB"
+std::string format_rate(double per_s);         // 100000 -> "100k"
+std::string format_id_list(const std::vector<uint32_t>& ids);  // 0,1,2,3,7 -> "0-3,7"
+std::string_view pacing_name(feed::PacingMode m);
+
+// One settings key: how to read it, how to show it.
+struct SettingKey {
+  std::string type;  // what --help shows for its value: N, DURATION, SIZE, RATE, BOOL, FILE ...
+  std::string help;
+  std::function<void(Settings&, const std::string&)> set;
+  std::function<std::string(const Settings&)> get;
+};
+const std::map<std::string, SettingKey>& setting_keys();
+
+}  // namespace mdcast::app
