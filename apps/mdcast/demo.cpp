@@ -15,11 +15,13 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "exit_codes.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "registry.hpp"
 #include "result.hpp"
+#include "settings_values.hpp"
 #include "runners.hpp"
 
 extern char** environ;
@@ -178,7 +180,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
     if (reap(kids[0], false) || monotonic_ns() > wait_end) {
       kill_all(SIGTERM);
       fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].status, tail_of(kids[0].log));
-      return 1;
+      return g_stop ? exit_code::kInterrupted : exit_code::kSetup;
     }
     timespec ts{0, 20'000'000};
     nanosleep(&ts, nullptr);
@@ -213,9 +215,16 @@ int run_demo(Settings& s, const DemoArgs& a) {
     const uint64_t now = monotonic_ns();
     if (now > deadline || g_stop) {
       timed_out = !g_stop;
+      // Each child ends its session and writes its result on SIGTERM; only
+      // one that has not done so within 5 s is killed.
       kill_all(SIGTERM);
-      timespec ts{1, 0};
-      nanosleep(&ts, nullptr);
+      for (const uint64_t until = now + 5 * kNsPerSec; monotonic_ns() < until;) {
+        bool gone = true;
+        for (auto& c : kids) gone &= reap(c, false);
+        if (gone) break;
+        timespec ts{0, 20'000'000};
+        nanosleep(&ts, nullptr);
+      }
       kill_all(SIGKILL);
       for (auto& c : kids) reap(c, true);
       break;
@@ -274,6 +283,9 @@ int run_demo(Settings& s, const DemoArgs& a) {
                grouped(pub->messages), grouped(pub->last_sequence), pub->seconds,
                grouped(static_cast<uint64_t>(static_cast<double>(pub->messages) / std::max(pub->seconds, 1e-9))),
                pub->counter("ctl.retransmit_requests"), pub->counter("ctl.snapshot_requests"));
+    if (!g_stop)
+      if (const std::string why = rate_shortfall(*pub, s.pub.rate, pacing_name(s.pub.pacing)); !why.empty())
+        fmt::print("the publisher {}\n\n", why);
   }
   fmt::print("{:<11} {:>11} {:>7} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}  {}\n", "subscriber", "messages", "gaps",
              "lost", "recovered", "snapshots", "p50 us", "p99 us", "p99.9 us", "max us", "books");
@@ -291,6 +303,8 @@ int run_demo(Settings& s, const DemoArgs& a) {
     std::string verdict;
     if (!pub) {
       verdict = "unverified";
+    } else if (r.outcome == "interrupted") {
+      verdict = "interrupted";  // stopped by the user: not a failure, not verified
     } else if (r.outcome != "ok") {
       verdict = "FAILED: " + r.outcome;
       ok = false;
@@ -309,7 +323,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
                r.counter("sub.gaps"), lost, r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"),
                us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),
                us(r.latency.max()), verdict);
-    if (c.status != 0) ok = false;
+    if (c.status != 0 && !g_stop) ok = false;
     if (i == 1 && s.demo.cut_rail_a_ns)
       fmt::print("{:<11} rail A cut: {} of its datagrams dropped; first copies: {} on rail A, {} on rail B\n", "",
                  grouped(r.counter("udp.rail_a_cut")), grouped(r.counter("sub.rail_a_first")),
@@ -317,26 +331,32 @@ int run_demo(Settings& s, const DemoArgs& a) {
   }
   fmt::print("\nlatency: one-way, publication of a datagram's first message -> delivery at the subscriber (same host\n"
              "clock), batching delay included; messages delivered late by recovery are excluded\n");
+  if (g_stop) {
+    fmt::print("RESULT: interrupted after {:.1f} s: the feed did not run to its end, so nothing was verified; logs and "
+               "result files kept in {}\n",
+               static_cast<double>(monotonic_ns() - t0) / 1e9, dir);
+    return exit_code::kInterrupted;
+  }
   if (ok) {
     fmt::print("RESULT: all {} subscribers delivered every message exactly once, in order; books identical to the publisher's\n", matched);
     if (!s.demo.keep) std::filesystem::remove_all(dir);
   } else {
     fmt::print("RESULT: FAILED{} - logs and result files kept in {}\n", timed_out ? " (timed out)" : "", dir);
   }
-  return ok ? 0 : 1;
+  return ok ? exit_code::kOk : exit_code::kDataLost;
 }
 
 int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results) {
   const RunResult pub = read_result(publisher_result);
   if (pub.role != "publisher")
-    fail("{} is a {}'s result file, not a publisher's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...",
-         publisher_result, pub.role);
+    fail_usage("{} is a {}'s result file, not a publisher's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...",
+               publisher_result, pub.role);
   bool ok = true;
   for (const auto& path : subscriber_results) {
     const RunResult r = read_result(path);
     if (r.role != "subscriber")
-      fail("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
-           r.role);
+      fail_usage("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
+                 r.role);
     const BookVerdict v = compare_books(pub, r);
     const bool good = v.identical && r.outcome == "ok";
     ok &= good;
@@ -344,7 +364,7 @@ int run_verify(const std::string& publisher_result, const std::vector<std::strin
                good ? "identical" : "DIFFERENT", v.identical ? fmt::format("{} instruments compared", v.compared) : v.detail,
                r.messages, r.counter("sub.gaps"), r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"));
   }
-  return ok ? 0 : 1;
+  return ok ? exit_code::kOk : exit_code::kDataLost;
 }
 
 }  // namespace mdcast::app

@@ -15,6 +15,7 @@
 #include "bench/command.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
+#include "exit_codes.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "runners.hpp"
@@ -174,13 +175,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105-120) say which parse rule failed; a script
+    // needs only "the command line is wrong".
+    return app.exit(e) == 0 ? exit_code::kOk : exit_code::kUsage;
   }
 
   if (!help_config && app.get_subcommands().empty()) {
     fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench); "
                        "mdcast --help lists them, mdcast --help-config every setting\n");
-    return 106;  // what CLI11 returns for a missing subcommand
+    return exit_code::kUsage;
   }
   try {
     if (help_config) {
@@ -204,20 +207,27 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return run_verify(verify_pub, verify_subs);
     if (secret_new->parsed()) {
       if (!wire::valid_identity(secret_identity))
-        fail("secret new --identity: an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +", wire::auth::kMaxIdentity);
-      with_context("secret new --instruments", [&] { (void)feed::parse_entitlement(secret_instruments); });
+        fail_usage("secret new --identity: an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +", wire::auth::kMaxIdentity);
+      try {
+        (void)feed::parse_entitlement(secret_instruments);
+      } catch (const Error& e) {
+        throw UsageError(e.with_context("secret new --instruments"));
+      }
       std::string line = feed::format_secret_line(secret_identity, feed::SecretKey::random(), secret_instruments);
       fmt::print("{}", line);
       wire::wipe(line);
       return 0;
     }
     if (bench->parsed()) return run_bench(s, bench_args);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "mdcast: {}\n", e.what());
+    return exit_code::kUsage;
   } catch (const Error& e) {
     fmt::print(stderr, "mdcast: {}\n", e.what());
-    return 1;
+    return g_stop ? exit_code::kInterrupted : exit_code::kSetup;
   } catch (const std::exception& e) {
     fmt::print(stderr, "mdcast: unexpected error: {}\n", e.what());
-    return 1;
+    return exit_code::kSetup;
   }
-  return 0;
+  return exit_code::kOk;
 }

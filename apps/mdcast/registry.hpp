@@ -21,6 +21,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
 #include "mdcast/media/udp/udp_medium.hpp"
+#include "runners.hpp"  // g_stop
 #include "settings.hpp"
 #ifdef MDCAST_HAVE_VERBS
 #include "mdcast/media/verbs/verbs_medium.hpp"
@@ -50,6 +51,7 @@ struct ShmEntry {
     o.channel = s.feed.channel;
     o.control = s.feed.control;
     o.wait_ns = s.sub.wait_ns;
+    o.cancelled = [] { return g_stop != 0; };
     o.group = s.shm.group;
     o.max_bytes = s.shm.max_bytes;
     o.publisher_user = s.shm.publisher_user;
@@ -60,6 +62,11 @@ struct ShmEntry {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // What a subscriber waits for, said before it waits (it may wait long).
+  static std::string waiting_for(const Settings& s) {
+    return fmt::format("the shm ring of feed '{}' (a publisher started with --name {} on this host{})", s.feed.name,
+                       s.feed.name, s.shm.dir.empty() ? "" : ", in " + s.shm.dir);
+  }
   // What every process of a demo is told beyond the user's settings, and how
   // the demo describes where it runs.
   static SettingPairs demo_settings(const Settings&) { return {}; }
@@ -95,6 +102,11 @@ struct UdpEntry {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  static std::string waiting_for(const Settings& s) {
+    return fmt::format("datagrams on UDP multicast {} on {}{} (channel {}), control {}", s.udp.group, s.udp.interface,
+                       s.udp.rail_b.empty() ? "" : " and rail B " + s.udp.rail_b, s.feed.channel,
+                       s.feed.control.empty() ? "as the publisher announces it" : s.feed.control);
+  }
   // The demo's processes share this host: the publisher takes a free control
   // port (its subscribers hear it announced), and a demo on the default group
   // a port of its own, so two demos never hear each other.
@@ -148,6 +160,12 @@ struct VerbsEntry {
     return std::make_unique<Publisher>(options(s));
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  static std::string waiting_for(const Settings& s) {
+    return fmt::format("datagrams on RDMA multicast group {} with QKey {:#x}{}{} (channel {}), control {}:{}", s.verbs.group,
+                       s.verbs.qkey, s.verbs.device.empty() ? "" : " on " + s.verbs.device,
+                       s.verbs.local_ip.empty() ? "" : " at " + s.verbs.local_ip, s.feed.channel,
+                       s.verbs.control_ip.empty() ? "(unset)" : s.verbs.control_ip, s.verbs.control_port);
+  }
   // Every process of the demo runs on this host's RDMA device: the publisher
   // listens on its address, the subscribers connect to it.
   static SettingPairs demo_settings(const Settings& s) {

@@ -128,4 +128,24 @@ BookVerdict compare_books(const RunResult& pub, const RunResult& sub) {
   return v;
 }
 
+std::string rate_shortfall(const RunResult& pub, double asked, std::string_view pacing) {
+  const double got = static_cast<double>(pub.messages) / std::max(pub.seconds, 1e-9);
+  if (asked <= 0 || got >= 0.95 * asked) return {};
+  const uint64_t paced = pub.counter("pub.messages_back_pressured");
+  const uint64_t pushed = pub.counter("pub.send_back_pressured");
+  const uint64_t rate = pub.counter("pub.pacing_rate");
+  std::string why = fmt::format("published {:.0f} msg/s of the {:.0f} asked ({:.0f} %): ", got, asked, 100 * got / asked);
+  if (pacing != "none" && paced > 0)
+    return why + fmt::format("publisher.pacing = {} held it down (the pacer said wait {} times; its rate is now "
+                             "{} msg/s{})",
+                             pacing, paced, rate,
+                             pacing == "slowest" ? ", what the slowest subscriber reported it can take" : "");
+  if (pushed > 0)
+    return why + fmt::format("the medium pushed back {} times (a full ring or socket buffer: subscribers or the "
+                             "network slower than the feed)",
+                             pushed);
+  return why + "the publishing thread itself could not keep up (a busy or shared core, a debug or sanitizer build, or "
+               "more than this host can do: see mdcast bench)";
+}
+
 }  // namespace mdcast::app

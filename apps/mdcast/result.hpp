@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,5 +45,10 @@ struct BookVerdict {
   std::string detail;      // first difference
 };
 BookVerdict compare_books(const RunResult& publisher, const RunResult& subscriber);
+
+// Why a publisher's result shows fewer messages/s than `asked` (pacing, the
+// medium's back-pressure, or the publishing thread itself); "" when it kept
+// within 5 % of it. `pacing` is publisher.pacing's name.
+std::string rate_shortfall(const RunResult& publisher, double asked, std::string_view pacing);
 
 }  // namespace mdcast::app

@@ -22,7 +22,9 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "print.hpp"
 #include "registry.hpp"
+#include "exit_codes.hpp"
 #include "result.hpp"
+#include "settings_values.hpp"
 
 namespace mdcast::app {
 
@@ -128,7 +130,7 @@ int publish_loop(Settings& s, Medium& medium, uint64_t session, std::string_view
   // End the session, then keep serving recovery until every subscriber has
   // gone (they leave once caught up) or the linger time is up.
   uint64_t t_end = monotonic_ns();
-  while (!agent.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
+  while (!agent.end_session(t_end) && !g_stop && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
   agent.linger(t_end + s.pub.linger_ns, 300 * kNsPerMs, 200 * kNsPerUs, [&] {
     refresh(monotonic_ns(), t0);
     return g_stop != 0;
@@ -156,7 +158,10 @@ int publish_loop(Settings& s, Medium& medium, uint64_t session, std::string_view
              "snapshots served\n",
              pr.published, r.last_sequence, seconds, static_cast<double>(pr.published) / std::max(seconds, 1e-9),
              agent.control().counters().retransmit_requests.get(), agent.control().counters().snapshot_requests.get());
-  return g_stop ? 130 : 0;
+  if (!g_stop)
+    if (const std::string why = rate_shortfall(r, s.pub.rate, pacing_name(s.pub.pacing)); !why.empty())
+      fmt::print(stderr, "mdcast publish: {}\n", why);
+  return g_stop ? exit_code::kInterrupted : exit_code::kOk;
 }
 
 // ---------------------------------------------------------------- subscribe --
@@ -165,11 +170,12 @@ struct AppHandler {
   Histogram latency;
   uint64_t delivered = 0;
   bool print = false;
+  MessagePrinter printer;
 
   void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
     ++delivered;
     if (!d.recovered && d.receive_time_ns > d.send_time_ns) latency.record(d.receive_time_ns - d.send_time_ns);
-    if (print) print_message(m, d);
+    if (print) printer.print(m, d);
   }
   void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
     if (print && b && b->book(inst).instrument_seq() > 0)
@@ -193,6 +199,7 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
   auto* app = cf.section<AppSubCounters>(1);
   AppHandler h;
   h.print = s.sub.print;
+  if (h.print) h.printer = MessagePrinter(s.feed.max_instruments);
   feed::SubscriberAgent<Medium, AppHandler> agent(medium, subscriber_config(s), h,
                                                   cf.section<feed::SubscriberCounters>(0),
                                                   {s.feed.control_poll_ns, s.feed.idle});
@@ -280,8 +287,13 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
   if (outcome == "publisher-lost" && c.datagrams_received.get() == 0)
     fmt::print(stderr, "mdcast subscribe: nothing from a publisher in {:.1f} s on {}: is one publishing there?\n",
                static_cast<double>(now - t0) / 1e9, medium.describe());
-  if (g_stop) return 130;
-  return outcome == "ok" || outcome == "duration" ? 0 : outcome == "publisher-lost" ? 3 : 1;
+  if (g_stop) return exit_code::kInterrupted;
+  if (outcome == "ok" || outcome == "duration") return exit_code::kOk;
+  // Refused (credentials, entitlements) or never heard: the setup is wrong;
+  // a publisher that went away mid-feed lost the rest of it.
+  if (outcome.rfind("error:", 0) == 0) return exit_code::kSetup;
+  if (outcome == "publisher-lost" && c.datagrams_received.get() == 0) return exit_code::kSetup;
+  return exit_code::kDataLost;
 }
 
 }  // namespace
@@ -298,6 +310,9 @@ int run_publish(Settings& s) {
 int run_subscribe(Settings& s) {
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
+    // At once, not after the wait: a subscriber with no publisher would
+    // otherwise say nothing for subscriber.wait.
+    fmt::print(stderr, "mdcast subscribe: waiting up to {} for {}\n", format_duration(s.sub.wait_ns), E::waiting_for(s));
     auto medium = E::subscriber(s);
     // Always through the fault injector: one instantiation, and a branch per
     // poll (not per datagram) when no fault is configured.

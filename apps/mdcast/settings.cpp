@@ -59,13 +59,13 @@ void apply_setting(Settings& s, const std::string& key, const std::string& value
   const auto& r = setting_keys();
   auto it = r.find(key);
   if (it == r.end()) {
-    if (const char* why = removed_key(key)) fail("{}: setting '{}' was removed: {}", where, key, why);
-    fail("{}: unknown setting '{}'", where, key);
+    if (const char* why = removed_key(key)) fail_usage("{}: setting '{}' was removed: {}", where, key, why);
+    fail_usage("{}: unknown setting '{}'", where, key);
   }
   try {
     it->second.set(s, value);
   } catch (const Error& e) {
-    fail("{}: {}: {}", where, key, e.what());
+    fail_usage("{}: {}: {}", where, key, e.what());
   }
 }
 
@@ -74,29 +74,29 @@ void load_config(Settings& s, const std::string& path) {
   try {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    fail("config file {}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description());
+    fail_usage("config file {}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description());
   } catch (const std::exception& e) {
-    fail("config file {}: {}", path, e.what());
+    fail_usage("config file {}: {}", path, e.what());
   }
   const auto& r = setting_keys();
   for (const auto& [section, node] : t) {
     const auto* tab = node.as_table();
-    if (!tab) fail("{}: '{}' must be a [section] (feed, publisher, subscriber, control, shm, udp, verbs, demo)", where_of(path, node), section.str());
+    if (!tab) fail_usage("{}: '{}' must be a [section] (feed, publisher, subscriber, control, shm, udp, verbs, demo)", where_of(path, node), section.str());
     for (const auto& [k, v] : *tab) {
       const std::string key = std::string(section.str()) + "." + std::string(k.str());
-      if (const char* why = removed_key(key)) fail("{}: '{}' was removed: {}", where_of(path, v), key, why);
+      if (const char* why = removed_key(key)) fail_usage("{}: '{}' was removed: {}", where_of(path, v), key, why);
       if (!r.count(key)) {
         std::string known;
         for (const auto& [rk, _] : r)
           if (rk.rfind(std::string(section.str()) + ".", 0) == 0) known += (known.empty() ? "" : ", ") + rk.substr(section.str().size() + 1);
-        fail("{}: unknown config key '{}'{}", where_of(path, v), key,
+        fail_usage("{}: unknown config key '{}'{}", where_of(path, v), key,
              known.empty() ? fmt::format(" (no section [{}])", section.str()) : fmt::format(" (known in [{}]: {})", section.str(), known));
       }
       std::string text;
       try {
         text = node_text(v);
       } catch (const Error&) {
-        fail("{}: {}: unsupported value type", where_of(path, v), key);
+        fail_usage("{}: {}: unsupported value type", where_of(path, v), key);
       }
       apply_setting(s, key, text, where_of(path, v));
     }
@@ -105,7 +105,7 @@ void load_config(Settings& s, const std::string& path) {
 
 feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   if (s.pub.instruments > s.feed.max_instruments)
-    fail("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
+    fail_usage("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
   feed::PublisherConfig pc;
   pc.channel = s.feed.channel;
   pc.session = session;
@@ -135,7 +135,7 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   sc.channel = s.feed.channel;
   sc.sender_id = s.sub.sender_id;
   if (!s.sub.identity.empty() && s.sub.secret_file.empty())
-    fail("subscriber.identity '{}' needs subscriber.secret_file, the file with its secret", s.sub.identity);
+    fail_usage("subscriber.identity '{}' needs subscriber.secret_file, the file with its secret", s.sub.identity);
   if (!s.sub.secret_file.empty())
     sc.secret = std::make_shared<const feed::ClientSecret>(with_context(
         "subscriber.secret_file", [&] { return feed::ClientSecret::load(s.sub.secret_file, s.sub.identity); }));

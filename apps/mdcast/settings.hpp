@@ -10,12 +10,25 @@
 #include <vector>
 
 #include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
 #include "mdcast/core/idle.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
 
 namespace mdcast::app {
+
+// A wrong setting or command line (exit_code::kUsage): the user fixes the
+// command, not the host.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const Error& e) : Error(e.what()) {}
+  using Error::Error;
+};
+template <class... Args>
+[[noreturn]] void fail_usage(fmt::format_string<Args...> f, Args&&... args) {
+  throw UsageError(fmt::format(f, std::forward<Args>(args)...));
+}
 
 enum class MediumKind : uint8_t { kAuto, kShm, kUdp, kVerbs };
 std::string_view to_string(MediumKind m);

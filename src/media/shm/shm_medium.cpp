@@ -35,6 +35,7 @@ RingReader wait_for_ring(const Options& o, uid_t owner) {
       return RingReader(find_ring(o.name, o.dir, owner), owner);
     } catch (const Error&) {
       if (monotonic_ns() >= deadline) throw;
+      if (o.cancelled && o.cancelled()) fail("stopped while waiting for the shm ring of feed '{}'", o.name);
       timespec ts{0, 20'000'000};
       nanosleep(&ts, nullptr);
     }

@@ -48,6 +48,9 @@ struct Options {
   std::string control;             // control address; "" = an unguessable unix:@mdcast/<name>.<64 random bits>
                                    // (a subscriber: what the ring names)
   uint64_t wait_ns = 10 * kNsPerSec;  // a subscriber waits this long for the ring to appear
+  // Asked while it waits: true ends the wait at once (an application's
+  // SIGINT/SIGTERM flag), with an Error that says so.
+  std::function<bool()> cancelled;
   // Publisher: "" = the ring is this user's alone (0600); a group (name or
   // number) whose members may read it (0640).
   std::string group;

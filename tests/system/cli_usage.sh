@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The command line as a new user meets it: exit codes by kind (docs/operations.md),
+# --help with types and defaults, a subscriber that says at once what it waits
+# for, --print's shape, a demo stopped by Ctrl-C, a publisher held below its rate.
+source "$(dirname "$0")/lib.sh"
+
+expect_rc() {  # expect_rc RC PATTERN ARGS...: exit status RC and output matching PATTERN
+  local want=$1 pattern=$2; shift 2
+  local rc=0
+  "$MDCAST" "$@" >"$WORK/out.log" 2>&1 || rc=$?
+  [ "$rc" = "$want" ] || { cat "$WORK/out.log"; fail "'mdcast $*' exited $rc, not $want"; }
+  grep -qE -- "$pattern" "$WORK/out.log" || { cat "$WORK/out.log"; fail "'mdcast $*' did not say /$pattern/"; }
+  note "mdcast $* -> $rc: $(grep -E -m1 -- "$pattern" "$WORK/out.log")"
+}
+
+# Usage (2): the command line or a settings file is wrong.
+expect_rc 2 "The following argument was not expected|not expected" publish --no-such-flag
+expect_rc 2 "publisher.rate: '12x' is not a rate" publish --rate 12x
+printf '[publisher]\nrat = 5\n' >"$WORK/typo.toml"
+expect_rc 2 "typo.toml:2: unknown config key 'publisher.rat'" --config "$WORK/typo.toml" publish
+expect_rc 2 "a subcommand is required" --config "$WORK/typo.toml"
+expect_rc 2 "an identity is 1-64 characters" secret new --identity 'bad identity'
+# Setup (3): the host refuses.
+expect_rc 3 "shm ring .*not found" subscribe --name "$NAME-none" --wait 0
+expect_rc 3 "nothing from a publisher in" subscribe --medium udp \
+  --udp-group "239.77.16.$((1 + $$ % 250)):$((20000 + $$ % 20000))" --wait 1s
+# Help: types and defaults, from the code's own defaults.
+"$MDCAST" publish --help >"$WORK/help.txt"
+grep -qE -- "--rate RATE=100k" "$WORK/help.txt" || { cat "$WORK/help.txt"; fail "--help shows no type/default for --rate"; }
+grep -qE -- "--duration DURATION=10s" "$WORK/help.txt" || fail "--help shows no type/default for --duration"
+grep -qE -- "--crc \[BOOL\].*default: false" "$WORK/help.txt" || fail "--help shows no default for --crc"
+"$MDCAST" --help-config >"$WORK/help-config.txt"
+grep -qE "publisher.retransmit_bytes +SIZE .*\(default: 64MiB\)" "$WORK/help-config.txt" || fail "--help-config shows no defaults"
+
+# Said at once: what a subscriber waits for (it may wait long).
+start_bg waiting subscribe --name "$NAME-late" --wait 20s
+for _ in $(seq 50); do grep -q "waiting up to 20s for the shm ring of feed '$NAME-late'" "$WORK/waiting.log" && break; sleep 0.1; done
+grep -q "waiting up to 20s" "$WORK/waiting.log" || { cat "$WORK/waiting.log"; fail "the subscriber did not say what it waits for"; }
+kill -TERM "$PID_waiting"; rc=0; wait_rc "$PID_waiting" 10 || rc=$?
+[ "$rc" = 130 ] || fail "a subscriber stopped by SIGTERM exited $rc, not 130 (interrupted)"
+
+# --print: every line has seq=, prices scaled by the instrument's exponent.
+start_bg pub publish --name "$NAME-p" --rate 2k --duration 1s --wait-subscribers 1
+"$MDCAST" subscribe --name "$NAME-p" --print >"$WORK/print.log" 2>"$WORK/print.err" || { cat "$WORK/print.err"; fail "subscriber --print failed"; }
+wait_rc "$PID_pub" 20 || fail "publisher failed"
+grep -q " add id=" "$WORK/print.log" || fail "--print showed no adds"
+bad=$(grep -vE "^seq=[0-9]+ inst=[0-9]+#[0-9]+ |^session [0-9a-f]+: books reset" "$WORK/print.log" | head -3 || true)
+[ -z "$bad" ] || fail "--print lines without seq=: $bad"
+grep -E " add id=[0-9]+ (buy|sell) [0-9]+@[0-9]+\.[0-9]{4}$" "$WORK/print.log" >/dev/null \
+  || { head "$WORK/print.log"; fail "--print prices are not scaled (price_exponent -4)"; }
+grep -qE "define symbol=SYM[0-9]+ lot=[0-9]+ price_exponent=-4" "$WORK/print.log" || fail "--print shows no definitions"
+
+# A publisher held below its rate says why.
+expect_rc 0 "published [0-9]+ msg/s of the 20000 asked .*publisher.pacing = fixed held it down" \
+  demo --name "$NAME-pace" --rate 20k --pacing fixed --pacing-rate 4k --duration 1s -n 1 --progress false
+
+# Ctrl-C on the demo: interrupted (130), not FAILED.
+"$MDCAST" demo --name "$NAME-int" --rate 10k --duration 30s -n 1 --progress false >"$WORK/demo-int.log" 2>&1 &
+DEMO=$!; PIDS+=($DEMO)
+for _ in $(seq 100); do grep -q "run directory" "$WORK/demo-int.log" && break; sleep 0.1; done
+sleep 2
+kill -INT "$DEMO"; rc=0; wait_rc "$DEMO" 30 || rc=$?
+[ "$rc" = 130 ] || { cat "$WORK/demo-int.log"; fail "an interrupted demo exited $rc, not 130"; }
+grep -q "RESULT: interrupted" "$WORK/demo-int.log" || { cat "$WORK/demo-int.log"; fail "no 'RESULT: interrupted'"; }
+! grep -q "FAILED" "$WORK/demo-int.log" || { cat "$WORK/demo-int.log"; fail "an interrupted demo reads FAILED"; }
+rm -rf "$(grep -o '/tmp/mdcast-demo-[A-Za-z0-9]*' "$WORK/demo-int.log" | head -1)"
+note "command line ok"
