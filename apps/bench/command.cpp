@@ -18,6 +18,7 @@
 #include <fstream>
 
 #include "cli.hpp"
+#include "exit_codes.hpp"
 #include "json.hpp"
 #include "measure/cpu.hpp"
 #include "medium.hpp"
@@ -98,7 +99,7 @@ int run_bench(Settings& s, const BenchArgs& a) {
   for (unsigned i = 0; i < a.repeat && !g_stop; ++i) reps.push_back(runner.run_once(i, cpus));
   if (g_stop) {
     fmt::print(stderr, "mdcast bench: interrupted\n");
-    return 130;
+    return exit_code::kInterrupted;
   }
   host.load_end = load_average();
   add_end_warnings(warnings, reps, host, plan);
@@ -121,7 +122,8 @@ int run_bench(Settings& s, const BenchArgs& a) {
     for (const auto& f : r.fan) ran &= f.r.completed;
     if (r.tp) ran &= !r.tp->probes.empty() && r.tp->probes[0].r.completed;
   }
-  return ran ? 0 : 1;
+  // A run that did not complete is a setup problem (the machine, a medium), not lost data.
+  return ran ? exit_code::kOk : exit_code::kSetup;
 }
 
 }  // namespace mdcast::app
