@@ -5,13 +5,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <thread>
 
 #include "commands.hpp"
+#include "exit_codes.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/stats/clean.hpp"
 #include "mdcast/stats/counters_file.hpp"
+#include "mdcast/stats/export.hpp"
 #include "runners.hpp"
+#include "stat_catalogue.hpp"
 
 namespace mdcast::app {
 namespace {
@@ -53,33 +59,70 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
   }
 }
 
+std::string size_text(uint64_t b) {
+  if (b >= 1024 * 1024) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+  return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024.0);
+}
+
+int clean(const StatArgs& a) {
+  stats::CleanOptions o;
+  o.pids = a.pids;
+  o.dry_run = a.dry_run;
+  if (!a.shm_dir.empty()) o.ring_dirs = {a.shm_dir};
+  const auto r = stats::clean_stale(o);
+  const char* verb = a.dry_run ? "would remove" : "removed";
+  for (const auto& it : r.removed) fmt::print("{} {} ({}): {}\n", verb, it.path, size_text(it.bytes), it.what);
+  for (const auto& it : r.kept) fmt::print("kept {} ({}): {}: {}\n", it.path, size_text(it.bytes), it.what, it.error);
+  fmt::print("{} {} stale counters file{}, {} shm ring{} and {} control socket{}: {}\n", verb, r.counters_files,
+             r.counters_files == 1 ? "" : "s", r.rings, r.rings == 1 ? "" : "s", r.sockets, r.sockets == 1 ? "" : "s",
+             size_text(r.bytes));
+  return r.failed ? exit_code::kSetup : exit_code::kOk;
+}
+
+uint64_t unix_ms() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
 }  // namespace
 
 int run_stat(const StatArgs& a) {
+  if (a.clean) return clean(a);
+  const stats::Catalogue catalogue = stat_catalogue();
   std::map<std::string, uint64_t> prev;
   uint64_t prev_t = 0;
   for (;;) {
     auto snaps = stats::list_counters();
     if (!a.pids.empty())
       std::erase_if(snaps, [&](const auto& s) { return std::find(a.pids.begin(), a.pids.end(), s.pid) == a.pids.end(); });
-    if (a.clean) {
-      unsigned removed = 0;
-      for (const auto& s : snaps)
-        if (!s.alive && ::unlink(s.path.c_str()) == 0) ++removed;
-      fmt::print("removed {} stale counters file{}\n", removed, removed == 1 ? "" : "s");
-      return 0;
+    if (a.prometheus) {
+      stats::ExportStats es;
+      fmt::print("{}", stats::to_prometheus(snaps, catalogue, &es));
+      if (es.unknown_labels)
+        fmt::print(stderr,
+                   "mdcast stat: {} counter{} not in this mdcast's catalogue left out (files of another mdcast "
+                   "version?)\n",
+                   es.unknown_labels, es.unknown_labels == 1 ? "" : "s");
+      return exit_code::kOk;
     }
-    const uint64_t now = monotonic_ns();
-    const double dt = prev_t ? static_cast<double>(now - prev_t) / 1e9 : 0;
-    if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);
-    show(snaps, prev, dt, a.all);
-    if (!a.watch || g_stop) return 0;
-    prev.clear();
-    for (const auto& s : snaps)
-      for (const auto& [k, v] : s.values) prev[fmt::format("{}/{}", s.pid, k)] = v;
-    prev_t = now;
+    if (a.json) {
+      // One document per line: a consumer reads line by line (jq -c, a log shipper).
+      fmt::print("{}\n", stats::to_json(snaps, unix_ms()));
+      std::fflush(stdout);
+    } else {
+      const uint64_t now = monotonic_ns();
+      const double dt = prev_t ? static_cast<double>(now - prev_t) / 1e9 : 0;
+      if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);
+      show(snaps, prev, dt, a.all);
+      prev.clear();
+      for (const auto& s : snaps)
+        for (const auto& [k, v] : s.values) prev[fmt::format("{}/{}", s.pid, k)] = v;
+      prev_t = now;
+    }
+    // Ctrl-C is how a watch ends, not an interruption of work: ok.
+    if (!a.watch || g_stop) return exit_code::kOk;
     std::this_thread::sleep_for(std::chrono::duration<double>(a.interval_s));
-    if (g_stop) return 0;
+    if (g_stop) return exit_code::kOk;
   }
 }
 
