@@ -71,8 +71,10 @@ int clean(const StatArgs& a) {
   if (!a.shm_dir.empty()) o.ring_dirs = {a.shm_dir};
   const auto r = stats::clean_stale(o);
   const char* verb = a.dry_run ? "would remove" : "removed";
-  for (const auto& it : r.removed) fmt::print("{} {} ({}): {}\n", verb, it.path, size_text(it.bytes), it.what);
-  for (const auto& it : r.kept) fmt::print("kept {} ({}): {}: {}\n", it.path, size_text(it.bytes), it.what, it.error);
+  // A socket has no size worth telling.
+  auto size = [](uint64_t b) { return b ? " (" + size_text(b) + ")" : std::string{}; };
+  for (const auto& it : r.removed) fmt::print("{} {}{}: {}\n", verb, it.path, size(it.bytes), it.what);
+  for (const auto& it : r.kept) fmt::print("kept {}{}: {}: {}\n", it.path, size(it.bytes), it.what, it.error);
   fmt::print("{} {} stale counters file{}, {} shm ring{} and {} control socket{}: {}\n", verb, r.counters_files,
              r.counters_files == 1 ? "" : "s", r.rings, r.rings == 1 ? "" : "s", r.sockets, r.sockets == 1 ? "" : "s",
              size_text(r.bytes));

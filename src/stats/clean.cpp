@@ -155,7 +155,7 @@ class Cleaner {
           continue;
         }
         if (!wanted(r->h.writer_pid) || process_alive(r->h.writer_pid, r->h.writer_start)) continue;
-        const std::string what = fmt::format("shm ring of dead publisher pid {} (no counters file)", r->h.writer_pid);
+        const std::string what = fmt::format("shm ring of dead publisher pid {} (no counters file of it pairs with it)", r->h.writer_pid);
         if (r->st.st_uid != me_) {
           keep(path, what, bytes,
                fmt::format("belongs to {}, and no counters file of that publisher proves it made it: remove it as "
