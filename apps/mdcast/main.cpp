@@ -155,6 +155,12 @@ int main(int argc, char** argv) {
                                     "remove what processes that are gone left: counters files, a dead publisher's "
                                     "shm ring and control socket");
   stat_clean->excludes(stat_json)->excludes("--prometheus")->excludes("--watch");
+  stat->add_flag("--catalogue", stat_args.catalogue,
+                 "every counter a counters file can hold: section, Prometheus name, type, meaning (Markdown)")
+      ->excludes(stat_json)
+      ->excludes("--prometheus")
+      ->excludes(stat_clean)
+      ->excludes("--watch");
   stat->add_flag("--dry-run", stat_args.dry_run, "with --clean: say what would be removed, remove nothing")
       ->needs(stat_clean);
   stat->add_option("--shm-dir", stat_args.shm_dir, "with --clean: the directory the rings are in (shm.dir)")

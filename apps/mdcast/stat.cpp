@@ -81,6 +81,29 @@ int clean(const StatArgs& a) {
   return r.failed ? exit_code::kSetup : exit_code::kOk;
 }
 
+// The reference of docs/operations.md, from the catalogue itself, so that
+// the document lists what the binary writes (stat_formats.sh checks it).
+int print_catalogue(const stats::Catalogue& cat) {
+  auto cell = [](std::string_view s) {
+    std::string out;
+    for (const char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  for (const auto& s : cat.sections()) {
+    fmt::print("\n#### `{}.*` - {} ({}, {})\n\n| counter | Prometheus | type | meaning |\n|---|---|---|---|\n", s.prefix,
+               s.source, s.role.empty() ? "publisher or subscriber" : s.role,
+               s.medium.empty() ? "every medium" : fmt::format("medium {}", s.medium));
+    for (const auto& c : s.counters) {
+      const std::string label = fmt::format("{}.{}", s.prefix, c.name);
+      const auto m = cat.find(s.role.empty() ? "subscriber" : s.role, s.medium.empty() ? "shm" : s.medium, label);
+      if (!m || m->section != &s) continue;  // shadowed by an earlier section (a catalogue test prevents it)
+      fmt::print("| `{}` | `{}` | {} | {} |\n", label, stats::prometheus_name(label, *m), stats::to_string(m->type),
+                 cell(m->help));
+    }
+  }
+  return exit_code::kOk;
+}
+
 uint64_t unix_ms() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -91,6 +114,7 @@ uint64_t unix_ms() {
 int run_stat(const StatArgs& a) {
   if (a.clean) return clean(a);
   const stats::Catalogue catalogue = stat_catalogue();
+  if (a.catalogue) return print_catalogue(catalogue);
   std::map<std::string, uint64_t> prev;
   uint64_t prev_t = 0;
   for (;;) {

@@ -37,6 +37,15 @@ bad '# HELP a x\n# TYPE a gauge\na{p="\\q"} 1\n' "a bad escape"
 bad '# HELP 1a x\n# TYPE 1a gauge\n1a 1\n' "a bad metric name"
 
 SOCK="$SHM/ctl-$$.sock"
+# docs/operations.md lists every counter this binary knows.
+DOC="$HERE/../../docs/operations.md"
+"$MDCAST" stat --catalogue >"$WORK/catalogue.md" || fail "stat --catalogue exited $?"
+missing=$(grep -oE '^\| `[a-z_]+\.[a-z0-9_]+`' "$WORK/catalogue.md" | tr -d '|` ' | sort -u |
+  while read -r l; do grep -qF "| \`$l\` |" "$DOC" || echo "$l"; done)
+[ -z "$missing" ] || fail "docs/operations.md lacks counters (regenerate its appendix, see there): $missing"
+[ "$(grep -cE '^\| `[a-z_]+\.' "$WORK/catalogue.md")" -gt 150 ] || fail "stat --catalogue lists too few counters"
+note "docs/operations.md describes every counter stat --catalogue lists"
+
 start_bg pub publish --name "$NAME" --shm-dir "$SHM" --set "feed.control=unix:$SOCK" --rate 20k --duration 60s --instruments 100 --idle block
 start_bg live publish --name "$NAME-live" --shm-dir "$SHM" --rate 1k --duration 60s --instruments 10 --idle block
 start_bg sub subscribe --name "$NAME" --shm-dir "$SHM" --idle block
