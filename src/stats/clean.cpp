@@ -1,6 +1,5 @@
-// Only the shm ring's header layout is used here (shm_ring.hpp: constants
-// and a plain struct), nothing of the shm library, so removing a dead
-// publisher's ring needs no more than the counters file does.
+// Part of mdcast_shm (src/CMakeLists.txt): a dead publisher's ring is found
+// by the shm medium's naming (ring_path) and judged by its header.
 #include "mdcast/stats/clean.hpp"
 
 #include <dirent.h>

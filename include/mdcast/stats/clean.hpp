@@ -18,6 +18,7 @@
 // Another user's files are removed (by root) only through the pairing above:
 // a lone counters file or ring of another user proves nothing and is kept,
 // with the reason. Files of live processes are never touched.
+// In the mdcast_shm library (mdcast::shm): it knows the shm ring's naming.
 #pragma once
 
 #include <sys/types.h>
