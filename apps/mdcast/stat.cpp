@@ -1,5 +1,8 @@
 // mdcast stat: reads every process's counters file (read-only mappings; the
-// processes are not disturbed) and shows them, once or refreshing.
+// processes are not disturbed) and shows them, once or refreshing, as text,
+// JSON or Prometheus (the library's exporters, stats/export.hpp); --clean
+// removes what dead processes left (stats/clean.hpp); --catalogue prints
+// the counter reference of docs/operations.md.
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -34,6 +37,15 @@ const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagr
                                            // UDP: the kernel's drops beside ours, and which rail carried the feed
                                            "udp.kernel_drops", "sub.rail_a_first", "sub.rail_b_first"};
 
+// Anyone can write a counters file (or name a feed): what one says reaches
+// the operator's terminal without its control bytes (no escape sequences).
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f) c = '?';
+  return out;
+}
+
 bool is_rate_counter(const std::string& k) {
   return k.find("messages") != std::string::npos || k.find("datagrams") != std::string::npos || k.find("bytes") != std::string::npos;
 }
@@ -44,7 +56,8 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
     return;
   }
   for (const auto& s : snaps) {
-    fmt::print("pid {:<8} {:<11} {:<20} {:<6} {}{}\n", s.pid, s.role, s.name, s.medium, stats::to_string(s.state),
+    fmt::print("pid {:<8} {:<11} {:<20} {:<6} {}{}\n", s.pid, printable(s.role), printable(s.name), printable(s.medium),
+               stats::to_string(s.state),
                s.alive ? "" : "  [STALE: process gone; `mdcast stat --clean` removes it]");
     const auto& main = s.role == "publisher" ? kMainPub : kMainSub;
     for (const auto& [k, v] : s.values) {
@@ -54,7 +67,7 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
       auto it = prev.find(fmt::format("{}/{}", s.pid, k));
       if (dt > 0 && it != prev.end() && is_rate_counter(k) && v >= it->second)
         rate = fmt::format("  ({:.0f}/s)", static_cast<double>(v - it->second) / dt);
-      fmt::print("    {:<34} {:>16}{}\n", k, v, rate);
+      fmt::print("    {:<34} {:>16}{}\n", printable(k), v, rate);
     }
   }
 }
@@ -73,8 +86,10 @@ int clean(const StatArgs& a) {
   const char* verb = a.dry_run ? "would remove" : "removed";
   // A socket has no size worth telling.
   auto size = [](uint64_t b) { return b ? " (" + size_text(b) + ")" : std::string{}; };
-  for (const auto& it : r.removed) fmt::print("{} {}{}: {}\n", verb, it.path, size(it.bytes), it.what);
-  for (const auto& it : r.kept) fmt::print("kept {}{}: {}: {}\n", it.path, size(it.bytes), it.what, it.error);
+  for (const auto& it : r.removed)
+    fmt::print("{} {}{}: {}\n", verb, printable(it.path), size(it.bytes), printable(it.what));
+  for (const auto& it : r.kept)
+    fmt::print("kept {}{}: {}: {}\n", printable(it.path), size(it.bytes), printable(it.what), printable(it.error));
   fmt::print("{} {} stale counters file{}, {} shm ring{} and {} control socket{}: {}\n", verb, r.counters_files,
              r.counters_files == 1 ? "" : "s", r.rings, r.rings == 1 ? "" : "s", r.sockets, r.sockets == 1 ? "" : "s",
              size_text(r.bytes));

@@ -126,6 +126,29 @@ note "killed publisher $PID_pub and its subscriber $PID_sub"
 "$MDCAST" stat --prometheus >"$WORK/stale.prom"
 grep -q "^mdcast_process_alive{pid=\"$PID_pub\",.*} 0$" "$WORK/stale.prom" || fail "the dead publisher is not alive 0"
 
+# A counters file anyone could have written: the dead subscriber's, its feed
+# name rewritten with a terminal escape, quotes, a backslash, a newline and
+# a byte that is not UTF-8.
+python3 - "$MDCAST_STAT_DIR/mdcast-$PID_sub.stat" <<'PY'
+import sys
+name = b'evil\x1b[2J"\\\n\xff'
+with open(sys.argv[1], "r+b") as f:
+    f.seek(84)  # Header::name (src/stats/counters_file.cpp)
+    f.write(name + b"\0" * (64 - len(name)))
+PY
+"$MDCAST" stat -a >"$WORK/evil.txt"
+! grep -q $'\x1b' "$WORK/evil.txt" || fail "stat printed a counters file's escape sequence to the terminal"
+grep -qF 'evil?[2J' "$WORK/evil.txt" || fail "stat does not show the rewritten name"
+"$MDCAST" stat --json >"$WORK/evil.json"
+python3 - "$WORK/evil.json" <<'PY' || fail "stat --json: the hostile name did not survive escaping"
+import json, sys
+names = [p["name"] for p in json.load(open(sys.argv[1]))["processes"]]
+assert 'evil\x1b[2J"\\\n\xff' in names, names
+PY
+"$MDCAST" stat --prometheus >"$WORK/evil.prom"
+python3 "$CHECK" "$WORK/evil.prom" >"$WORK/evil.check" || fail "stat --prometheus broke on a hostile name: $(cat "$WORK/evil.check")"
+note "a hostile feed name is escaped in text, JSON and Prometheus"
+
 # Hostile neighbours: a link to the live ring, a FIFO under a counters file's
 # name (reading it must not block), and - as root - files of another user.
 ln -s "$LIVE_RING" "$SHM/mdcast-$NAME-link.ring"
