@@ -18,6 +18,11 @@ struct StatArgs {
   bool watch = false;
   bool all = false;
   bool clean = false;
+  bool dry_run = false;       // --clean: say what would go, remove nothing
+  bool json = false;          // one JSON document (per refresh with --watch)
+  bool prometheus = false;    // the Prometheus text exposition format
+  bool catalogue = false;     // every counter mdcast knows, as Markdown (docs/operations.md)
+  std::string shm_dir;        // --clean: where rings are (default /dev/hugepages and /dev/shm)
   double interval_s = 1.0;
   std::vector<uint64_t> pids;
 };

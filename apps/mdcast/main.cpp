@@ -151,7 +151,26 @@ int main(int argc, char** argv) {
   stat->add_flag("--watch,-w", stat_args.watch, "refresh until interrupted");
   stat->add_option("--interval", stat_args.interval_s, "refresh interval in seconds")->check(CLI::PositiveNumber);
   stat->add_flag("--all,-a", stat_args.all, "every counter, not only the main ones");
-  stat->add_flag("--clean", stat_args.clean, "remove counters files of processes that are gone");
+  auto* stat_json = stat->add_flag("--json", stat_args.json, "one JSON document: processes[] with their counters "
+                                                              "(with --watch, one document per line)");
+  stat->add_flag("--prometheus", stat_args.prometheus,
+                 "the Prometheus text format, for node_exporter's textfile collector (docs/operations.md)")
+      ->excludes(stat_json)
+      ->excludes("--watch");
+  auto* stat_clean = stat->add_flag("--clean", stat_args.clean,
+                                    "remove what processes that are gone left: counters files, a dead publisher's "
+                                    "shm ring and control socket");
+  stat_clean->excludes(stat_json)->excludes("--prometheus")->excludes("--watch");
+  stat->add_flag("--catalogue", stat_args.catalogue,
+                 "every counter a counters file can hold: section, Prometheus name, type, meaning (Markdown)")
+      ->excludes(stat_json)
+      ->excludes("--prometheus")
+      ->excludes(stat_clean)
+      ->excludes("--watch");
+  stat->add_flag("--dry-run", stat_args.dry_run, "with --clean: say what would be removed, remove nothing")
+      ->needs(stat_clean);
+  stat->add_option("--shm-dir", stat_args.shm_dir, "with --clean: the directory the rings are in (shm.dir)")
+      ->needs(stat_clean);
   stat->add_option("pid", stat_args.pids, "only these processes");
 
   BenchArgs bench_args;

@@ -1,17 +1,26 @@
 // mdcast stat: reads every process's counters file (read-only mappings; the
-// processes are not disturbed) and shows them, once or refreshing.
+// processes are not disturbed) and shows them, once or refreshing, as text,
+// JSON or Prometheus (the library's exporters, stats/export.hpp); --clean
+// removes what dead processes left (stats/clean.hpp); --catalogue prints
+// the counter reference of docs/operations.md.
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <thread>
 
 #include "commands.hpp"
+#include "exit_codes.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/stats/clean.hpp"
 #include "mdcast/stats/counters_file.hpp"
+#include "mdcast/stats/export.hpp"
 #include "runners.hpp"
+#include "stat_catalogue.hpp"
 
 namespace mdcast::app {
 namespace {
@@ -28,6 +37,15 @@ const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagr
                                            // UDP: the kernel's drops beside ours, and which rail carried the feed
                                            "udp.kernel_drops", "sub.rail_a_first", "sub.rail_b_first"};
 
+// Anyone can write a counters file (or name a feed): what one says reaches
+// the operator's terminal without its control bytes (no escape sequences).
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f) c = '?';
+  return out;
+}
+
 bool is_rate_counter(const std::string& k) {
   return k.find("messages") != std::string::npos || k.find("datagrams") != std::string::npos || k.find("bytes") != std::string::npos;
 }
@@ -38,7 +56,8 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
     return;
   }
   for (const auto& s : snaps) {
-    fmt::print("pid {:<8} {:<11} {:<20} {:<6} {}{}\n", s.pid, s.role, s.name, s.medium, stats::to_string(s.state),
+    fmt::print("pid {:<8} {:<11} {:<20} {:<6} {}{}\n", s.pid, printable(s.role), printable(s.name), printable(s.medium),
+               stats::to_string(s.state),
                s.alive ? "" : "  [STALE: process gone; `mdcast stat --clean` removes it]");
     const auto& main = s.role == "publisher" ? kMainPub : kMainSub;
     for (const auto& [k, v] : s.values) {
@@ -48,38 +67,103 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
       auto it = prev.find(fmt::format("{}/{}", s.pid, k));
       if (dt > 0 && it != prev.end() && is_rate_counter(k) && v >= it->second)
         rate = fmt::format("  ({:.0f}/s)", static_cast<double>(v - it->second) / dt);
-      fmt::print("    {:<34} {:>16}{}\n", k, v, rate);
+      fmt::print("    {:<34} {:>16}{}\n", printable(k), v, rate);
     }
   }
+}
+
+std::string size_text(uint64_t b) {
+  if (b >= 1024 * 1024) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+  return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024.0);
+}
+
+int clean(const StatArgs& a) {
+  stats::CleanOptions o;
+  o.pids = a.pids;
+  o.dry_run = a.dry_run;
+  if (!a.shm_dir.empty()) o.ring_dirs = {a.shm_dir};
+  const auto r = stats::clean_stale(o);
+  const char* verb = a.dry_run ? "would remove" : "removed";
+  // A socket has no size worth telling.
+  auto size = [](uint64_t b) { return b ? " (" + size_text(b) + ")" : std::string{}; };
+  for (const auto& it : r.removed)
+    fmt::print("{} {}{}: {}\n", verb, printable(it.path), size(it.bytes), printable(it.what));
+  for (const auto& it : r.kept)
+    fmt::print("kept {}{}: {}: {}\n", printable(it.path), size(it.bytes), printable(it.what), printable(it.error));
+  fmt::print("{} {} stale counters file{}, {} shm ring{} and {} control socket{}: {}\n", verb, r.counters_files,
+             r.counters_files == 1 ? "" : "s", r.rings, r.rings == 1 ? "" : "s", r.sockets, r.sockets == 1 ? "" : "s",
+             size_text(r.bytes));
+  return r.failed ? exit_code::kSetup : exit_code::kOk;
+}
+
+// The reference of docs/operations.md, from the catalogue itself, so that
+// the document lists what the binary writes (stat_formats.sh checks it).
+int print_catalogue(const stats::Catalogue& cat) {
+  auto cell = [](std::string_view s) {
+    std::string out;
+    for (const char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  for (const auto& s : cat.sections()) {
+    fmt::print("\n#### `{}.*` - {} ({}, {})\n\n| counter | Prometheus | type | meaning |\n|---|---|---|---|\n", s.prefix,
+               s.source, s.role.empty() ? "publisher or subscriber" : s.role,
+               s.medium.empty() ? "every medium" : fmt::format("medium {}", s.medium));
+    for (const auto& c : s.counters) {
+      const std::string label = fmt::format("{}.{}", s.prefix, c.name);
+      const auto m = cat.find(s.role.empty() ? "subscriber" : s.role, s.medium.empty() ? "shm" : s.medium, label);
+      if (!m || m->section != &s) continue;  // shadowed by an earlier section (a catalogue test prevents it)
+      fmt::print("| `{}` | `{}` | {} | {} |\n", label, stats::prometheus_name(label, *m), stats::to_string(m->type),
+                 cell(m->help));
+    }
+  }
+  return exit_code::kOk;
+}
+
+uint64_t unix_ms() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 }  // namespace
 
 int run_stat(const StatArgs& a) {
+  if (a.clean) return clean(a);
+  const stats::Catalogue catalogue = stat_catalogue();
+  if (a.catalogue) return print_catalogue(catalogue);
   std::map<std::string, uint64_t> prev;
   uint64_t prev_t = 0;
   for (;;) {
     auto snaps = stats::list_counters();
     if (!a.pids.empty())
       std::erase_if(snaps, [&](const auto& s) { return std::find(a.pids.begin(), a.pids.end(), s.pid) == a.pids.end(); });
-    if (a.clean) {
-      unsigned removed = 0;
-      for (const auto& s : snaps)
-        if (!s.alive && ::unlink(s.path.c_str()) == 0) ++removed;
-      fmt::print("removed {} stale counters file{}\n", removed, removed == 1 ? "" : "s");
-      return 0;
+    if (a.prometheus) {
+      stats::ExportStats es;
+      fmt::print("{}", stats::to_prometheus(snaps, catalogue, &es));
+      if (es.unknown_labels)
+        fmt::print(stderr,
+                   "mdcast stat: {} counter{} not in this mdcast's catalogue left out (files of another mdcast "
+                   "version?)\n",
+                   es.unknown_labels, es.unknown_labels == 1 ? "" : "s");
+      return exit_code::kOk;
     }
-    const uint64_t now = monotonic_ns();
-    const double dt = prev_t ? static_cast<double>(now - prev_t) / 1e9 : 0;
-    if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);
-    show(snaps, prev, dt, a.all);
-    if (!a.watch || g_stop) return 0;
-    prev.clear();
-    for (const auto& s : snaps)
-      for (const auto& [k, v] : s.values) prev[fmt::format("{}/{}", s.pid, k)] = v;
-    prev_t = now;
+    if (a.json) {
+      // One document per line: a consumer reads line by line (jq -c, a log shipper).
+      fmt::print("{}\n", stats::to_json(snaps, unix_ms()));
+      std::fflush(stdout);
+    } else {
+      const uint64_t now = monotonic_ns();
+      const double dt = prev_t ? static_cast<double>(now - prev_t) / 1e9 : 0;
+      if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);
+      show(snaps, prev, dt, a.all);
+      prev.clear();
+      for (const auto& s : snaps)
+        for (const auto& [k, v] : s.values) prev[fmt::format("{}/{}", s.pid, k)] = v;
+      prev_t = now;
+    }
+    // Ctrl-C is how a watch ends, not an interruption of work: ok.
+    if (!a.watch || g_stop) return exit_code::kOk;
     std::this_thread::sleep_for(std::chrono::duration<double>(a.interval_s));
-    if (g_stop) return 0;
+    if (g_stop) return exit_code::kOk;
   }
 }
 

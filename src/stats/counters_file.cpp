@@ -110,10 +110,13 @@ uint64_t CountersSnapshot::get(std::string_view label, uint64_t dflt) const {
 }
 
 CountersSnapshot read_counters(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Anyone can create files in /dev/shm: no link is followed, and a FIFO
+  // planted under a counters file's name cannot hang the reader.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) fail_errno("cannot open counters file {}", path);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) fail_errno("cannot stat counters file {}", path);
+  if (!S_ISREG(st.st_mode)) fail("{} is not a regular file, so not an mdcast counters file", path);
   if (static_cast<size_t>(st.st_size) < kHeaderSize) fail("{} is not an mdcast counters file (too short)", path);
   MappedMemory m = MappedMemory::shared(fd.get(), static_cast<size_t>(st.st_size), false, "counters file " + path);
   const auto* h = reinterpret_cast<const Header*>(m.data());
@@ -121,12 +124,17 @@ CountersSnapshot read_counters(const std::string& path) {
   if (h->version != kStatVersion)
     fail("counters file {} has version {}, this mdcast reads version {}", path, h->version, kStatVersion);
   const size_t n = h->count;
+  if (n > kMaxCounters)
+    fail("counters file {} claims {} counters, more than any mdcast writes ({}): not read", path, n, kMaxCounters);
   if (h->labels_offset + n * kLabelSize > static_cast<size_t>(st.st_size) ||
       h->values_offset + n * sizeof(uint64_t) > static_cast<size_t>(st.st_size))
     fail("counters file {} is inconsistent ({} counters in {} bytes)", path, n, st.st_size);
   CountersSnapshot s;
   s.path = path;
   s.pid = h->pid;
+  s.start_time = h->start_time;
+  s.uid = st.st_uid;
+  s.file_bytes = static_cast<uint64_t>(st.st_size);
   s.role.assign(h->role, strnlen(h->role, sizeof h->role));
   s.name.assign(h->name, strnlen(h->name, sizeof h->name));
   s.medium.assign(h->medium, strnlen(h->medium, sizeof h->medium));
@@ -151,7 +159,11 @@ std::vector<CountersSnapshot> list_counters() {
     const std::string n = e->d_name;
     if (n.rfind("mdcast-", 0) != 0 || n.size() < 12 || n.substr(n.size() - 5) != ".stat") continue;
     try {
-      out.push_back(read_counters(dir + "/" + n));
+      auto s = read_counters(dir + "/" + n);
+      // A file claims the pid of its name; one that claims another pid is
+      // not what that process created (and would show it twice).
+      if (n != "mdcast-" + std::to_string(s.pid) + ".stat") continue;
+      out.push_back(std::move(s));
     } catch (const Error&) {
       // Being created or removed right now, or not ours: skip.
     }

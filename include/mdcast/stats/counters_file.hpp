@@ -26,6 +26,9 @@ namespace mdcast::stats {
 constexpr uint64_t kStatMagic = 0x31544154'5343444dull;  // "MDCSTAT1"
 constexpr uint32_t kStatVersion = 1;
 constexpr size_t kLabelSize = 64;
+// Far above what any mdcast process writes (about 200): a file claiming more
+// is refused rather than costing the reader its size in labels.
+constexpr size_t kMaxCounters = 4096;
 
 enum class ProcessState : uint32_t { kStarting = 0, kRunning = 1, kFinished = 2, kFailed = 3 };
 
@@ -67,6 +70,9 @@ class CountersFile {
 struct CountersSnapshot {
   std::string path;
   uint64_t pid = 0;
+  uint64_t start_time = 0;   // the process's start time (/proc/<pid>/stat), as the file records it
+  uint32_t uid = 0;          // the file's owner
+  uint64_t file_bytes = 0;
   std::string role, name, medium;
   ProcessState state = ProcessState::kStarting;
   bool alive = false;
@@ -79,7 +85,8 @@ struct CountersSnapshot {
 // Reads one file. Throws Error naming the file when it is not a counters file
 // or has another version.
 CountersSnapshot read_counters(const std::string& path);
-// Every mdcast counters file in stat_dir() (unreadable ones are skipped).
+// Every mdcast counters file in stat_dir(), by pid (unreadable ones, and
+// files whose header names another pid than their file name, are skipped).
 std::vector<CountersSnapshot> list_counters();
 
 [[nodiscard]] std::string_view to_string(ProcessState s) noexcept;

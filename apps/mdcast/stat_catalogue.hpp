@@ -1,0 +1,22 @@
+// The catalogue `mdcast stat` exports with: the library's sections and the
+// command line's own (app_counters.hpp), written under "app".
+#pragma once
+
+#include <string_view>
+
+#include "app_counters.hpp"
+#include "mdcast/stats/catalogue.hpp"
+
+namespace mdcast::app {
+
+inline constexpr std::string_view kAppSubGauges[] = {"latency_p50_ns", "latency_p99_ns", "latency_max_ns"};
+inline constexpr std::string_view kAppPubGauges[] = {"target_rate", "control_clients", "elapsed_ms"};
+
+inline stats::Catalogue stat_catalogue() {
+  auto c = stats::Catalogue::library();
+  c.add({"app", "subscriber", "", "app::AppSubCounters", AppSubCounters::kInfo, kAppSubGauges});
+  c.add({"app", "publisher", "", "app::AppPubCounters", AppPubCounters::kInfo, kAppPubGauges});
+  return c;
+}
+
+}  // namespace mdcast::app

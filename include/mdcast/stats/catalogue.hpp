@@ -1,0 +1,87 @@
+// What every counter a counters file can hold means: its help text, whether
+// it is a counter (only grows) or a gauge (a level: last_sequence, clients
+// connected, a latency percentile), and its unit. Counters files store only
+// labels ("section.counter"), so an exporter (`mdcast stat --json`,
+// `--prometheus`, or an application's own) looks each label up here.
+//
+// The catalogue is built from the counter structs' own kInfo (the names and
+// help texts of MDCAST_DEFINE_COUNTER_STRUCT), never from a second list of
+// names; all it adds is which section prefix a struct is written under, by
+// which role and medium, and which of its counters are gauges.
+//
+// A prefix alone does not name one struct: "control" is the stream control
+// server's under shm and udp but the in-memory medium's under mem, and "udp"
+// is the sink's in a publisher and the source's in a subscriber. A lookup
+// therefore takes the file's role and medium too.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mdcast/core/counter.hpp"
+
+namespace mdcast::stats {
+
+enum class MetricType : uint8_t { kCounter, kGauge };
+
+// From the counter's name: "_ns", "_us", "_ms" are durations, "_bytes" (or a
+// counter named "bytes") sizes. Exporters convert durations to seconds.
+enum class Unit : uint8_t { kNone, kBytes, kNanoseconds, kMicroseconds, kMilliseconds };
+
+// The section prefixes the library's feed engines are written under by
+// `mdcast publish|subscribe` (apps/mdcast/runners.cpp); an application that
+// writes its own counters files should use the same ones so that dashboards
+// and alerts work for both.
+inline constexpr std::string_view kPublisherPrefix = "pub";   // feed::PublisherCounters
+inline constexpr std::string_view kControlPrefix = "ctl";     // feed::ControlCounters
+inline constexpr std::string_view kSubscriberPrefix = "sub";  // feed::SubscriberCounters
+
+struct CatalogueSection {
+  std::string_view prefix;                    // "sub", "udp", "control" ...
+  std::string_view role;                      // "publisher", "subscriber"; "" = either
+  std::string_view medium;                    // "shm", "udp", "verbs", "mem"; "" = any
+  std::string_view source;                    // the struct, for documentation: "feed::SubscriberCounters"
+  std::span<const CounterInfo> counters;      // the struct's kInfo
+  std::span<const std::string_view> gauges;   // names of its counters that are levels, not totals
+};
+
+struct MetricInfo {
+  std::string_view help;
+  MetricType type = MetricType::kCounter;
+  Unit unit = Unit::kNone;
+  const CatalogueSection* section = nullptr;
+};
+
+[[nodiscard]] Unit unit_of(std::string_view counter_name) noexcept;
+[[nodiscard]] std::string_view to_string(MetricType t) noexcept;
+
+class Catalogue {
+ public:
+  Catalogue() = default;
+  // Every section the library's engines and media write: feed engines under
+  // kPublisherPrefix/kControlPrefix/kSubscriberPrefix, each medium's
+  // counter_groups() under the prefix the medium gives them, the fault
+  // injector's under "fault". Verbs sections are listed even in a build
+  // without verbs, so that such a build still explains a verbs process's file.
+  [[nodiscard]] static Catalogue library();
+
+  // Adds an application's own section (sections are kept by reference:
+  // counters and gauges must outlive the catalogue; kInfo and static arrays do).
+  void add(const CatalogueSection& s) { sections_.push_back(s); }
+
+  // The label "prefix.name" of a file written by `role` over `medium`;
+  // nullopt when no section of this catalogue explains it (a file of
+  // another mdcast version, or not written by mdcast at all).
+  [[nodiscard]] std::optional<MetricInfo> find(std::string_view role, std::string_view medium,
+                                               std::string_view label) const noexcept;
+  [[nodiscard]] std::span<const CatalogueSection> sections() const noexcept { return sections_; }
+
+ private:
+  std::vector<CatalogueSection> sections_;
+};
+
+}  // namespace mdcast::stats

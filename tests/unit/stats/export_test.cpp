@@ -1,0 +1,140 @@
+// The exporters: Prometheus names, units and escaping; one HELP and TYPE per
+// family even when roles disagree on the help; JSON that stays valid
+// whatever a (possibly hostile) counters file holds.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "mdcast/stats/export.hpp"
+#include "stat_catalogue.hpp"
+
+namespace mdcast::stats {
+namespace {
+
+CountersSnapshot snap(uint64_t pid, std::string role, std::string medium,
+                      std::vector<std::pair<std::string, uint64_t>> values) {
+  CountersSnapshot s;
+  s.path = "/dev/shm/mdcast-" + std::to_string(pid) + ".stat";
+  s.pid = pid;
+  s.role = std::move(role);
+  s.name = "feed1";
+  s.medium = std::move(medium);
+  s.state = ProcessState::kRunning;
+  s.alive = true;
+  s.values = std::move(values);
+  return s;
+}
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(Prometheus, NamesCarryBaseUnitsAndTotal) {
+  const auto cat = app::stat_catalogue();
+  auto name = [&](std::string_view role, std::string_view label) {
+    return prometheus_name(label, *cat.find(role, "shm", label));
+  };
+  EXPECT_EQ(name("subscriber", "sub.gaps"), "mdcast_sub_gaps_total");
+  EXPECT_EQ(name("subscriber", "sub.next_sequence"), "mdcast_sub_next_sequence");
+  EXPECT_EQ(name("subscriber", "app.latency_p99_ns"), "mdcast_app_latency_p99_seconds");
+  EXPECT_EQ(name("publisher", "app.control_time_us"), "mdcast_app_control_time_seconds_total");
+  EXPECT_EQ(name("publisher", "app.elapsed_ms"), "mdcast_app_elapsed_seconds");
+  EXPECT_EQ(name("publisher", "ctl.snapshot_cache_bytes"), "mdcast_ctl_snapshot_cache_bytes");
+  EXPECT_EQ(name("publisher", "ctl.snapshot_bytes"), "mdcast_ctl_snapshot_bytes_total");
+  EXPECT_EQ(name("publisher", "ctl.longest_poll_ns"), "mdcast_ctl_longest_poll_seconds");
+  EXPECT_DOUBLE_EQ(prometheus_value(1500, Unit::kNanoseconds), 1.5e-6);
+  EXPECT_DOUBLE_EQ(prometheus_value(2500, Unit::kMicroseconds), 2.5e-3);
+  EXPECT_DOUBLE_EQ(prometheus_value(1500, Unit::kMilliseconds), 1.5);
+  EXPECT_DOUBLE_EQ(prometheus_value(7, Unit::kBytes), 7.0);
+  MetricInfo odd;
+  EXPECT_EQ(prometheus_name("x-y.a b", odd), "mdcast_x_y_a_b_total");
+  EXPECT_EQ(prometheus_name("nodot", odd), "");
+}
+
+TEST(Prometheus, OneHelpAndTypePerFamilyWithASamplePerProcess) {
+  const auto cat = app::stat_catalogue();
+  const std::vector<CountersSnapshot> snaps = {
+      snap(10, "publisher", "udp", {{"udp.announcements", 3}, {"pub.last_sequence", 99}}),
+      snap(11, "subscriber", "udp", {{"udp.announcements", 2}, {"sub.gaps", 1}, {"app.latency_p50_ns", 1500}}),
+      snap(12, "subscriber", "udp", {{"udp.announcements", 5}, {"sub.gaps", 0}})};
+  ExportStats st;
+  const std::string out = to_prometheus(snaps, cat, &st);
+  EXPECT_EQ(count(out, "# HELP mdcast_udp_announcements_total "), 1u) << out;
+  EXPECT_EQ(count(out, "# TYPE mdcast_udp_announcements_total counter\n"), 1u);
+  // Sent by a publisher, heard by a subscriber: the one HELP line says both.
+  EXPECT_NE(out.find("# HELP mdcast_udp_announcements_total publisher: control-address announcements sent; "
+                     "subscriber: control-address announcements heard\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(count(out, "\nmdcast_udp_announcements_total{"), 3u);
+  EXPECT_NE(out.find("# TYPE mdcast_pub_last_sequence gauge\n"
+                     "mdcast_pub_last_sequence{pid=\"10\",role=\"publisher\",name=\"feed1\",medium=\"udp\","
+                     "state=\"running\"} 99\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("mdcast_app_latency_p50_seconds{pid=\"11\",role=\"subscriber\",name=\"feed1\",medium=\"udp\","
+                     "state=\"running\"} 1.5e-06\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ns)\n# TYPE mdcast_app_latency_p50_seconds gauge"), std::string::npos);  // the help says so
+  EXPECT_EQ(count(out, "mdcast_process_alive{"), 3u);
+  EXPECT_EQ(st.unknown_labels, 0u);
+  EXPECT_EQ(st.duplicate_samples, 0u);
+  // The samples of a family are together: sub.gaps of 11 and 12 in a row.
+  const auto a = out.find("mdcast_sub_gaps_total{pid=\"11\"");
+  const auto b = out.find("mdcast_sub_gaps_total{pid=\"12\"");
+  ASSERT_NE(a, std::string::npos);
+  EXPECT_EQ(out.find('\n', a) + 1, b);
+}
+
+TEST(Prometheus, AHostileFileIsEscapedCountedAndNeverBreaksTheFormat) {
+  const auto cat = app::stat_catalogue();
+  auto s = snap(20, "subscriber", "shm", {{"sub.gaps", 1}, {"sub.gaps", 2}, {"zzz.made_up", 3}, {"nodot", 4}});
+  s.name = "a\"b\\c\nd\x01\xff";
+  s.path = "/dev/shm/evil\nname.stat";
+  ExportStats st;
+  const std::string out = to_prometheus({s}, cat, &st);
+  EXPECT_NE(out.find("name=\"a\\\"b\\\\c\\nd??\""), std::string::npos) << out;
+  EXPECT_EQ(count(out, "mdcast_sub_gaps_total{"), 1u);  // the first of two
+  EXPECT_NE(out.find("} 1\n"), std::string::npos);
+  EXPECT_EQ(st.duplicate_samples, 1u);
+  EXPECT_EQ(st.unknown_labels, 2u);
+  EXPECT_EQ(out.find("made_up"), std::string::npos);
+  EXPECT_NE(out.find("# mdcast: 2 counters of pid 20 (/dev/shm/evil\\nname.stat) not in this mdcast's catalogue"),
+            std::string::npos)
+      << out;
+  for (size_t p = 0, q; (q = out.find('\n', p)) != std::string::npos; p = q + 1) {
+    const std::string line = out.substr(p, q - p);
+    EXPECT_FALSE(line.empty());
+    for (const unsigned char c : line) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "byte " << int(c) << " in " << line;
+  }
+}
+
+TEST(Prometheus, NoProcessesIsStillAValidDocument) {
+  const std::string out = to_prometheus({}, app::stat_catalogue());
+  EXPECT_EQ(out, "# HELP mdcast_process_alive 1 while the process that wrote this counters file lives; 0: the file "
+                 "is stale (`mdcast stat --clean` removes it)\n# TYPE mdcast_process_alive gauge\n");
+}
+
+TEST(Json, OneObjectWithProcessesAndTheirCounters) {
+  auto s = snap(7, "publisher", "shm", {{"pub.last_sequence", 5}, {"pub.last_sequence", 6}, {"zzz.x", 1}});
+  s.alive = false;
+  s.state = ProcessState::kFailed;
+  EXPECT_EQ(to_json({s}, 1234),
+            "{\"time_unix_ms\":1234,\"processes\":[{\"pid\":7,\"role\":\"publisher\",\"name\":\"feed1\","
+            "\"medium\":\"shm\",\"state\":\"failed\",\"alive\":false,\"counters\":{\"pub.last_sequence\":5,"
+            "\"zzz.x\":1}}]}");
+  EXPECT_EQ(to_json({}, 1), "{\"time_unix_ms\":1,\"processes\":[]}");
+}
+
+TEST(Json, StringsAreEscapedWhateverTheyHold) {
+  EXPECT_EQ(json_string("plain"), "\"plain\"");
+  EXPECT_EQ(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(json_string("\n\x01\x7f\xc3\xa9"), "\"\\u000a\\u0001\\u007f\\u00c3\\u00a9\"");
+  EXPECT_EQ(prometheus_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  EXPECT_EQ(prometheus_help("x\\y\nz"), "x\\\\y\\nz");
+}
+
+}  // namespace
+}  // namespace mdcast::stats
