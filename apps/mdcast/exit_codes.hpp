@@ -7,13 +7,13 @@ namespace mdcast::app::exit_code {
 
 inline constexpr int kOk = 0;
 // The feed was not delivered whole: a subscriber lost data, its books differ,
-// its publisher went away before the end, `verify` found a difference,
-// `doctor` found an error.
+// its publisher went away before the end, `verify` found a difference.
 inline constexpr int kDataLost = 1;
 // The command line or a settings file is wrong (unknown flag, bad value).
 inline constexpr int kUsage = 2;
 // The host or the fabric refused: no device, no memory, a ring or socket
-// that cannot be created, a peer that cannot be reached.
+// that cannot be created, a peer that cannot be reached; `doctor` found an
+// error in the host's setup.
 inline constexpr int kSetup = 3;
 // Stopped by SIGINT or SIGTERM before the end (128 + SIGINT, as shells do).
 inline constexpr int kInterrupted = 130;
