@@ -238,7 +238,7 @@ const std::map<std::string, Key>& registry() {
     });
     add("verbs.local_ip", "local IPv4 address of the RDMA netdev", [](Settings& s, const std::string& v) { s.verbs.local_ip = v; });
     add("verbs.group", "multicast group IPv4 address", [](Settings& s, const std::string& v) { s.verbs.group = v; });
-    add("verbs.qkey", "QKey shared by the group (below 0x80000000)", [](Settings& s, const std::string& v) {
+    add("verbs.qkey", "QKey shared by the group, below 0x80000000 (default 0x01234567, rdma_cm's: rdma-core tools such as mckey hear the feed; docs/protocol.md 1.4)", [](Settings& s, const std::string& v) {
       uint64_t q = 0;
       size_t used = 0;
       try {
@@ -247,7 +247,7 @@ const std::map<std::string, Key>& registry() {
         used = 0;
       }
       if (v.empty() || used != v.size() || v[0] == '-' || q >= 0x80000000ull)
-        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x4d44434d)", v);
+        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x01234567, the default)", v);
       s.verbs.qkey = static_cast<uint32_t>(q);
     });
     add("verbs.control_ip", "publisher: listen address; subscriber: the publisher's", [](Settings& s, const std::string& v) {

@@ -3,8 +3,11 @@
 // own enumeration (verbs_device.hpp), so the two never disagree.
 #include "checks.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
+#include "mdcast/media/verbs/verbs_options.hpp"
 
 namespace mdcast::doctor::detail {
+
+static_assert(kRdmaCmQKey == media::verbs::kDefaultQKey, "doctor names the medium's default QKey");
 
 bool verbs_built() noexcept { return true; }
 

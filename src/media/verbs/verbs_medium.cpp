@@ -124,18 +124,29 @@ void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
     last_cm_check_ = now;
     if (const std::string s = receiver_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
   }
-  // The publisher says it is at sequence N, yet not one datagram arrived:
-  // the device drops what does not match our QP (QKey, group), or the path
-  // MTU is too small. Say so once, in words.
-  if (!silent_reported_ && highest_seen > 0 && receiver_->counters().datagrams.get() == 0) {
+  // Not one datagram, not even a heartbeat: the device drops what does not
+  // match our QP (QKey, group), the group's traffic does not reach us, or
+  // there is no publisher. Say so once, in words, whether or not the control
+  // plane told us the publisher is ahead (a subscriber there from the start
+  // never hears that it is).
+  if (!silent_reported_ && receiver_->counters().datagrams.get() == 0) {
     if (silent_since_ == 0) silent_since_ = now;
-    if (now - silent_since_ >= kNsPerSec) {
+    const uint64_t wait = highest_seen > 0 ? kNsPerSec : kSilentFromStartNs;
+    if (now - silent_since_ >= wait) {
       silent_reported_ = true;
       log_line(opts_.log,
-               fmt::format("no multicast datagram received on {} from group {} although the publisher is at "
-                           "sequence {}: check that publisher and subscribers use the same QKey (ours 0x{:x}) "
-                           "and group, that the MTUs match, and that 224.0.0.0/4 routes to the RDMA netdev",
-                           receiver_->device().name, opts_.group_ip, highest_seen, opts_.qkey));
+               fmt::format("no multicast datagram in {:.0f} s, not even a heartbeat, on {} port {} from group {} with "
+                           "QKey 0x{:08x}{}. Likely: a publisher on another QKey or group (every member must use the "
+                           "same verbs.qkey and verbs.group), no publisher running, a path MTU below the publisher's "
+                           "datagrams, or the group not reaching this port (RoCE: no route from 224.0.0.0/4 to the "
+                           "RDMA netdev, or IGMP snooping without a querier; InfiniBand: no subnet manager). "
+                           "`mdcast doctor --medium verbs` shows the device, group and QKey",
+                           static_cast<double>(now - silent_since_) / 1e9, receiver_->device().name,
+                           receiver_->device().port, opts_.group_ip, opts_.qkey,
+                           highest_seen > 0 ? fmt::format(" although the publisher's control plane says it is at "
+                                                          "sequence {}",
+                                                          highest_seen)
+                                            : ""));
     }
   }
 }

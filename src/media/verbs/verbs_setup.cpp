@@ -23,6 +23,8 @@
 
 namespace mdcast::media::verbs {
 
+static_assert(kDefaultQKey == RDMA_UDP_QKEY, "the default QKey is rdma_cm's (docs/protocol.md 1.4)");
+
 namespace detail {
 
 sockaddr_storage parse_address(const std::string& ip, uint16_t port, std::string_view what) {
