@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "mdcast/core/clock.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 
 namespace mdcast::test::verbs {
@@ -27,6 +29,17 @@ namespace mdcast::test::verbs {
       GTEST_SKIP() << "no RDMA device here (/sys/class/infiniband is empty); scripts/test-verbs.sh runs " \
                       "this test in a Soft-RoCE VM";                                                     \
   } while (0)
+
+// Runs step() until pred() or timeout_ms; returns pred(). Tests assert
+// outcomes, never how long they took: the deadline only ends a hung test.
+inline bool poll_until(const std::function<bool()>& pred, const std::function<void()>& step, int timeout_ms) {
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_ms) * kNsPerMs;
+  while (!pred()) {
+    if (monotonic_ns() > deadline) return false;
+    step();
+  }
+  return true;
+}
 
 // The local address of the (first) device: SOFTROCE_IP in the VM, else the
 // first RoCE IPv4 GID on this host.

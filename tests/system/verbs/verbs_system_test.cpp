@@ -38,16 +38,6 @@ mv::Options base_options(const std::string& group, uint16_t port) {
   return o;
 }
 
-// Polls until pred() or the deadline; returns pred().
-bool poll_until(const std::function<bool()>& pred, const std::function<void()>& step, int timeout_ms) {
-  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_ms) * kNsPerMs;
-  while (!pred()) {
-    if (monotonic_ns() > deadline) return false;
-    step();
-  }
-  return true;
-}
-
 // A syntactically valid datagram (header only) with sequence `seq`.
 std::vector<std::byte> datagram(uint64_t seq) {
   std::vector<std::byte> d(64);
