@@ -92,7 +92,7 @@ std::vector<CounterGroup> PublisherMedium::counter_groups() const {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("publisher on {}: group {} {}, qkey 0x{:x}, max_datagram {}, inline <= {}, ring {} bytes ({}), "
+  return fmt::format("publisher on {}: group {} {}, qkey 0x{:08x}, max_datagram {}, inline <= {}, ring {} bytes ({}), "
                      "control {}:{}{}",
                      sink_->device().describe(), opts_.group_ip, sink_->send_only() ? "send-only" : "full member",
                      opts_.qkey, sink_->max_datagram(), sink_->max_inline(), sink_->ring_memory().size(),
@@ -189,7 +189,7 @@ bool ReceiverSource::block(uint64_t timeout_ns) noexcept {
 }
 
 std::string SubscriberMedium::describe() const {
-  return fmt::format("subscriber on {}: group {}, qkey 0x{:x}, receive ring {} x {} bytes, control {}:{}{}",
+  return fmt::format("subscriber on {}: group {}, qkey 0x{:08x}, receive ring {} x {} bytes, control {}:{}{}",
                      receiver_->device().describe(), opts_.group_ip, opts_.qkey, receiver_->ring_size(),
                      receiver_->max_datagram() + kGrhBytes, opts_.control_ip, opts_.control_port,
                      opts_.adaptive ? ", adaptive polling" : "");
