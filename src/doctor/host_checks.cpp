@@ -162,8 +162,9 @@ void check_shm(const Options& o, Report& r) {
                                                          bytes_text(huge_free)));
     else
       r.add("shm", "ring pages", Level::kOk,
-            fmt::format("{} of free huge pages, less than the ring's {}: it goes to /dev/shm (4 KiB pages)",
-                        bytes_text(huge_free), bytes_text(need)),
+            huge_free ? fmt::format("{} of free huge pages, less than the ring's {}: it goes to /dev/shm (4 KiB pages)",
+                                    bytes_text(huge_free), bytes_text(need))
+                      : "no free huge pages: the ring goes to /dev/shm (4 KiB pages)",
             "for huge pages reserve vm.nr_hugepages and mount hugetlbfs on /dev/hugepages");
   }
 }
