@@ -108,22 +108,10 @@ struct MckeyLikeReceiver {
   }
 };
 
-std::vector<std::byte> header_only(uint64_t seq) {
-  std::vector<std::byte> d(64);
-  wire::DatagramHeader h;
-  h.channel = 1;
-  h.session = 1;
-  h.sender = 1;
-  h.sequence = seq;
-  h.length = 64;
-  wire::write_header(d.data(), h);
-  return d;
-}
-
 size_t send_and_count(mv::VerbsSink& sink, MckeyLikeReceiver& rx, size_t n) {
   const size_t before = rx.received;
   for (uint64_t i = 1; i <= n; ++i)
-    while (sink.send(header_only(i), i) != media::SendResult::kSent) sink.reap();
+    while (sink.send(header_datagram(i), i) != media::SendResult::kSent) sink.reap();
   poll_until([&] { return rx.received - before >= n; }, [&] { rx.poll(); sink.reap(); }, 5'000);
   // Let stragglers arrive before judging "nothing".
   poll_until([] { return false; }, [&] { rx.poll(); sink.reap(); }, 300);

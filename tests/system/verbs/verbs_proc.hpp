@@ -20,6 +20,7 @@
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
+#include "mdcast/wire/datagram.hpp"
 
 namespace mdcast::test::verbs {
 
@@ -39,6 +40,21 @@ inline bool poll_until(const std::function<bool()>& pred, const std::function<vo
     step();
   }
   return true;
+}
+
+// A syntactically valid datagram (header only, 64 bytes) with sequence `seq`;
+// a heartbeat's flags (UNSEQUENCED) with `heartbeat`.
+inline std::vector<std::byte> header_datagram(uint64_t seq, bool heartbeat = false) {
+  std::vector<std::byte> d(64);
+  wire::DatagramHeader h;
+  h.flags = heartbeat ? wire::kFlagUnsequenced : 0;
+  h.channel = 1;
+  h.session = 1;
+  h.sender = 1;
+  h.sequence = seq;
+  h.length = 64;
+  wire::write_header(d.data(), h);
+  return d;
 }
 
 // The local address of the (first) device: SOFTROCE_IP in the VM, else the

@@ -39,19 +39,6 @@ mv::Options silence_options(const std::string& group, uint16_t port, std::vector
   return o;
 }
 
-std::vector<std::byte> header_only(uint64_t seq, bool heartbeat) {
-  std::vector<std::byte> d(64);
-  wire::DatagramHeader h;
-  h.flags = heartbeat ? wire::kFlagUnsequenced : 0;
-  h.channel = 1;
-  h.session = 1;
-  h.sender = 1;
-  h.sequence = seq;
-  h.length = 64;
-  wire::write_header(d.data(), h);
-  return d;
-}
-
 // Sequenced 1..5, a heartbeat at 5, then (6..8 "lost": never sent) a heartbeat at 8.
 TEST(VerbsHeartbeat, CarriesTheLastSequenceAsImmediateData) {
   MDCAST_REQUIRE_RDMA();
@@ -59,9 +46,9 @@ TEST(VerbsHeartbeat, CarriesTheLastSequenceAsImmediateData) {
   mv::VerbsReceiver rx(o);
   mv::VerbsSink sink(o);
   for (uint64_t i = 1; i <= 5; ++i)
-    while (sink.send(header_only(i, false), i) != feed::SendResult::kSent) sink.reap();
+    while (sink.send(header_datagram(i, false), i) != feed::SendResult::kSent) sink.reap();
   for (const uint64_t hb : {5u, 8u})
-    while (sink.send_unsequenced(header_only(hb, true)) != feed::SendResult::kSent) sink.reap();
+    while (sink.send_unsequenced(header_datagram(hb, true)) != feed::SendResult::kSent) sink.reap();
   std::vector<std::pair<bool, std::optional<uint32_t>>> got;  // (heartbeat, imm)
   auto step = [&] {
     rx.poll([&](std::span<const std::byte> d, std::optional<uint32_t> imm) {
