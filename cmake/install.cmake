@@ -20,6 +20,8 @@ if(TARGET mdcast_verbs)
 else()
   set(MDCAST_HAVE_VERBS OFF)
 endif()
+# The doctor's checks (mdcast::doctor) use the media above.
+list(APPEND MDCAST_LIBRARIES mdcast_doctor)
 
 # The public headers are C++20: a consumer that asks for less gets it raised.
 target_compile_features(mdcast_feed PUBLIC cxx_std_20)

@@ -6,6 +6,7 @@
 //   verify     compare result files (books identical?)
 //   bench      latency, throughput, fan-out vs the medium's raw baseline (apps/bench)
 //   secret new a secrets-file line with a fresh random secret
+//   doctor     the host, RDMA devices and interfaces judged against the settings
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "bench/command.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
+#include "doctor.hpp"
 #include "exit_codes.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
@@ -191,6 +193,13 @@ int main(int argc, char** argv) {
   verify->add_option("publisher", verify_pub, "publisher result file")->required()->check(CLI::ExistingFile);
   verify->add_option("subscribers", verify_subs, "subscriber result files")->required()->check(CLI::ExistingFile);
 
+  DoctorArgs doctor_args;
+  auto* doc = app.add_subcommand("doctor", "check the host, RDMA devices and interfaces against the settings "
+                                           "(ok / warning / error with advice; exit 3 on an error)");
+  feed_flags(doc, f);
+  doc->add_flag("--json", doctor_args.json, "one JSON object instead of text");
+  doc->add_option("--root", doctor_args.root, "read /sys and /proc under this directory (tests)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -200,7 +209,7 @@ int main(int argc, char** argv) {
   }
 
   if (!help_config && app.get_subcommands().empty()) {
-    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench); "
+    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench, doctor); "
                        "mdcast --help lists them, mdcast --help-config every setting\n");
     return exit_code::kUsage;
   }
@@ -238,6 +247,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (bench->parsed()) return run_bench(s, bench_args);
+    if (doc->parsed()) return run_doctor(s, doctor_args);
   } catch (const UsageError& e) {
     fmt::print(stderr, "mdcast: {}\n", e.what());
     return exit_code::kUsage;

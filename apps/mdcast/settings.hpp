@@ -100,7 +100,7 @@ struct VerbsSettings {
   int gid_index = 1;                 // RoCE v2 / IPv4
   std::string local_ip;              // "" = the IPv4 address of (device, port, gid_index)
   std::string group = "239.77.0.1";
-  uint32_t qkey = 0x4d44434d;
+  uint32_t qkey = 0x01234567;         // rdma_cm's RDMA_UDP_QKEY (docs/protocol.md 1.4)
   std::string control_ip;            // publisher: listen address; subscriber: the publisher's
   uint16_t control_port = 7471;
   bool rdma_read = true;             // retransmissions by RDMA READ of the publisher's ring

@@ -236,7 +236,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
         [](const Settings& s) { return s.verbs.local_ip; });
     add("verbs.group", "IPV4", "multicast group IPv4 address", [](Settings& s, const std::string& v) { s.verbs.group = v; },
         [](const Settings& s) { return s.verbs.group; });
-    add("verbs.qkey", "QKEY", "QKey shared by the group (below 0x80000000)", [](Settings& s, const std::string& v) {
+    add("verbs.qkey", "QKEY", "QKey shared by the group, below 0x80000000 (rdma_cm's by default: rdma-core tools such as mckey hear the feed; docs/protocol.md 1.4)", [](Settings& s, const std::string& v) {
       uint64_t q = 0;
       size_t used = 0;
       try {
@@ -245,7 +245,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
         used = 0;
       }
       if (v.empty() || used != v.size() || v[0] == '-' || q >= 0x80000000ull)
-        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x4d44434d)", v);
+        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x01234567, the default)", v);
       s.verbs.qkey = static_cast<uint32_t>(q);
     },
         [](const Settings& s) { return fmt::format("{:#x}", s.verbs.qkey); });

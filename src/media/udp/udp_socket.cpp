@@ -117,11 +117,15 @@ void warn(const Options& o, const std::string& text) {
     fmt::print(stderr, "mdcast-udp: {}\n", text);
 }
 
-void size_buffer(int fd, bool receive, const Options& o, size_t datagram_bytes, const std::string& what) {
+uint64_t buffer_bytes_for(double rate, size_t datagram_bytes) noexcept {
   // What the kernel charges a buffer for one datagram: its payload, headers
   // and the socket buffer's own bookkeeping (truesize), ~1 KiB beyond the bytes.
   const double per = static_cast<double>(datagram_bytes + 1024);
-  const uint64_t want = std::max<uint64_t>(static_cast<uint64_t>(o.rate * 0.1 * per), 256u << 10);
+  return std::max<uint64_t>(static_cast<uint64_t>(rate * 0.1 * per), 256u << 10);
+}
+
+void size_buffer(int fd, bool receive, const Options& o, size_t datagram_bytes, const std::string& what) {
+  const uint64_t want = buffer_bytes_for(o.rate, datagram_bytes);
   const int name = receive ? SO_RCVBUF : SO_SNDBUF;
   // The kernel doubles what it is given (its share for bookkeeping): ask for half.
   int v = static_cast<int>(std::min<uint64_t>(want / 2, INT32_MAX / 2));

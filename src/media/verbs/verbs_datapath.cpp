@@ -128,9 +128,15 @@ SendResult VerbsSink::send(std::span<const std::byte> d, uint64_t sequence) noex
 }
 
 SendResult VerbsSink::send_unsequenced(std::span<const std::byte> d) noexcept {
-  if (d.size() <= max_inline_) return post(d.data(), d.size(), 0, false, 0, false);
+  // Heartbeats carry immediate data like every datagram (docs/protocol.md,
+  // 1.1): their header repeats the last sequenced number, so a receiver sees
+  // a lost tail from the completion alone.
+  const auto imm = d.size() >= wire::dgram::kHeaderSize
+                       ? static_cast<uint32_t>(load_le<uint64_t>(d.data() + wire::dgram::kSequence))
+                       : 0u;
+  if (d.size() <= max_inline_) return post(d.data(), d.size(), 0, true, imm, false);
   // Heartbeats are built outside the ring.
-  return post_staged(d, false, 0);
+  return post_staged(d, true, imm);
 }
 
 // A copy into a registered staging slot, signaled, so the slot is known free
@@ -164,9 +170,20 @@ bool VerbsReceiver::admit(uint32_t slot, uint32_t byte_len, std::optional<uint32
   }
   const std::byte* buf = reinterpret_cast<const std::byte*>(sges_[slot].addr);
   d = {buf + kGrhBytes, byte_len - kGrhBytes};
-  if (!imm) {
-    counters_.unsequenced.add();
-  } else {
+  const bool heartbeat = d.size() >= wire::dgram::kHeaderSize &&
+                         (static_cast<uint8_t>(d[wire::dgram::kFlags]) & wire::kFlagUnsequenced) != 0;
+  if (!imm || heartbeat) counters_.unsequenced.add();
+  if (imm && heartbeat) {
+    // A heartbeat's immediate data is the last sequenced number: beyond what
+    // arrived, the tail was lost.
+    const auto missing = static_cast<int32_t>(*imm - last_imm_);
+    if (have_imm_ && missing > 0) {
+      counters_.imm_gaps.add();
+      counters_.imm_missing.add(static_cast<uint64_t>(missing));
+    }
+    if (!have_imm_ || missing > 0) last_imm_ = *imm;
+    have_imm_ = true;
+  } else if (imm) {
     // Quick gap detection from the completion alone.
     if (have_imm_ && *imm != last_imm_ + 1) {
       const auto missing = static_cast<int32_t>(*imm - last_imm_ - 1);
@@ -177,6 +194,8 @@ bool VerbsReceiver::admit(uint32_t slot, uint32_t byte_len, std::optional<uint32
     }
     if (!have_imm_ || static_cast<int32_t>(*imm - last_imm_) > 0) last_imm_ = *imm;
     have_imm_ = true;
+  }
+  if (imm) {
     if (d.size() >= wire::dgram::kHeaderSize &&
         static_cast<uint32_t>(load_le<uint64_t>(d.data() + wire::dgram::kSequence)) != *imm) [[unlikely]]
       counters_.imm_mismatch.add();

@@ -92,7 +92,7 @@ std::vector<CounterGroup> PublisherMedium::counter_groups() const {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("publisher on {}: group {} {}, qkey 0x{:x}, max_datagram {}, inline <= {}, ring {} bytes ({}), "
+  return fmt::format("publisher on {}: group {} {}, qkey 0x{:08x}, max_datagram {}, inline <= {}, ring {} bytes ({}), "
                      "control {}:{}{}",
                      sink_->device().describe(), opts_.group_ip, sink_->send_only() ? "send-only" : "full member",
                      opts_.qkey, sink_->max_datagram(), sink_->max_inline(), sink_->ring_memory().size(),
@@ -124,18 +124,29 @@ void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
     last_cm_check_ = now;
     if (const std::string s = receiver_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
   }
-  // The publisher says it is at sequence N, yet not one datagram arrived:
-  // the device drops what does not match our QP (QKey, group), or the path
-  // MTU is too small. Say so once, in words.
-  if (!silent_reported_ && highest_seen > 0 && receiver_->counters().datagrams.get() == 0) {
+  // Not one datagram, not even a heartbeat: the device drops what does not
+  // match our QP (QKey, group), the group's traffic does not reach us, or
+  // there is no publisher. Say so once, in words, whether or not the control
+  // plane told us the publisher is ahead (a subscriber there from the start
+  // never hears that it is).
+  if (!silent_reported_ && receiver_->counters().datagrams.get() == 0) {
     if (silent_since_ == 0) silent_since_ = now;
-    if (now - silent_since_ >= kNsPerSec) {
+    const uint64_t wait = highest_seen > 0 ? kNsPerSec : kSilentFromStartNs;
+    if (now - silent_since_ >= wait) {
       silent_reported_ = true;
       log_line(opts_.log,
-               fmt::format("no multicast datagram received on {} from group {} although the publisher is at "
-                           "sequence {}: check that publisher and subscribers use the same QKey (ours 0x{:x}) "
-                           "and group, that the MTUs match, and that 224.0.0.0/4 routes to the RDMA netdev",
-                           receiver_->device().name, opts_.group_ip, highest_seen, opts_.qkey));
+               fmt::format("no multicast datagram in {:.0f} s, not even a heartbeat, on {} port {} from group {} with "
+                           "QKey 0x{:08x}{}. Likely: a publisher on another QKey or group (every member must use the "
+                           "same verbs.qkey and verbs.group), no publisher running, a path MTU below the publisher's "
+                           "datagrams, or the group not reaching this port (RoCE: no route from 224.0.0.0/4 to the "
+                           "RDMA netdev, or IGMP snooping without a querier; InfiniBand: no subnet manager). "
+                           "`mdcast doctor --medium verbs` shows the device, group and QKey",
+                           static_cast<double>(now - silent_since_) / 1e9, receiver_->device().name,
+                           receiver_->device().port, opts_.group_ip, opts_.qkey,
+                           highest_seen > 0 ? fmt::format(" although the publisher's control plane says it is at "
+                                                          "sequence {}",
+                                                          highest_seen)
+                                            : ""));
     }
   }
 }
@@ -178,7 +189,7 @@ bool ReceiverSource::block(uint64_t timeout_ns) noexcept {
 }
 
 std::string SubscriberMedium::describe() const {
-  return fmt::format("subscriber on {}: group {}, qkey 0x{:x}, receive ring {} x {} bytes, control {}:{}{}",
+  return fmt::format("subscriber on {}: group {}, qkey 0x{:08x}, receive ring {} x {} bytes, control {}:{}{}",
                      receiver_->device().describe(), opts_.group_ip, opts_.qkey, receiver_->ring_size(),
                      receiver_->max_datagram() + kGrhBytes, opts_.control_ip, opts_.control_port,
                      opts_.adaptive ? ", adaptive polling" : "");

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <utility>
 
 #include "mdcast/core/error.hpp"
@@ -23,6 +22,8 @@
 #include "mdcast/wire/protocol.hpp"
 
 namespace mdcast::media::verbs {
+
+static_assert(kDefaultQKey == RDMA_UDP_QKEY, "the default QKey is rdma_cm's (docs/protocol.md 1.4)");
 
 namespace detail {
 
@@ -168,90 +169,6 @@ void MulticastJoin::reset() noexcept {
   if (id_) (void)rdma_leave_multicast(id_, reinterpret_cast<sockaddr*>(&group_));
   qp_ = nullptr;
   id_ = nullptr;
-}
-
-// ---------------------------------------------------------------- device --
-
-std::string DeviceInfo::describe() const {
-  return fmt::format("{} port {} ({}, {}, active_mtu {}, max_mcast_grp {}, max_mcast_qp_attach {})", name, port,
-                     ethernet ? "RoCE" : "InfiniBand", ibv_port_state_str(state), mtu_bytes, max_mcast_grp,
-                     max_mcast_qp_attach);
-}
-
-DeviceInfo query_device(ibv_context* ctx, uint8_t port) {
-  DeviceInfo d;
-  d.name = ibv_get_device_name(ctx->device);
-  d.port = port;
-  ibv_device_attr da{};
-  if (const int rc = ibv_query_device(ctx, &da))
-    fail("ibv_query_device({}): {} (errno {})", d.name, std::strerror(rc), rc);
-  ibv_port_attr pa{};
-  if (const int rc = ibv_query_port(ctx, port, &pa))
-    fail("ibv_query_port({} port {}): {} (errno {})", d.name, port, std::strerror(rc), rc);
-  d.ethernet = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-  d.state = pa.state;
-  d.active_mtu = pa.active_mtu;
-  d.mtu_bytes = mtu_bytes(pa.active_mtu);
-  d.max_datagram = std::min(d.mtu_bytes, wire::kMaxDatagram);
-  d.max_qp_wr = da.max_qp_wr;
-  d.max_cqe = da.max_cqe;
-  d.max_qp_rd_atom = da.max_qp_rd_atom;
-  d.max_qp_init_rd_atom = da.max_qp_init_rd_atom;
-  d.max_mcast_grp = da.max_mcast_grp;
-  d.max_mcast_qp_attach = da.max_mcast_qp_attach;
-  d.max_total_mcast_qp_attach = da.max_total_mcast_qp_attach;
-  if (pa.state != IBV_PORT_ACTIVE)
-    fail("{} port {} is {}, not ACTIVE (link down, or no subnet manager on InfiniBand)", d.name, port,
-         ibv_port_state_str(pa.state));
-  if (d.max_datagram < wire::kMinDatagram)
-    fail("{} port {}: active MTU {} is below the {} bytes a datagram needs", d.name, port, d.mtu_bytes,
-         wire::kMinDatagram);
-  return d;
-}
-
-bool rdma_device_present() noexcept {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/sys/class/infiniband", ec)) {
-    (void)e;
-    return true;
-  }
-  return false;
-}
-
-std::vector<LocalAddress> local_addresses() {
-  std::vector<LocalAddress> out;
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (!list) return out;
-  for (int i = 0; i < n; ++i) {
-    ibv_context* ctx = ibv_open_device(list[i]);
-    if (!ctx) continue;
-    ibv_device_attr da{};
-    if (ibv_query_device(ctx, &da) == 0) {
-      for (uint8_t p = 1; p <= da.phys_port_cnt; ++p) {
-        ibv_port_attr pa{};
-        if (ibv_query_port(ctx, p, &pa)) continue;
-        for (int g = 0; g < pa.gid_tbl_len; ++g) {
-          ibv_gid_entry e{};
-          if (ibv_query_gid_ex(ctx, p, static_cast<uint32_t>(g), &e, 0)) continue;
-          const uint8_t* raw = e.gid.raw;
-          static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-          if (e.gid_type != IBV_GID_TYPE_ROCE_V2 || std::memcmp(raw, kMapped, 12) != 0) continue;
-          out.push_back({ibv_get_device_name(list[i]), p, g,
-                         fmt::format("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15])});
-        }
-      }
-    }
-    ibv_close_device(ctx);
-  }
-  ibv_free_device_list(list);
-  return out;
-}
-
-std::optional<std::string> address_of(const std::string& device, uint8_t port, int gid_index) {
-  for (const auto& a : local_addresses())
-    if (a.device == device && a.port == port && a.gid_index == gid_index) return a.ip;
-  return std::nullopt;
 }
 
 // ------------------------------------------------------- shared pieces ----

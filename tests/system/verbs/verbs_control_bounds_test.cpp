@@ -107,15 +107,6 @@ struct Client {
   }
 };
 
-bool poll_until(const std::function<bool()>& pred, const std::function<void()>& step, int timeout_ms) {
-  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_ms) * kNsPerMs;
-  while (!pred()) {
-    if (monotonic_ns() > deadline) return false;
-    step();
-  }
-  return true;
-}
-
 TEST(VerbsControlBounds, ABurstIsHandledABudgetPerPollInOrderNothingLost) {
   MDCAST_REQUIRE_RDMA();
   World w(7621);

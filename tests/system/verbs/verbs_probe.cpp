@@ -38,28 +38,20 @@ void put_counters(std::map<std::string, std::string>& kv, const std::string& pre
   for (size_t i = 0; i < C::kCount; ++i) kv[prefix + std::string(C::kInfo[i].name)] = std::to_string(c.at(i).get());
 }
 
+// The library's enumeration (the one `mdcast doctor` reads): one line per port.
 int info() {
   if (!mv::rdma_device_present()) {
-    std::puts("no RDMA device (/sys/class/infiniband is empty)");
+    std::puts("no RDMA device (/sys/class/infiniband is empty); `mdcast doctor` explains Soft-RoCE");
     return 77;
   }
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  for (int i = 0; list && i < n; ++i) {
-    ibv_context* ctx = ibv_open_device(list[i]);
-    if (!ctx) continue;
-    ibv_device_attr da{};
-    (void)ibv_query_device(ctx, &da);
-    for (uint8_t p = 1; p <= da.phys_port_cnt; ++p) {
-      try {
-        fmt::print("{}\n", mv::query_device(ctx, p).describe());
-      } catch (const Error& e) {
-        fmt::print("{}\n", e.what());
-      }
+  for (const auto& p : mv::query_ports()) {
+    if (!p.error.empty()) {
+      fmt::print("{} port {}: {}\n", p.info.name, p.info.port, p.error);
+      continue;
     }
-    ibv_close_device(ctx);
+    fmt::print("{} (max_mtu {}, lid {}, sm_lid {}, fw {})\n", p.info.describe(), p.max_mtu_bytes, p.lid, p.sm_lid,
+               p.fw_ver);
   }
-  if (list) ibv_free_device_list(list);
   for (const auto& a : mv::local_addresses())
     fmt::print("  {} port {} gid {}: {} (RoCE v2)\n", a.device, a.port, a.gid_index, a.ip);
   return 0;

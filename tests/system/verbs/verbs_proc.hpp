@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -17,7 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "mdcast/core/clock.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
+#include "mdcast/wire/datagram.hpp"
 
 namespace mdcast::test::verbs {
 
@@ -27,6 +30,32 @@ namespace mdcast::test::verbs {
       GTEST_SKIP() << "no RDMA device here (/sys/class/infiniband is empty); scripts/test-verbs.sh runs " \
                       "this test in a Soft-RoCE VM";                                                     \
   } while (0)
+
+// Runs step() until pred() or timeout_ms; returns pred(). Tests assert
+// outcomes, never how long they took: the deadline only ends a hung test.
+inline bool poll_until(const std::function<bool()>& pred, const std::function<void()>& step, int timeout_ms) {
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_ms) * kNsPerMs;
+  while (!pred()) {
+    if (monotonic_ns() > deadline) return false;
+    step();
+  }
+  return true;
+}
+
+// A syntactically valid datagram (header only, 64 bytes) with sequence `seq`;
+// a heartbeat's flags (UNSEQUENCED) with `heartbeat`.
+inline std::vector<std::byte> header_datagram(uint64_t seq, bool heartbeat = false) {
+  std::vector<std::byte> d(64);
+  wire::DatagramHeader h;
+  h.flags = heartbeat ? wire::kFlagUnsequenced : 0;
+  h.channel = 1;
+  h.session = 1;
+  h.sender = 1;
+  h.sequence = seq;
+  h.length = 64;
+  wire::write_header(d.data(), h);
+  return d;
+}
 
 // The local address of the (first) device: SOFTROCE_IP in the VM, else the
 // first RoCE IPv4 GID on this host.

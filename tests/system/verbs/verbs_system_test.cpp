@@ -38,29 +38,6 @@ mv::Options base_options(const std::string& group, uint16_t port) {
   return o;
 }
 
-// Polls until pred() or the deadline; returns pred().
-bool poll_until(const std::function<bool()>& pred, const std::function<void()>& step, int timeout_ms) {
-  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_ms) * kNsPerMs;
-  while (!pred()) {
-    if (monotonic_ns() > deadline) return false;
-    step();
-  }
-  return true;
-}
-
-// A syntactically valid datagram (header only) with sequence `seq`.
-std::vector<std::byte> datagram(uint64_t seq) {
-  std::vector<std::byte> d(64);
-  wire::DatagramHeader h;
-  h.channel = 1;
-  h.session = 1;
-  h.sender = 1;
-  h.sequence = seq;
-  h.length = 64;
-  wire::write_header(d.data(), h);
-  return d;
-}
-
 TEST(VerbsDevice, ReportsMtuAndMulticastLimits) {
   MDCAST_REQUIRE_RDMA();
   auto o = base_options("239.77.1.1", 7600);
@@ -90,7 +67,7 @@ TEST(VerbsLoopback, SendOnlyPublisherHearsNothingFullMemberHearsItself) {
     mv::VerbsSink sink(o);
     size_t got = 0;
     for (int i = 1; i <= kN; ++i) {
-      const auto d = datagram(static_cast<uint64_t>(i));
+      const auto d = header_datagram(static_cast<uint64_t>(i));
       ASSERT_EQ(sink.send(d, static_cast<uint64_t>(i)), feed::SendResult::kSent);
     }
     auto step = [&] {
@@ -120,7 +97,7 @@ TEST(VerbsQKey, ReceiverWithWrongQKeyGetsNothing) {
   mv::VerbsSink sink(o);
   constexpr int kN = 50;
   for (int i = 1; i <= kN; ++i) {
-    const auto d = datagram(static_cast<uint64_t>(i));
+    const auto d = header_datagram(static_cast<uint64_t>(i));
     while (sink.send(d, static_cast<uint64_t>(i)) != feed::SendResult::kSent) sink.reap();
   }
   size_t r = 0, w = 0;

@@ -43,6 +43,11 @@ struct Interface {
 [[nodiscard]] UniqueFd open_receiver(const Interface& iface, const GroupAddress& group, const Options& o,
                                      size_t datagram_bytes, bool* gro);
 
+// The buffer that holds ~100 ms at `rate` datagrams/s of datagram_bytes, as
+// the kernel charges it (payload, headers, bookkeeping), at least 256 KiB:
+// what size_buffer asks for, and what `mdcast doctor` compares rmem_max with.
+[[nodiscard]] uint64_t buffer_bytes_for(double rate, size_t datagram_bytes) noexcept;
+
 // Socket buffer sized for ~100 ms at o.rate datagrams of datagram_bytes;
 // reports through o.log when the kernel holds it below that (naming the sysctl).
 void size_buffer(int fd, bool receive, const Options& o, size_t datagram_bytes, const std::string& what);

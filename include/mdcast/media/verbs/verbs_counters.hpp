@@ -31,7 +31,7 @@ namespace mdcast::media::verbs {
   X(imm_gaps, "jumps in the immediate data (quick gap detection)")                       \
   X(imm_missing, "datagrams missing according to the immediate data")                    \
   X(imm_mismatch, "immediate data disagreeing with the header sequence")                 \
-  X(unsequenced, "datagrams without immediate data (heartbeats)")                        \
+  X(unsequenced, "heartbeats, and datagrams without immediate data")                     \
   X(short_completions, "completions shorter than the GRH (dropped)")                     \
   X(completion_errors, "receive completions with an error status")                       \
   X(post_recv_errors, "ibv_post_recv failures (slots retried on the next poll)")         \

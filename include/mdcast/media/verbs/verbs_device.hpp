@@ -56,6 +56,26 @@ struct LocalAddress {
 // address is derived when only a device is configured.
 [[nodiscard]] std::optional<std::string> address_of(const std::string& device, uint8_t port, int gid_index);
 
+// What libibverbs says of one port of one device, without judging it (a port
+// that is down is described, not refused): `mdcast doctor` and
+// `mdcast-verbs-probe info` read the same list. query_device() is the one
+// that refuses a port mdcast cannot use.
+struct PortReport {
+  DeviceInfo info;                   // name, port, link layer, state, active MTU, limits
+  ibv_mtu max_mtu = IBV_MTU_256;
+  size_t max_mtu_bytes = 0;
+  uint8_t phys_state = 0;            // 5 LinkUp, 2 Polling, 3 Disabled ... (IB spec numbering)
+  uint16_t lid = 0;
+  uint16_t sm_lid = 0;
+  int gid_tbl_len = 0;
+  std::string fw_ver;
+  uint64_t node_guid = 0;            // host byte order
+  uint64_t sys_image_guid = 0;
+  std::string error;                 // non-empty: the device or port could not be queried (why)
+};
+// Every port of every device libibverbs lists; empty when there is none.
+[[nodiscard]] std::vector<PortReport> query_ports();
+
 // True when /sys/class/infiniband lists a device (the tests' skip condition).
 [[nodiscard]] bool rdma_device_present() noexcept;
 

@@ -119,9 +119,13 @@ class SubscriberMedium {
 
   [[nodiscard]] VerbsReceiver& receiver() noexcept { return *receiver_; }
   [[nodiscard]] const DeviceInfo& device() const noexcept { return receiver_->device(); }
-  // True once "no multicast datagram while the publisher is ahead" was
-  // reported (wrong QKey, group, MTU or a missing route).
+  // True once "no multicast datagram" was reported: after 1 s when the
+  // control plane says the publisher is ahead, after kSilentFromStartNs of
+  // not even a heartbeat otherwise (wrong QKey, group, MTU, route; no publisher).
   [[nodiscard]] bool data_silent() const noexcept { return silent_reported_; }
+  // Heartbeats come every publisher.heartbeat_interval (100 ms by default):
+  // this much silence is no idle feed.
+  static constexpr uint64_t kSilentFromStartNs = 3 * kNsPerSec;
   [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::vector<CounterGroup> counter_groups() const;
 

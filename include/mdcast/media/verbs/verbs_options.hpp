@@ -25,6 +25,9 @@ enum class JoinMode : uint8_t {
   kFull,      // full member with the QP attached: hears every datagram, its own included
 };
 
+// rdma_cm's RDMA_UDP_QKEY (docs/protocol.md 1.4).
+inline constexpr uint32_t kDefaultQKey = 0x01234567;
+
 struct Options {
   // ---- where (both sides)
   std::string device;                  // "" = the device that owns local_ip; else checked against it
@@ -32,7 +35,10 @@ struct Options {
   int gid_index = 1;                   // RoCE v2 + IPv4 is GID index 1 on rxe and mlx5 default tables
   std::string local_ip;                // "" = the IPv4 address of (device, port, gid_index)
   std::string group_ip = "239.77.0.1"; // the channel's multicast group
-  uint32_t qkey = 0x4d44434d;          // shared by every member; below 0x80000000 (no controlled QKey)
+  // Shared by every member; below 0x80000000 (no controlled QKey). rdma_cm's
+  // RDMA_UDP_QKEY, the one its SA join records and rdma-core tools (mckey)
+  // use: see docs/protocol.md 1.4 for why not a project-specific one.
+  uint32_t qkey = kDefaultQKey;
   std::string control_ip;              // publisher: listen address ("" = local_ip); subscriber: the publisher's
   uint16_t control_port = 7471;
   int setup_timeout_ms = 5000;         // each rdma_cm step (address, route, join, connect)

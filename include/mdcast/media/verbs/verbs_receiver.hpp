@@ -12,7 +12,7 @@
 //     fn(std::span<const std::byte> datagram, std::optional<uint32_t> imm)
 // with the datagram in place in its receive buffer (zero copy; valid only
 // during the call) and the immediate data (the low 32 bits of the sequence;
-// none on heartbeats). Buffers are re-posted after fn returns, in one chained
+// on a heartbeat the last sequenced number it repeats). Buffers are re-posted after fn returns, in one chained
 // ibv_post_recv per poll. The immediate data gives quick gap detection
 // (imm_gaps / imm_missing counters); the header's sequence stays the source
 // of truth (imm_mismatch counts disagreements).

@@ -14,7 +14,7 @@
 //
 // Data path (send, send_unsequenced, reap): noexcept, no allocation. The
 // immediate data carries the low 32 bits of the sequence (network order);
-// heartbeats go without it. One send in `signal_every` is signaled; its
+// a heartbeat's is the last sequenced number its header repeats. One send in `signal_every` is signaled; its
 // completion (wr_id = post count) retires every earlier one. A full send
 // queue answers kBackPressured (the Publisher re-offers the datagram in
 // order). A failed post or an error completion is counted and marks the sink
