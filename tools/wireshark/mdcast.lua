@@ -278,11 +278,16 @@ local function dissect_message(tvb, pinfo, t, off, len)
     t:append_text(string.format(" inst %d #%d", instrument, tvb(off + 8, 4):le_uint()))
   end
   if mtype == 1 then
-    t:add(F.symbol, tvb(off + 12, 16), tvb(off + 12, 16):stringz())
+    -- NUL-padded, not NUL-terminated: a 16-character symbol has no NUL, and
+    -- TvbRange:stringz() would read on past the field (and the packet).
+    local symbol = tvb(off + 12, 16):raw()
+    local nul = symbol:find("\0", 1, true)
+    if nul then symbol = symbol:sub(1, nul - 1) end
+    t:add(F.symbol, tvb(off + 12, 16), symbol)
     t:add_le(F.lot_size, tvb(off + 28, 4))
     t:add_le(F.price_exponent, tvb(off + 32, 1))
     exponents[instrument] = tvb(off + 32, 1):le_int()
-    t:append_text(" " .. tvb(off + 12, 16):stringz())
+    t:append_text(" " .. symbol)
   elseif mtype == 2 then
     t:add_le(F.order_id, tvb(off + 12, 8))
     add_price(t, tvb, off + 20, instrument)

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The Wireshark dissector (tools/wireshark/mdcast.lua) against mdcast's own
+# decoders, field for field.
+#
+#   wireshark_dissector.sh MDCAST PCAP_DECODE LUA                 live: capture a UDP feed on lo
+#   wireshark_dissector.sh MDCAST PCAP_DECODE LUA --recording F   a recording (mdcast record)
+#
+# Live: tcpdump captures lo while `mdcast publish --medium udp --crc` feeds two
+# subscribers, one dropping 5 % of what it receives, so that retransmit
+# requests and replies cross the TCP control plane. Either way `compare` runs
+# `tshark -X lua_script:LUA -T fields` with every field mdcast-pcap-decode
+# knows, and the two outputs must be equal line for line; the counts prove
+# they are not trivially equal (datagrams, every message type the synthetic
+# feed produces, and live the control frames subscribe/ack/status/retransmit).
+# A copy of the capture with random byte errors then decodes with no Lua error
+# in the dissector and no crash in the decoder.
+#
+# Skips (77) without tshark with Lua, without mdcast-pcap-decode (no libpcap
+# at build time), or, live, where tcpdump cannot capture on lo.
+source "$(dirname "$0")/lib.sh"
+DECODE=${2:?usage: $0 MDCAST PCAP_DECODE LUA [--recording FILE]}
+LUA=${3:?usage: $0 MDCAST PCAP_DECODE LUA [--recording FILE]}
+RECORDING=
+if [ "${4:-}" = --recording ]; then RECORDING=${5:?--recording needs a pcap file}; fi
+
+skip() {
+  echo "SKIP: $*"
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  trap - EXIT
+  rm -rf "$WORK"
+  exit 77
+}
+command -v tshark >/dev/null || skip "tshark is not installed (scripts/install-deps.sh)"
+tshark -v 2>/dev/null | grep -q "with Lua" || skip "this tshark was built without Lua"
+[ -x "$DECODE" ] || skip "$DECODE was not built (libpcap-dev missing when CMake ran)"
+[ -f "$LUA" ] || fail "no dissector at $LUA"
+TSHARK=(tshark -n -X "lua_script:$LUA")
+
+# count FILE KEY: a summary count of mdcast-pcap-decode (0 when absent)
+count() { awk -v k="$2" '$1 == k {print $2; f=1} END {if (!f) print 0}' "$1"; }
+# matching CAPTURE FILTER [OPTIONS...]: how many packets the dissector shows for a display filter
+matching() {
+  local cap=$1 filter=$2; shift 2
+  "${TSHARK[@]}" "$@" -r "$cap" -Y "$filter" -T fields -e frame.number 2>/dev/null | wc -l
+}
+
+# Every field the dissector registers is compared, but the scaled price (a
+# double whose text form is Wireshark's).
+check_field_coverage() {
+  tshark -G fields -X "lua_script:$LUA" 2>/dev/null | awk -F'\t' '$1 == "F" && $3 ~ /^mdcast\./ && $3 !~ /^mdcast\.expert\./ {print $3}' | sort >"$WORK/registered"
+  "$DECODE" --fields | sort >"$WORK/compared"
+  local missing
+  missing=$(comm -23 "$WORK/registered" "$WORK/compared" | grep -vx mdcast.msg.price_scaled || true)
+  [ -z "$missing" ] || fail "fields the dissector registers but the test does not compare: $missing"
+  missing=$(comm -13 "$WORK/registered" "$WORK/compared")
+  [ -z "$missing" ] || fail "fields mdcast-pcap-decode prints that the dissector does not register: $missing"
+  note "all $(wc -l <"$WORK/registered") registered fields compared but mdcast.msg.price_scaled"
+}
+
+# compare CAPTURE LABEL MIN_DATAGRAMS WITH_CONTROL(0|1)
+compare() {
+  local cap=$1 label=$2 min=$3 control=$4
+  local udp_ports tcp_ports p
+  # The ports come from the bytes, not from a guess: UDP ports whose payloads
+  # start with a datagram's or an announcement's magic, and both ends of every
+  # TCP connection to an announced control port. Naming them all keeps a
+  # dissector Wireshark registered on a port from winning over mdcast's.
+  udp_ports=$(tshark -n -r "$cap" -Y 'udp.payload[0:2] == 4d:43 || udp.payload[0:2] == 4d:41' \
+    -T fields -e udp.dstport 2>/dev/null | sort -un | paste -sd, -)
+  [ -n "$udp_ports" ] || fail "$cap holds no mdcast datagram"
+  tcp_ports=""
+  for p in $("${TSHARK[@]}" -r "$cap" -Y mdcast.ann.address -T fields -e mdcast.ann.address 2>/dev/null |
+             sort -u | sed -nE 's/^tcp:[0-9.]+:([0-9]+)$/\1/p'); do
+    tcp_ports+=" $(tshark -n -r "$cap" -Y "tcp.port == $p" -T fields -e tcp.srcport -e tcp.dstport 2>/dev/null | tr '\t' '\n')"
+  done
+  tcp_ports=$(echo "$tcp_ports" | tr ' ' '\n' | grep -E '^[0-9]+$' | sort -un | paste -sd, - || true)
+  local opts=(-o "mdcast.data_ports:$udp_ports" -o "mdcast.control_ports:${tcp_ports}")
+  local dargs=()
+  for p in ${udp_ports//,/ }; do dargs+=(--data-port "$p"); done
+  for p in ${tcp_ports//,/ }; do dargs+=(--control-port "$p"); done
+  [ -n "$tcp_ports" ] || dargs+=(--control-port 0)
+  note "$label: UDP ports $udp_ports, TCP ports ${tcp_ports:-none}"
+
+  local fields=()
+  while read -r f; do fields+=(-e "$f"); done < <("$DECODE" --fields)
+  "${TSHARK[@]}" "${opts[@]}" -r "$cap" -Y 'mdcast || mdcast_ctl || mdcast_ann' -T fields -E occurrence=a \
+    -E aggregator='|' -e frame.number "${fields[@]}" >"$WORK/$label.tshark" 2>"$WORK/$label.tshark.log" ||
+    fail "tshark failed on $cap: $(tail -3 "$WORK/$label.tshark.log")"
+  ! grep -i "lua" "$WORK/$label.tshark.log" || fail "the dissector does not load (above)"
+  "$DECODE" "${dargs[@]}" --summary "$WORK/$label.summary" "$cap" >"$WORK/$label.mdcast" 2>"$WORK/$label.decode.log" ||
+    fail "mdcast-pcap-decode failed on $cap: $(tail -3 "$WORK/$label.decode.log")"
+  sed 's/^/   /' "$WORK/$label.summary" | paste -sd' ' -
+
+  if ! diff "$WORK/$label.mdcast" "$WORK/$label.tshark" >"$WORK/$label.diff"; then
+    echo "   first differences (< mdcast, > dissector; fields in the order of mdcast-pcap-decode --fields):"
+    head -8 "$WORK/$label.diff" | cut -c1-600
+    fail "$label: the dissector and mdcast decode $cap differently ($(grep -c '^[<>]' "$WORK/$label.diff") lines)"
+  fi
+  local lines
+  lines=$(wc -l <"$WORK/$label.tshark")
+  note "$label: $lines packets decode identically, field for field"
+
+  local s="$WORK/$label.summary" n t
+  [ "$(count "$s" malformed)" = 0 ] || fail "$label: mdcast found $(count "$s" malformed) malformed datagrams/frames"
+  n=$(count "$s" udp.datagrams)
+  [ "$n" -ge "$min" ] || fail "$label: only $n datagrams (want at least $min)"
+  for t in instrument-definition add-order modify-order delete-order execute-order trading-status heartbeat; do
+    [ "$(count "$s" "msg.$t")" -gt 0 ] || fail "$label: no $t message decoded"
+  done
+  if [ "$control" = 1 ]; then
+    for t in subscribe subscribe-ack status-report retransmit-request retransmit-reply; do
+      [ "$(count "$s" "ctl.$t")" -gt 0 ] || fail "$label: no $t control frame decoded"
+    done
+    [ "$(count "$s" retransmitted.datagrams)" -gt 0 ] || fail "$label: no retransmitted datagram decoded"
+    [ "$(count "$s" announcements)" -gt 0 ] || fail "$label: no announcement decoded"
+  fi
+  [ "$(matching "$cap" '_ws.lua.error' "${opts[@]}")" = 0 ] || fail "$label: Lua errors in the dissector"
+  [ "$(matching "$cap" 'mdcast.crc.status == 2' "${opts[@]}")" = 0 ] || fail "$label: the dissector finds bad CRCs"
+  [ "$(matching "$cap" '_ws.expert.severity == error && (mdcast || mdcast_ctl || mdcast_ann)' "${opts[@]}")" = 0 ] ||
+    fail "$label: the dissector reports errors on a clean capture"
+
+  # Hostile bytes: the dissector and the decoder get through a corrupted copy.
+  editcap --seed 12 -E 0.01 "$cap" "$WORK/$label.corrupt.pcap" >/dev/null 2>&1 || fail "editcap failed on $cap"
+  [ "$(matching "$WORK/$label.corrupt.pcap" '_ws.lua.error' "${opts[@]}")" = 0 ] ||
+    fail "$label: Lua errors in the dissector on a corrupted capture"
+  "$DECODE" "${dargs[@]}" "$WORK/$label.corrupt.pcap" >/dev/null 2>"$WORK/$label.corrupt.log" ||
+    fail "mdcast-pcap-decode failed on a corrupted capture: $(tail -3 "$WORK/$label.corrupt.log")"
+  note "$label: a copy with 1 % of its bytes corrupted decodes without a Lua error or a crash"
+}
+
+check_field_coverage
+
+if [ -n "$RECORDING" ]; then
+  [ -f "$RECORDING" ] || fail "no recording at $RECORDING"
+  compare "$RECORDING" recording 100 0
+  exit 0
+fi
+
+command -v tcpdump >/dev/null || skip "tcpdump is not installed (scripts/install-deps.sh)"
+DPORT=$((20000 + $$ % 20000))
+GROUP="239.77.12.$((1 + $$ % 250)):$DPORT"
+CPORT=$((47000 + $$ % 900))
+while ss -Hltn "sport = :$CPORT" 2>/dev/null | grep -q .; do CPORT=$((CPORT + 1)); done
+CAP="$WORK/live.pcap"
+user=(); [ "$(id -u)" = 0 ] && user=(-Z root)  # keep root's write access to $WORK
+tcpdump -i lo -n -U -s 0 "${user[@]}" -w "$CAP" "udp port $DPORT or tcp port $CPORT" >"$WORK/tcpdump.log" 2>&1 &
+TCPDUMP=$!
+PIDS+=("$TCPDUMP")
+for _ in $(seq 100); do
+  grep -q "listening on" "$WORK/tcpdump.log" && break
+  kill -0 "$TCPDUMP" 2>/dev/null || skip "tcpdump cannot capture on lo: $(tail -1 "$WORK/tcpdump.log")"
+  sleep 0.05
+done
+grep -q "listening on" "$WORK/tcpdump.log" || fail "tcpdump did not start in 5 s: $(tail -1 "$WORK/tcpdump.log")"
+
+udp=(--medium udp --udp-group "$GROUP" --interface lo --idle block)
+start_bg pub publish "${udp[@]}" --set "udp.control_port=$CPORT" --crc --rate 20k --duration 2s --instruments 50 \
+  --wait-subscribers 2 --linger 1s --result "$WORK/pub.toml"
+sleep 0.3
+start_bg sub1 subscribe "${udp[@]}" --inject-loss 0.05 --result "$WORK/sub1.toml"
+start_bg sub2 subscribe "${udp[@]}" --result "$WORK/sub2.toml"
+wait_pid "$PID_sub1" 60 || fail "subscriber 1 exited non-zero"
+wait_pid "$PID_sub2" 60 || fail "subscriber 2 exited non-zero"
+wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
+sleep 0.3  # the last FINs
+kill -INT "$TCPDUMP"
+wait_pid "$TCPDUMP" 10 || true
+grep -qE "^0 packets dropped by kernel" "$WORK/tcpdump.log" ||
+  fail "tcpdump lost packets, the capture is not whole: $(grep dropped "$WORK/tcpdump.log" | paste -sd' ' -)"
+note "captured $(grep 'packets captured' "$WORK/tcpdump.log")"
+
+compare "$CAP" live 1000 1
+# Prices scaled as InstrumentDefinition says (the synthetic feed: 10^-4).
+bad=$("${TSHARK[@]}" -o "mdcast.data_ports:$DPORT" -r "$CAP" -Y 'mdcast.msg.type == 2' -T fields -E occurrence=f \
+  -e mdcast.msg.price -e mdcast.msg.price_scaled 2>/dev/null |
+  awk -F'\t' '{n++; d = $1 / 10000 - $2; if (d < 0) d = -d; if (d > 1e-6 * ($2 < 0 ? -$2 : $2) + 1e-9) bad++}
+              END {if (n == 0) print "none"; else print bad + 0}')
+[ "$bad" = 0 ] || fail "scaled prices disagree with price x 10^-4: $bad"
+note "scaled prices are the raw prices x 10^-4, as the feed's InstrumentDefinitions say"
+note "the dissector decodes the live UDP feed exactly as mdcast does"
