@@ -15,6 +15,8 @@
 # A copy of the capture with random byte errors then decodes with no Lua error
 # in the dissector and no crash in the decoder.
 #
+# MDCAST_KEEP_CAPTURE=FILE keeps the live capture there.
+#
 # Skips (77) without tshark with Lua, without mdcast-pcap-decode (no libpcap
 # at build time), or, live, where tcpdump cannot capture on lo.
 source "$(dirname "$0")/lib.sh"
@@ -108,10 +110,14 @@ compare() {
     [ "$(count "$s" "msg.$t")" -gt 0 ] || fail "$label: no $t message decoded"
   done
   if [ "$control" = 1 ]; then
-    for t in subscribe subscribe-ack status-report retransmit-request retransmit-reply; do
+    for t in subscribe subscribe-ack status-report retransmit-request retransmit-reply auth-hello auth-challenge \
+             auth-proof error snapshot-request snapshot-data snapshot-done; do
       [ "$(count "$s" "ctl.$t")" -gt 0 ] || fail "$label: no $t control frame decoded"
     done
     [ "$(count "$s" retransmitted.datagrams)" -gt 0 ] || fail "$label: no retransmitted datagram decoded"
+    [ "$(count "$s" msg.snapshot-chunk)" -gt 0 ] || fail "$label: no snapshot chunk decoded"
+    [ "$(matching "$cap" 'mdcast.flags.filtered == 1' "${opts[@]}")" -gt 0 ] ||
+      fail "$label: no FILTERED retransmission decoded"
     [ "$(count "$s" announcements)" -gt 0 ] || fail "$label: no announcement decoded"
   fi
   [ "$(matching "$cap" '_ws.lua.error' "${opts[@]}")" = 0 ] || fail "$label: Lua errors in the dissector"
@@ -153,14 +159,28 @@ for _ in $(seq 100); do
 done
 grep -q "listening on" "$WORK/tcpdump.log" || fail "tcpdump did not start in 5 s: $(tail -1 "$WORK/tcpdump.log")"
 
+# A feed with secrets, so that the authentication frames travel too: desk-a
+# may have everything, desk-b instruments 0-9 (its retransmissions are
+# FILTERED copies). Both drop 5 %; a third joins a second late (a snapshot);
+# a client without a secret is refused (an Error frame).
+umask 077
+"$MDCAST" secret new --identity desk-a >"$WORK/pub.secrets"
+"$MDCAST" secret new --identity desk-b --instruments 0-9 >>"$WORK/pub.secrets"
+grep desk-a "$WORK/pub.secrets" >"$WORK/desk-a.secret"
+grep desk-b "$WORK/pub.secrets" >"$WORK/desk-b.secret"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --idle block)
-start_bg pub publish "${udp[@]}" --set "udp.control_port=$CPORT" --crc --rate 20k --duration 2s --instruments 50 \
-  --wait-subscribers 2 --linger 1s --result "$WORK/pub.toml"
+a=(--identity desk-a --secret-file "$WORK/desk-a.secret")
+start_bg pub publish "${udp[@]}" --set "udp.control_port=$CPORT" --crc --rate 20k --duration 3s --instruments 50 \
+  --secrets "$WORK/pub.secrets" --retransmit-bytes 1MiB --wait-subscribers 2 --linger 1s --result "$WORK/pub.toml"
 sleep 0.3
-start_bg sub1 subscribe "${udp[@]}" --inject-loss 0.05 --result "$WORK/sub1.toml"
-start_bg sub2 subscribe "${udp[@]}" --result "$WORK/sub2.toml"
-wait_pid "$PID_sub1" 60 || fail "subscriber 1 exited non-zero"
-wait_pid "$PID_sub2" 60 || fail "subscriber 2 exited non-zero"
+kill -0 "$PID_pub" 2>/dev/null || fail "the publisher did not start: $(tail -1 "$WORK/pub.log")"
+start_bg sub1 subscribe "${udp[@]}" "${a[@]}" --inject-loss 0.05 --result "$WORK/sub1.toml"
+start_bg sub2 subscribe "${udp[@]}" --identity desk-b --secret-file "$WORK/desk-b.secret" --instruments 0-9 \
+  --inject-loss 0.05 --result "$WORK/sub2.toml"
+if "$MDCAST" subscribe "${udp[@]}" --wait 5s >"$WORK/open.log" 2>&1; then fail "a client without a secret subscribed"; fi
+sleep 1
+start_bg sub3 subscribe "${udp[@]}" "${a[@]}" --result "$WORK/sub3.toml"
+for i in 1 2 3; do eval wait_pid \$PID_sub$i 60 || fail "subscriber $i exited non-zero"; done
 wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
 sleep 0.3  # the last FINs
 kill -INT "$TCPDUMP"
@@ -168,6 +188,8 @@ wait_pid "$TCPDUMP" 10 || true
 grep -qE "^0 packets dropped by kernel" "$WORK/tcpdump.log" ||
   fail "tcpdump lost packets, the capture is not whole: $(grep dropped "$WORK/tcpdump.log" | paste -sd' ' -)"
 note "captured $(grep 'packets captured' "$WORK/tcpdump.log")"
+# MDCAST_KEEP_CAPTURE=FILE keeps the capture (to open in Wireshark, or as a fixture).
+if [ -n "${MDCAST_KEEP_CAPTURE:-}" ]; then cp "$CAP" "$MDCAST_KEEP_CAPTURE"; fi
 
 compare "$CAP" live 1000 1
 # Prices scaled as InstrumentDefinition says (the synthetic feed: 10^-4).
