@@ -377,7 +377,7 @@ local function dissect_messages(tvb, pinfo, tree, off, len)
     if mlen < 4 or mlen > stop - off then
       local t = tree:add(mdcast, tvb(off, stop - off), "Message")
       t:add_le(F.msg_length, tvb(off, 2))
-      t:add_proto_expert_info(E.message, string.format("length %d: below 4 or past the end (%d bytes left)",
+      t:add_proto_expert_info(E.message, string.format("message length %d: below 4 or past the end (%d bytes left)",
         mlen, stop - off))
       return found, false
     end
