@@ -248,7 +248,10 @@ class Walker {
     size_t off = 0;
     while (off < pl.size()) {
       const size_t left = pl.size() - off;
-      if (left < dgram::kHeaderSize) break;
+      if (left < dgram::kHeaderSize) {
+        sum_.count("malformed");
+        break;
+      }
       if (le<uint16_t>(pl, off) != kMagic) {
         p.add("mdcast.magic", hex(le<uint16_t>(pl, off), 2));
         sum_.count("malformed");

@@ -5,7 +5,9 @@
 #   wireshark_dissector.sh MDCAST PCAP_DECODE LUA                 live: capture a UDP feed on lo
 #   wireshark_dissector.sh MDCAST PCAP_DECODE LUA --recording F   a recording (mdcast record)
 #
-# Live: tcpdump captures lo while `mdcast publish --medium udp --crc` feeds two
+# First, always: crafted captures (text2pcap) of what the synthetic feed never
+# sends, compared the same way, and malformed ones that must raise their
+# expert items. Live: tcpdump captures lo while `mdcast publish --medium udp --crc` feeds two
 # subscribers, one dropping 5 % of what it receives, so that retransmit
 # requests and replies cross the TCP control plane. Either way `compare` runs
 # `tshark -X lua_script:LUA -T fields` with every field mdcast-pcap-decode
@@ -34,6 +36,7 @@ skip() {
 }
 command -v tshark >/dev/null || skip "tshark is not installed (scripts/install-deps.sh)"
 tshark -v 2>/dev/null | grep -q "with Lua" || skip "this tshark was built without Lua"
+for t in text2pcap mergecap editcap; do command -v $t >/dev/null || skip "$t is not installed (it comes with tshark)"; done
 [ -x "$DECODE" ] || skip "$DECODE was not built (libpcap-dev missing when CMake ran)"
 [ -f "$LUA" ] || fail "no dissector at $LUA"
 TSHARK=(tshark -n -X "lua_script:$LUA")
@@ -134,7 +137,124 @@ compare() {
   note "$label: a copy with 1 % of its bytes corrupted decodes without a Lua error or a crash"
 }
 
+# ------------------------------------------------------------------ crafted --
+# What the synthetic feed never sends, built byte by byte with text2pcap: the
+# example of docs/protocol.md §5 (CRC on), a datagram with Opaque, Fragment, an
+# unknown type, a 16-character symbol (no NUL) and an order priced by its
+# definition's exponent, an END_OF_SESSION heartbeat; control frames of the
+# other kinds, two in one segment and one split over two. Then malformed
+# ones: each must raise its expert item, with no Lua error and no crash.
+le() { local v=$1 n=$2 i; for ((i = 0; i < n; i++)); do printf '%02x ' $(((v >> (8 * i)) & 255)); done; }
+ascii() { printf '%s' "$1" | od -An -tx1; }
+# packet HEX...: one text2pcap packet (offset lines of 16 bytes)
+packet() {
+  echo "$*" | tr -s ' \n' '\n\n' | grep . |
+    awk '{ if (n % 16 == 0) printf "%s%06x", (n ? "\n" : ""), n; printf " %s", $1; n++ } END { print "" }'
+}
+# dgram FLAGS COUNT SEQ LENGTH MESSAGES...: a header (channel 3, session 0x0a0b0c0d0e0f1011, sender 9, no CRC)
+dgram() {
+  local flags=$1 count=$2 seq=$3 len=$4; shift 4
+  echo "4d 43 02 $(le "$flags" 1) $(le 3 2) $(le "$count" 2) 11 10 0f 0e 0d 0c 0b 0a $(le "$seq" 8)" \
+    "$(le 1000000000 8) $(le "$len" 2) $(le 9 2) 00 00 00 00 $*"
+}
+crafted() {
+  local d="$WORK/crafted" m
+  mkdir -p "$d"
+  packet 4d 43 02 02 01 00 02 00 04 03 02 01 00 00 00 00 05 00 00 00 00 00 00 00 00 ca 9a 3b 00 00 00 00 \
+    60 00 01 00 42 2e eb 93 24 00 02 00 07 00 00 00 2a 00 00 00 e9 03 00 00 00 00 00 00 44 d6 12 00 \
+    00 00 00 00 2c 01 00 00 01 00 00 00 14 00 04 00 07 00 00 00 2b 00 00 00 e7 03 00 00 00 00 00 00 >"$d/udp.txt"
+  m="$(le 36 2) 01 00 $(le 4 4) $(le 1 4) $(ascii ABCDEFGHIJKLMNOP) $(le 10 4) fe 00 00 00"  # exponent -2
+  m+=" $(le 36 2) 02 00 $(le 4 4) $(le 2 4) $(le 77 8) $(le 12345 8) $(le 5 4) 00 00 00 00"
+  m+=" $(le 17 2) 0a 00 $(le 3 4) $(le 9 4) de ad be ef 01"
+  m+=" $(le 26 2) 09 00 $(le 4 4) $(le 77 4) $(le 0 2) $(le 2 2) $(le 40 4) 01 02 03 04 05 06"
+  m+=" $(le 8 2) 2a 00 aa bb cc dd"
+  m+=" $(le 16 2) 06 00 $(le 4 4) $(le 3 4) 02 00 00 00"
+  packet "$(dgram 0 6 6 179 "$m")" >>"$d/udp.txt"
+  m="$(le 60 2) 08 00 $(le 6 8) $(le 81985529216486895 8) $(le 50 4) $(le 2 2) 00 00"
+  m+=" $(le 4 4) $(le 3 4) $(le 1311768467463790320 8) $(le 7 4) $(le 1 4) $(le 42 8)"
+  packet "$(dgram 5 1 6 100 "$m")" >>"$d/udp.txt"
+  packet 4d 41 01 $(le 17 1) $(le 3 2) 00 00 11 10 0f 0e 0d 0c 0b 0a $(ascii tcp:10.2.2.2:7471) >>"$d/udp.txt"
+  text2pcap -q -F pcap -u 40001,7470 "$d/udp.txt" "$d/udp.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "text2pcap failed: $(tail -2 "$d/tools.log")"
+
+  local unsub="$(le 24 4) 03 02 00 00 $(le 7 4) $(le 2 4) $(le 5 4) $(le 6 4)"
+  local snapreq="$(le 16 4) 06 02 00 00 $(le 8 4) ff ff ff ff"
+  local rr="$(le 32 4) 04 02 00 00 $(le 9 4) 11 10 0f 0e 0d 0c 0b 0a $(le 3 8) $(le 2 4)"
+  local err="$(le 33 4) 0a 02 00 00 $(le 9 4) $(le 3 2) $(le 17 2) $(ascii "not entitled to 7")"
+  local hello="$(le 54 4) 0b 02 00 00 $(le 1 4) $(le 3 2) 01 06 $(le 0 32) $(ascii desk-a)"
+  local proof="$(le 44 4) 0d 02 00 00 $(le 2 4) $(le 0 32)"
+  local rrfirst rrrest
+  rrfirst=$(echo "$rr" | tr -s ' ' '\n' | grep . | head -10 | paste -sd' ')
+  rrrest=$(echo "$rr" | tr -s ' ' '\n' | grep . | tail -n +11 | paste -sd' ')
+  { packet "$hello"; packet "$proof $unsub"; packet "$snapreq $rrfirst"; packet "$rrrest"
+    packet "$(le 12 4) 0e 02 00 00 $(le 10 4) $err"; } >"$d/tcp.txt"
+  text2pcap -q -F pcap -T 40002,7471 "$d/tcp.txt" "$d/tcp.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "text2pcap failed: $(tail -2 "$d/tools.log")"
+  mergecap -F pcap -a -w "$d/good.pcap" "$d/udp.pcap" "$d/tcp.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "mergecap failed: $(tail -2 "$d/tools.log")"
+
+  local fields=()
+  while read -r f; do fields+=(-e "$f"); done < <("$DECODE" --fields)
+  "${TSHARK[@]}" -r "$d/good.pcap" -Y 'mdcast || mdcast_ctl || mdcast_ann' -T fields -E occurrence=a -E aggregator='|' \
+    -e frame.number "${fields[@]}" >"$d/good.tshark" 2>/dev/null
+  "$DECODE" --summary "$d/good.summary" "$d/good.pcap" >"$d/good.mdcast" 2>"$d/good.log" || fail "decoder failed"
+  diff "$d/good.mdcast" "$d/good.tshark" >"$d/good.diff" ||
+    { head -6 "$d/good.diff" | cut -c1-600; fail "crafted: the dissector and mdcast decode differently"; }
+  [ "$(count "$d/good.summary" malformed)" = 0 ] || { cat "$d/good.log"; fail "crafted: mdcast finds malformed input"; }
+  [ "$(wc -l <"$d/good.tshark")" = 9 ] || fail "crafted: $(wc -l <"$d/good.tshark") of 9 packets decoded"
+  local t
+  for t in msg.opaque msg.fragment msg.unknown msg.heartbeat ctl.unsubscribe ctl.snapshot-request ctl.retransmit-request \
+           ctl.error ctl.auth-hello ctl.auth-proof ctl.session-query announcements; do
+    [ "$(count "$d/good.summary" "$t")" -gt 0 ] || fail "crafted: no $t decoded"
+  done
+  expect_fields() {  # expect_fields FILTER FIELD VALUE
+    local got
+    got=$("${TSHARK[@]}" -r "$d/good.pcap" -Y "$1" -T fields -E occurrence=a -e "$2" 2>/dev/null | head -1)
+    [ "$got" = "$3" ] || fail "crafted: $2 is '$got' in '$1', want '$3'"
+  }
+  expect_fields 'mdcast.seq == 5' mdcast.crc.status 1
+  expect_fields 'mdcast.seq == 5' mdcast.msg.price 1234500
+  expect_fields 'mdcast.seq == 5' mdcast.msg.order_id 1001,999
+  expect_fields 'mdcast.msg.type == 1' mdcast.msg.symbol ABCDEFGHIJKLMNOP
+  expect_fields 'mdcast.msg.type == 1' mdcast.msg.price_scaled 123.45
+  expect_fields 'mdcast.msg.type == 8' mdcast.flags.end_of_session 1
+  expect_fields 'mdcast.ctl.type == 10' mdcast.ctl.text "not entitled to 7"
+  expect_fields 'mdcast.ctl.type == 4' mdcast.ctl.from_seq 3
+  expect_fields 'mdcast.ann.channel == 3' mdcast.ann.address tcp:10.2.2.2:7471
+  [ "$(matching "$d/good.pcap" '_ws.expert.severity == error')" = 0 ] || fail "crafted: errors on good input"
+  note "crafted: every message and frame kind the feed does not send decodes identically; §5's example checks its CRC"
+
+  # Malformed: a flipped CRC byte, a count one too many, a message overrunning
+  # its datagram, an unknown flag, a length field short of the bytes, a
+  # truncated header, a bad announcement, an impossible frame length.
+  packet 4d 43 02 02 01 00 02 00 04 03 02 01 00 00 00 00 05 00 00 00 00 00 00 00 00 ca 9a 3b 00 00 00 00 \
+    60 00 01 00 42 2e eb 94 24 00 02 00 07 00 00 00 2a 00 00 00 e9 03 00 00 00 00 00 00 44 d6 12 00 \
+    00 00 00 00 2c 01 00 00 01 00 00 00 14 00 04 00 07 00 00 00 2b 00 00 00 e7 03 00 00 00 00 00 00 >"$d/bad.txt"
+  packet "$(dgram 0 2 7 56 "$(le 16 2) 06 00 $(le 4 4) $(le 3 4) 02 00 00 00")" >>"$d/bad.txt"
+  packet "$(dgram 0 1 8 56 "$(le 36 2) 06 00 $(le 4 4) $(le 3 4) 02 00 00 00")" >>"$d/bad.txt"
+  packet "$(dgram 64 1 9 56 "$(le 16 2) 06 00 $(le 4 4) $(le 3 4) 02 00 00 00")" >>"$d/bad.txt"
+  packet "$(dgram 0 1 10 50 "$(le 16 2) 06 00 $(le 4 4) $(le 3 4) 02 00 00 00")" >>"$d/bad.txt"
+  packet 4d 43 02 00 01 00 >>"$d/bad.txt"
+  packet 4d 41 01 40 $(le 3 2) 00 00 11 10 0f 0e 0d 0c 0b 0a $(ascii tcp:1) >>"$d/bad.txt"
+  text2pcap -q -F pcap -u 40001,7470 "$d/bad.txt" "$d/badu.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "text2pcap failed: $(tail -2 "$d/tools.log")"
+  packet "$(le 5 4) 04 02 00 00 $(le 9 4) 00 00 00 00" >"$d/badt.txt"
+  text2pcap -q -F pcap -T 40002,7471 "$d/badt.txt" "$d/badt.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "text2pcap failed: $(tail -2 "$d/tools.log")"
+  mergecap -F pcap -a -w "$d/bad.pcap" "$d/badu.pcap" "$d/badt.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "mergecap failed: $(tail -2 "$d/tools.log")"
+  [ "$(matching "$d/bad.pcap" '_ws.lua.error')" = 0 ] || fail "crafted: Lua errors on malformed input"
+  local e
+  for e in bad_crc bad_count bad_message bad_flags bad_length short bad_announcement bad_stream; do
+    [ "$(matching "$d/bad.pcap" "mdcast.expert.$e")" -gt 0 ] || fail "crafted: malformed input without expert $e"
+  done
+  "$DECODE" --summary "$d/bad.summary" "$d/bad.pcap" >/dev/null 2>"$d/bad.log" || fail "decoder failed on malformed input"
+  [ "$(count "$d/bad.summary" malformed)" -ge 7 ] || fail "crafted: mdcast counts $(count "$d/bad.summary" malformed) malformed"
+  note "crafted: 8 kinds of malformed input each raise their expert item; mdcast counts them malformed"
+}
+
 check_field_coverage
+crafted
 
 if [ -n "$RECORDING" ]; then
   [ -f "$RECORDING" ] || fail "no recording at $RECORDING"
