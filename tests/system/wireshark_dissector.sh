@@ -6,15 +6,19 @@
 #   wireshark_dissector.sh MDCAST PCAP_DECODE LUA --recording F   a recording (mdcast record)
 #
 # First, always: crafted captures (text2pcap) of what the synthetic feed never
-# sends, compared the same way, and malformed ones that must raise their
-# expert items. Live: tcpdump captures lo while `mdcast publish --medium udp --crc` feeds two
-# subscribers, one dropping 5 % of what it receives, so that retransmit
-# requests and replies cross the TCP control plane. Either way `compare` runs
+# sends, compared field for field, and malformed ones that must each raise
+# their expert item.
+#
+# Live: tcpdump captures lo while `mdcast publish --medium udp --crc` with
+# secrets feeds two subscribers that drop 5 % of what they receive (one
+# entitled to instruments 0-9 only, so its retransmissions are FILTERED), a
+# third that joins a second late over a small retransmit ring (a snapshot),
+# and a client without a secret (refused: an Error frame). Then `compare` runs
 # `tshark -X lua_script:LUA -T fields` with every field mdcast-pcap-decode
 # knows, and the two outputs must be equal line for line; the counts prove
 # they are not trivially equal (datagrams, every message type the synthetic
-# feed produces, and live the control frames subscribe/ack/status/retransmit).
-# A copy of the capture with random byte errors then decodes with no Lua error
+# feed produces, live every control frame kind that crossed). A copy of the
+# capture with random byte errors (fixed seed) then decodes with no Lua error
 # in the dissector and no crash in the decoder.
 #
 # MDCAST_KEEP_CAPTURE=FILE keeps the live capture there.
