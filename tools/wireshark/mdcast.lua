@@ -10,6 +10,9 @@
 --   mdcast_ann  the UDP medium's control-address announcement (§6, magic "MA").
 --
 -- Install: tools/wireshark/README.md. Written for Wireshark/tshark 4.0 (Lua 5.2).
+-- One file on purpose, longer than our usual limit: Wireshark loads every .lua
+-- in its plugin folder as a plugin of its own, and `-X lua_script:` takes one
+-- file, so a split would make installing it a procedure instead of a copy.
 --
 -- Hostile input is the normal case for a capture tool: every length is checked
 -- against the bytes present before it is used, and whatever is wrong is an
