@@ -16,10 +16,11 @@ namespace mdcast::test::pcap {
 namespace {
 
 using namespace mdcast;
+using namespace mdcast::wire;
+
 // Malformed datagrams and frames named on stderr; the rest are only counted
 // (a corrupted capture has thousands).
 constexpr uint64_t kReported = 20;
-using namespace mdcast::wire;
 
 // The dissector's fields, in the order the test passes them to tshark (-e).
 // mdcast.msg.price_scaled is the one field left out: a double whose text
