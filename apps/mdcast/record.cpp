@@ -6,6 +6,8 @@
 // recorded: a replay is a publisher and makes its own (docs/recording.md).
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "app_counters.hpp"
@@ -14,6 +16,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/resources.hpp"
 #include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/media/fault/fault.hpp"
 #include "mdcast/record/writer.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
@@ -79,7 +82,9 @@ struct RecordHandler {
 // control address it announced ("tcp:10.0.0.5:7471").
 template <class Medium>
 bool learn_source(Medium& m, record::FrameAddress& a) {
-  if constexpr (requires { m.control_address(); }) {
+  if constexpr (requires { m.inner(); }) {
+    return learn_source(m.inner(), a);
+  } else if constexpr (requires { m.control_address(); }) {
     const std::string& ctl = m.control_address();
     if (ctl.rfind("tcp:", 0) != 0) return false;
     const std::string host = ctl.substr(4, ctl.rfind(':') - 4);
@@ -238,11 +243,14 @@ int run_record(Settings& s, const RecordArgs& a) {
   const uint64_t rotate = a.rotate_size.empty() ? 0 : parse_size(a.rotate_size);
   const uint64_t need = !a.min_free.empty() ? parse_size(a.min_free) : std::max<uint64_t>(rotate, uint64_t{256} << 20);
   check_room(need, dir, fmt::format("recording {}.*.pcap", a.out),
-             "free space there, record elsewhere (--out), or lower --min-free / --rotate-size");
+             "record elsewhere (--out), or lower --min-free / --rotate-size");
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     auto medium = E::subscriber(s);
-    return record_loop(s, a, *medium, E::kName);
+    // Through the fault injector, as `mdcast subscribe` is: the tests record
+    // with loss to show that recovered datagrams are recorded in order.
+    media::fault::FaultyMedium<typename E::Subscriber> faulty(*medium, injected_faults(s, static_cast<uint64_t>(::getpid())));
+    return record_loop(s, a, faulty, E::kName);
   });
 }
 

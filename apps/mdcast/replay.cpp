@@ -468,7 +468,8 @@ int Replayer<Medium>::run() {
              c_->image_messages.get() ? fmt::format(", after a book image of {}", c_->image_messages.get()) : "",
              res.last_sequence, seconds);
   if (g_stop) return exit_code::kInterrupted;
-  return damage_.empty() ? exit_code::kOk : exit_code::kDataLost;
+  if (!damage_.empty() || !note_.empty()) return exit_code::kDataLost;
+  return started_ ? exit_code::kOk : exit_code::kUsage;
 }
 
 }  // namespace

@@ -128,6 +128,15 @@ bool RecordingWriter::put(std::span<const std::byte> payload, uint64_t t, uint64
   }
   if (!file_start_ns_) file_start_ns_ = t ? t : 1;
   if (indexed && (!file_has_index_ || ++since_index_ >= opts_.index_every)) {
+    // A full disk shows as a sticky stdio error, not as pcap_dump's (void)
+    // result: looked at here, once per index entry, so the recording stops
+    // loudly within N datagrams of it instead of at the end.
+    if (std::ferror(pcap_dump_file(dumper_))) {
+      error_ = fmt::format("recording file {}: a write failed near offset {} (is the disk full?); the file holds "
+                           "what was written before it", path_, file_bytes_);
+      ++dropped_;
+      return false;
+    }
     index_.add({index_seq, file_bytes_, t});
     since_index_ = 0;
     file_has_index_ = true;
