@@ -120,7 +120,7 @@ std::string_view to_string(FrameCheck c) noexcept {
     case FrameCheck::kNotUdp: return "not UDP";
     case FrameCheck::kBadUdpLength: return "bad UDP length";
     case FrameCheck::kBadUdpChecksum: return "bad UDP checksum";
-    case FrameCheck::kUnknownLink: return "link type not supported (Ethernet, raw IPv4, Linux cooked only)";
+    case FrameCheck::kUnknownLink: return "link type not supported (Ethernet, raw IPv4, Linux cooked SLL/SLL2 only)";
   }
   return "?";
 }
@@ -143,6 +143,11 @@ FrameCheck parse_frame(int link, std::span<const std::byte> f, FrameInfo& out) n
       if (f.size() < 16) return FrameCheck::kShort;
       ethertype = get16(f.data() + 14);
       off = 16;
+      break;
+    case kLinkLinuxSll2:
+      if (f.size() < 20) return FrameCheck::kShort;
+      ethertype = get16(f.data());
+      off = 20;
       break;
     case kLinkRaw:
     case kLinkRawDlt:

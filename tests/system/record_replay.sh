@@ -4,7 +4,8 @@
 # replayed to a new subscriber its books are identical to the original
 # publisher's; a cut copy and a copy with one flipped byte are reported with
 # the offset and what comes before is still replayed; a recording rotated by
-# size replays in order; --from SEQ starts later; a UDP feed on lo records too.
+# size replays in order; --from SEQ starts later; a UDP feed on lo records too
+# (and tcpreplay, where installed, sends that recording back onto lo).
 source "$(dirname "$0")/lib.sh"
 
 # publish_recorded TAG ARGS...: one shm session (publisher waits for the
@@ -140,6 +141,15 @@ wait_pid "$PID_u_pub" 30 || fail "publisher over UDP exited non-zero"
 if command -v tcpdump >/dev/null; then
   tcpdump -c 2 -nr "$WORK/u.0000.pcap" 2>/dev/null | tail -1 | grep -q "127.0.0.1.* > ${GROUP%:*}.${GROUP#*:}: UDP" ||
     fail "UDP frames not from the publisher to $GROUP: $(tcpdump -c 2 -nr "$WORK/u.0000.pcap" 2>/dev/null | tail -1)"
+fi
+# tcpreplay sends every frame of it back onto lo (to this test's own group).
+if command -v tcpreplay >/dev/null && [ "$(id -u)" = 0 ]; then
+  uframes=$(($(toml_get "$WORK/u-pub.toml" last_sequence) + 1))
+  tcpreplay -i lo -t "$WORK/u.0000.pcap" >"$WORK/tcpreplay.log" 2>&1 || fail "tcpreplay failed: $(tail -3 "$WORK/tcpreplay.log")"
+  grep -qE "Successful packets: +$uframes$" "$WORK/tcpreplay.log" || fail "tcpreplay did not send all $uframes frames"
+  note "tcpreplay -i lo sends all $uframes frames"
+else
+  note "tcpreplay not installed (or not root): not tried"
 fi
 replay_to udp 0 --speed max "$WORK/u"
 verify_original "$WORK/u-pub.toml" "$WORK/udp-sub.toml" >/dev/null || fail "UDP recording replayed over shm: books differ"

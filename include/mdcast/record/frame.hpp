@@ -49,7 +49,8 @@ size_t build_frame(std::span<std::byte> out, const FrameAddress& a, std::span<co
 inline constexpr int kLinkEthernet = 1;   // DLT_EN10MB: what the recorder writes, tcpdump -i lo/eth0
 inline constexpr int kLinkRaw = 101;      // LINKTYPE_RAW (DLT_RAW is 12 or 14 by platform)
 inline constexpr int kLinkRawDlt = 12;
-inline constexpr int kLinkLinuxSll = 113; // tcpdump -i any
+inline constexpr int kLinkLinuxSll = 113; // tcpdump -i any (before 4.99)
+inline constexpr int kLinkLinuxSll2 = 276; // tcpdump -i any (4.99 and later)
 inline constexpr int kLinkIpv4 = 228;
 
 enum class FrameCheck : uint8_t {

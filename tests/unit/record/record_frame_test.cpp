@@ -50,8 +50,19 @@ TEST(RecordFrame, RoundTripsEveryLayer) {
     EXPECT_EQ(fi.address.group_port, 7470);
     ASSERT_EQ(fi.payload.size(), n);
     EXPECT_TRUE(std::equal(p.begin(), p.end(), fi.payload.begin()));
-    // The same frame without its Ethernet header is a raw IPv4 capture.
+    // The same frame without its Ethernet header is a raw IPv4 capture; with
+    // a Linux cooked header (tcpdump -i any) instead of it, SLL or SLL2.
     EXPECT_EQ(parse_frame(kLinkRaw, std::span(f).subspan(kEthernetHeader), fi), FrameCheck::kOk);
+    std::vector<std::byte> sll(16, std::byte{0});
+    sll[14] = std::byte{0x08};
+    sll.insert(sll.end(), f.begin() + kEthernetHeader, f.end());
+    ASSERT_EQ(parse_frame(kLinkLinuxSll, sll, fi), FrameCheck::kOk);
+    EXPECT_EQ(fi.payload.size(), n);
+    std::vector<std::byte> sll2(20, std::byte{0});
+    sll2[0] = std::byte{0x08};
+    sll2.insert(sll2.end(), f.begin() + kEthernetHeader, f.end());
+    ASSERT_EQ(parse_frame(kLinkLinuxSll2, sll2, fi), FrameCheck::kOk);
+    EXPECT_EQ(fi.payload.size(), n);
   }
 }
 
