@@ -77,10 +77,16 @@ RecordingWriter::RecordingWriter(RecordingWriter&& o) noexcept
 
 void RecordingWriter::open_file() {
   path_ = recording_file(opts_.base, file_no_);
-  dumper_ = pcap_dump_open(pcap_, path_.c_str());
-  if (!dumper_)
-    fail("recording file {}: cannot create it: {} (does the directory exist and may this user write there?)", path_,
-         pcap_geterr(pcap_));
+  // Our own FILE, to give it a 1 MiB buffer before libpcap writes the file
+  // header: a write(2) per MiB of frames instead of per 4 KiB.
+  std::FILE* f = std::fopen(path_.c_str(), "wb");
+  if (!f) fail_errno("recording file {}: cannot create it (does the directory exist and may this user write there?)", path_);
+  std::setvbuf(f, nullptr, _IOFBF, size_t{1} << 20);
+  dumper_ = pcap_dump_fopen(pcap_, f);
+  if (!dumper_) {
+    std::fclose(f);
+    fail("recording file {}: libpcap cannot write it: {}", path_, pcap_geterr(pcap_));
+  }
   index_ = IndexWriter(index_file(path_), opts_.index_every);
   file_bytes_ = static_cast<uint64_t>(pcap_dump_ftell64(dumper_));
   file_start_ns_ = 0;

@@ -112,6 +112,8 @@ TEST(RecordFile, RoundTripsDatagramsMarkersAndTimestamps) {
   }
   EXPECT_EQ(ix->at_or_before(7)->sequence, ix->entries[1].sequence);
   EXPECT_FALSE(ix->at_or_before(0).has_value());
+  EXPECT_EQ(ix->at_or_before_time(kT0 + 7 * 1000 + 1)->sequence, ix->entries[1].sequence);
+  EXPECT_FALSE(ix->at_or_before_time(kT0).has_value());
 }
 
 TEST(RecordFile, RotatesBySizeAndTimeIntoNumberedFiles) {
@@ -193,6 +195,21 @@ TEST(RecordFile, FlippedByteIsCaughtByTheChecksums) {
   EXPECT_EQ(frames.size(), 11u);
   EXPECT_NE(err.find("offset " + std::to_string(at) + ":"), std::string::npos) << err;
   EXPECT_NE(err.find("checksum"), std::string::npos) << err;
+}
+
+TEST(RecordFile, MarkersDecodeOnlyWhenWellFormed) {
+  std::byte b[kMarkerSize];
+  encode_marker({MarkerKind::kSession, 0x1234, 0}, b);
+  Marker m;
+  ASSERT_TRUE(decode_marker(b, m));
+  EXPECT_EQ(m.kind, MarkerKind::kSession);
+  EXPECT_EQ(m.a, 0x1234u);
+  EXPECT_FALSE(decode_marker(std::span(b).first(kMarkerSize - 1), m));  // short
+  b[8] = std::byte{3};                                                 // unknown kind
+  EXPECT_FALSE(decode_marker(b, m));
+  EXPECT_TRUE(is_marker(b));
+  // An mdcast datagram is never taken for one ('M','C' vs "MDCREC01").
+  EXPECT_FALSE(is_marker(datagram(1)));
 }
 
 TEST(RecordFile, RefusesWhatIsNotARecording) {
