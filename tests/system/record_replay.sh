@@ -117,6 +117,13 @@ for f in "$WORK"/b.*.pcap; do [ -f "$f.idx" ] || fail "$f has no index"; done
 replay_to rot 0 --speed max "$WORK/b"
 verify_original "$WORK/b-pub.toml" "$WORK/rot-sub.toml" >/dev/null || fail "rotated recording replayed: books differ"
 note "rotation by size: $nfiles files, replayed in order, books identical"
+# A file left out is a jump in the sequence; two sessions are two replays.
+replay_to skip 1 --speed max "$WORK/b.0000.pcap" "$WORK/b.0002.pcap"
+grep -q "b.0002.pcap: offset 24: the sequence jumps from " "$WORK/skip-replay.log" || fail "a missing file went unnoticed"
+replay_to two 1 --speed max "$WORK/b.0000.pcap" "$WORK/a.0000.pcap"
+grep -q "a.0000.pcap: offset 24: the recording goes on with another session" "$WORK/two-replay.log" ||
+  fail "a second session went unnoticed"
+note "a file left out of the rotation, a second session: reported where they begin, what came before replayed"
 
 # ------------------------------------------------------------ --from SEQ --
 from=$((datagrams / 2))
