@@ -213,7 +213,7 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
   fmt::print(stderr,
              "mdcast record: {} (session {:016x}): {} datagrams through sequence {} in {} file(s) from {} ({}); {} "
              "gap marker(s), {} not recorded\n",
-             g_stop ? "interrupted" : outcome, sub.session(), rc->datagrams.get(), h.last_seq, writer.files(),
+             g_stop ? "interrupted" : clean || outcome != "ok" ? outcome : "incomplete", sub.session(), rc->datagrams.get(), h.last_seq, writer.files(),
              record::recording_file(writer.options().base, 0), format_bytes(writer.bytes()), rc->gap_markers.get(),
              rc->dropped.get());
   if (!write_error.empty()) fmt::print(stderr, "mdcast record: {}\n", write_error);

@@ -129,8 +129,8 @@ bool RecordingWriter::put(std::span<const std::byte> payload, uint64_t t, uint64
   const size_t n = build_frame({frame_.get(), kFrameOverhead + std::max(opts_.max_datagram, kMarkerSize)},
                                opts_.address, payload, ip_id_++);
   if (n == 0) {
-    ++dropped_;  // larger than max_datagram: the subscriber's own limit makes this unreachable
-    return true;
+    ++dropped_;  // larger than an IPv4/UDP frame carries: counted, never cut
+    return false;
   }
   if (!file_start_ns_) file_start_ns_ = t ? t : 1;
   if (indexed && (!file_has_index_ || ++since_index_ >= opts_.index_every)) {

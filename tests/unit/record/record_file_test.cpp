@@ -197,6 +197,23 @@ TEST(RecordFile, FlippedByteIsCaughtByTheChecksums) {
   EXPECT_NE(err.find("checksum"), std::string::npos) << err;
 }
 
+TEST(RecordFile, DatagramAboveTheSnapshotLengthIsCountedNotCut) {
+  TempDir d;
+  const size_t limit = datagram(1).size();
+  RecordingWriter w(opts((d.path / "small").string(), 0, 0, 1024, limit));
+  EXPECT_TRUE(w.write(datagram(1), 1, kT0));
+  const test::Bytes big = test::DatagramBuilder(2)
+                              .add(wire::Message::make_add(1, 1, 1, 1, wire::Side::kBuy))
+                              .add(wire::Message::make_add(1, 2, 1, 1, wire::Side::kBuy))
+                              .build();
+  ASSERT_GT(big.size(), limit);
+  EXPECT_FALSE(w.write(big, 2, kT0 + 1));
+  EXPECT_EQ(w.dropped(), 1u);
+  EXPECT_EQ(w.frames(), 1u);
+  EXPECT_FALSE(w.failed());  // one datagram lost, not the recording
+  w.close();
+}
+
 TEST(RecordFile, MarkersDecodeOnlyWhenWellFormed) {
   std::byte b[kMarkerSize];
   encode_marker({MarkerKind::kSession, 0x1234, 0}, b);
