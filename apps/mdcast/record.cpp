@@ -102,10 +102,10 @@ record::FrameAddress frame_address(const Settings& s, MediumKind medium) {
   uint16_t port = a.group_port;
   // Every medium's frames go to udp.group (239.77.1.1:7470 by default) but verbs, whose group is its own.
   if (!record::parse_ipv4(s.udp.group, a.group_ip, &port))
-    fail("record: udp.group '{}' is not IPv4 GROUP:PORT", s.udp.group);
+    fail_recording_usage("record: udp.group '{}' is not IPv4 GROUP:PORT", s.udp.group);
   a.group_port = a.source_port = port;
   if (medium == MediumKind::kVerbs) {
-    if (!record::parse_ipv4(s.verbs.group, a.group_ip)) fail("record: verbs.group '{}' is not IPv4", s.verbs.group);
+    if (!record::parse_ipv4(s.verbs.group, a.group_ip)) fail_recording_usage("record: verbs.group '{}' is not IPv4", s.verbs.group);
     if (!s.verbs.control_ip.empty()) (void)record::parse_ipv4(s.verbs.control_ip, a.source_ip);
   }
   return a;
@@ -229,7 +229,7 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
 }  // namespace
 
 int run_record(Settings& s, const RecordArgs& a) {
-  if (a.out.empty()) fail("record: --out BASE is required (files BASE.0000.pcap, BASE.0001.pcap, ...)");
+  if (a.out.empty()) fail_recording_usage("record: --out BASE is required (files BASE.0000.pcap, BASE.0001.pcap, ...)");
   // Everything is recorded, whatever a config file says about the filter.
   s.sub.all_instruments = true;
   s.sub.instruments.clear();
@@ -239,7 +239,7 @@ int run_record(Settings& s, const RecordArgs& a) {
   namespace fs = std::filesystem;
   const fs::path base(a.out);
   const std::string dir = base.has_parent_path() ? base.parent_path().string() : std::string(".");
-  if (!fs::is_directory(dir)) fail("record --out {}: directory {} does not exist", a.out, dir);
+  if (!fs::is_directory(dir)) fail_recording_usage("record --out {}: directory {} does not exist", a.out, dir);
   const uint64_t rotate = a.rotate_size.empty() ? 0 : parse_size(a.rotate_size);
   const uint64_t need = !a.min_free.empty() ? parse_size(a.min_free) : std::max<uint64_t>(rotate, uint64_t{256} << 20);
   check_room(need, dir, fmt::format("recording {}.*.pcap", a.out),

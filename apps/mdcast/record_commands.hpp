@@ -3,12 +3,24 @@
 // that publishes such a recording again.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "mdcast/core/error.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
+
+// A wrong argument to record/replay: the user fixes the command line
+// (exit_code::kUsage once main maps such errors; everything else thrown is
+// the host's or the file's).
+template <class... Args>
+[[noreturn]] void fail_recording_usage(fmt::format_string<Args...> f, Args&&... args) {
+  throw Error(fmt::format(f, std::forward<Args>(args)...));
+}
 
 struct RecordArgs {
   std::string out;            // base name: files <out>.<n>.pcap (+ .idx)

@@ -61,7 +61,7 @@ std::vector<std::string> resolve_files(const std::vector<std::string>& args) {
     size_t before = out.size();
     for (uint32_t n = 0; fs::is_regular_file(record::recording_file(a, n)); ++n) out.push_back(record::recording_file(a, n));
     if (out.size() == before)
-      fail("replay: no recording {} (neither that file nor {} exists)", a, record::recording_file(a, 0));
+      fail_recording_usage("replay: no recording {} (neither that file nor {} exists)", a, record::recording_file(a, 0));
   }
   return out;
 }
@@ -80,6 +80,10 @@ std::optional<uint64_t> parse_iso(const std::string& v) {
   int consumed = 0;
   if (std::sscanf(v.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
                   &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+    return std::nullopt;
+  // timegm would take month 13 as next January: out-of-range fields are a typo.
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60)
     return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
@@ -102,7 +106,7 @@ From parse_from(const std::string& v) {
   if (v.empty()) return f;
   if (v.find_first_not_of("0123456789") == std::string::npos) {
     f.seq = std::stoull(v);
-    if (f.seq == 0) fail("replay --from 0: sequences start at 1");
+    if (f.seq == 0) fail_recording_usage("replay --from 0: sequences start at 1");
     return f;
   }
   if (auto t = parse_iso(v)) {
@@ -113,7 +117,7 @@ From parse_from(const std::string& v) {
     f.offset_ns = parse_duration(v);
     f.offset = true;
   } catch (const Error&) {
-    fail("replay --from '{}': a sequence (12345), a UTC time (2026-12-01T17:00:00.5Z) or an offset into the "
+    fail_recording_usage("replay --from '{}': a sequence (12345), a UTC time (2026-12-01T17:00:00.5Z) or an offset into the "
          "recording (30s, 2m) is expected", v);
   }
   return f;
@@ -124,7 +128,7 @@ double parse_speed(const std::string& v) {
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
   if (!end || *end || !(x > 0) || !std::isfinite(x))
-    fail("replay --speed '{}': a positive multiple of the recorded pace (1, 10, 0.5) or 'max' is expected", v);
+    fail_recording_usage("replay --speed '{}': a positive multiple of the recorded pace (1, 10, 0.5) or 'max' is expected", v);
   return x;
 }
 
@@ -475,7 +479,7 @@ int Replayer<Medium>::run() {
 }  // namespace
 
 int run_replay(Settings& s, const ReplayArgs& a) {
-  if (a.files.empty()) fail("replay: a recording is required (mdcast replay FILE.pcap or BASE)");
+  if (a.files.empty()) fail_recording_usage("replay: a recording is required (mdcast replay FILE.pcap or BASE)");
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     const uint64_t session = pick_session(s);
