@@ -1,8 +1,9 @@
 // `mdcast record`: a subscriber of every instrument whose delivery hook
 // writes each datagram it is delivered - live and recovered, in sequence
 // order - into nanosecond pcap files (the library's RecordingWriter), with
-// marker frames where the sequence breaks (a snapshot replaced a range, a new
-// session began). Heartbeats are not delivered through the hook and are not
+// marker frames where the sequence breaks: a new session, or a snapshot that
+// replaced a range (then followed by the books the snapshot gave, so a replay
+// goes on). Heartbeats are not delivered through the hook and are not
 // recorded: a replay is a publisher and makes its own (docs/recording.md).
 #include <fmt/format.h>
 
@@ -33,19 +34,59 @@ namespace {
   X(frames, "frames written (datagrams and markers)")                                       \
   X(datagrams, "datagrams recorded")                                                        \
   X(gap_markers, "breaks in the recorded sequence (a snapshot replaced datagrams)")         \
+  X(image_frames, "frames of the books a snapshot left, recorded after a gap marker")        \
   X(session_markers, "new sessions recorded")                                               \
   X(dropped, "datagrams not recorded: a write or a rotation failed (see the log)")          \
   X(bytes, "bytes written to recording files")                                              \
   X(files, "recording files started")
 MDCAST_DEFINE_COUNTER_STRUCT(RecordCounters, MDCAST_RECORD_COUNTERS);
 
+// Image frames carry at most this much of the books each.
+constexpr size_t kImageChunk = 60'000;
+
 struct RecordHandler {
   record::RecordingWriter& w;
   RecordCounters* c;
   uint64_t realtime_offset;  // CLOCK_REALTIME - CLOCK_MONOTONIC at the start: pcap times are wall-clock
+  const book::BookSet* books = nullptr;  // the subscriber's: what a snapshot left, for the image
+  std::unique_ptr<std::byte[]> image = std::make_unique<std::byte[]>(kImageChunk + wire::kMaxMessage);
   uint64_t last_seq = 0;
   uint64_t new_session = 0;  // a session began: marked before its first datagram
   uint64_t delivered = 0;
+
+  // The books as the snapshot left them, as image frames after the gap
+  // marker: a replay publishes them and goes on. Runs once per snapshot
+  // (rare, the recovery path); encodes into the buffer allocated once.
+  void write_image(uint64_t next_seq, uint64_t t) noexcept {
+    size_t used = 0;
+    auto put = [&](const wire::Message& m) {
+      const size_t n = wire::encoded_size(m);
+      if (used + n > kImageChunk) {
+        if (w.mark({record::MarkerKind::kImage, next_seq, 0, {image.get(), used}}, t)) c->image_frames.add();
+        used = 0;
+      }
+      wire::encode(m, image.get() + used);
+      used += n;
+    };
+    for (uint32_t i = 0; i < books->max_instruments(); ++i) {
+      const book::OrderBook& b = books->book(i);
+      if (!b.defined() && b.order_count() == 0 && b.status() == wire::TradingStatus::kPreOpen) continue;
+      if (b.defined()) {
+        wire::Message m;
+        m.type = wire::MsgType::kInstrumentDefinition;
+        m.instrument = i;
+        m.definition = b.definition();
+        put(m);
+      }
+      wire::Message st;
+      st.type = wire::MsgType::kTradingStatus;
+      st.instrument = i;
+      st.status = {b.status()};
+      put(st);
+      books->for_each_order(i, [&](const book::Order& o) { put(wire::Message::make_add(i, o.id, o.price, o.quantity, o.side)); });
+    }
+    if (w.mark({record::MarkerKind::kImage, next_seq, 1, {image.get(), used}}, t)) c->image_frames.add();
+  }
 
   void on_message(const wire::Message&, const feed::Delivery&) noexcept { ++delivered; }
   void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
@@ -59,13 +100,14 @@ struct RecordHandler {
   void on_datagram_delivered(std::span<const std::byte> d, const feed::Delivery& dl) noexcept {
     const uint64_t t = dl.receive_time_ns + realtime_offset;
     if (new_session) {
-      if (w.mark({record::MarkerKind::kSession, new_session, 0}, t)) c->session_markers.add();
+      if (w.mark({record::MarkerKind::kSession, new_session, 0, {}}, t)) c->session_markers.add();
       new_session = 0;
     }
     // A recording that starts late, or a snapshot that replaced a range, is a
     // break a replay must know of: the books after it need what is missing.
     if (dl.sequence != last_seq + 1) {
-      if (w.mark({record::MarkerKind::kGap, last_seq + 1, dl.sequence}, t)) c->gap_markers.add();
+      if (w.mark({record::MarkerKind::kGap, last_seq + 1, dl.sequence, {}}, t)) c->gap_markers.add();
+      if (books) write_image(dl.sequence, t);
     }
     last_seq = dl.sequence;
     if (w.write(d, dl.sequence, t))
@@ -131,6 +173,7 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
   feed::SubscriberAgent<Medium, RecordHandler> agent(medium, subscriber_config(s), h,
                                                      cf.section<feed::SubscriberCounters>(0),
                                                      {s.feed.control_poll_ns, s.feed.idle});
+  h.books = agent.subscriber().books();
   cf.set_state(stats::ProcessState::kRunning);
   fmt::print(stderr, "mdcast record: {}; into {}{}\n", medium.describe(), writer.current_file(),
              writer.options().rotate_bytes || writer.options().rotate_ns ? " (rotating)" : "");
@@ -189,8 +232,9 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
   rc->files.set(writer.files());
   medium_counters.refresh(cf);
   const auto& sub = agent.subscriber();
-  const bool clean = (outcome == "ok" || outcome == "duration") && write_error.empty() && !rc->gap_markers.get() &&
-                     !rc->dropped.get();
+  // A gap with its image replays; without one (no books) it does not.
+  const bool breaks = rc->gap_markers.get() && !h.books;
+  const bool clean = (outcome == "ok" || outcome == "duration") && write_error.empty() && !breaks && !rc->dropped.get();
   cf.set_state(clean ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
 
   if (!s.sub.result.empty()) {
@@ -218,9 +262,10 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
              rc->dropped.get());
   if (!write_error.empty()) fmt::print(stderr, "mdcast record: {}\n", write_error);
   if (rc->gap_markers.get())
-    fmt::print(stderr, "mdcast record: the recording has breaks (a snapshot replaced datagrams, or it began after "
-                       "sequence 1): a replay stops at the first; start the recorder before the publisher "
-                       "(publish --wait-subscribers) for a whole session\n");
+    fmt::print(stderr, "mdcast record: the recording has {} gap(s) (a snapshot replaced datagrams, or it began after "
+                       "sequence 1){}; start the recorder before the publisher (publish --wait-subscribers) for a "
+                       "whole session\n", rc->gap_markers.get(),
+               h.books ? ", each followed by the books the snapshot gave (a replay goes on from them)" : "");
   if (g_stop) return exit_code::kInterrupted;
   if (outcome == "publisher-lost") return rc->datagrams.get() ? exit_code::kDataLost : exit_code::kSetup;
   return clean ? exit_code::kOk : exit_code::kDataLost;

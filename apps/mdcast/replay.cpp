@@ -6,6 +6,9 @@
 // multiple, or max); --from SEQ|TIME starts later, with the books up to there
 // rebuilt from the recording and published first as a book image.
 //
+// A recorded snapshot (a gap marker and the books it gave) is replayed
+// through: the replay's books become the image's, and it goes on.
+//
 // Damage (a cut file, a bad checksum, a frame that is no mdcast datagram, a
 // break in the sequence) ends the replay there, reported with the file and
 // offset; everything before it has been published and the session is ended
@@ -44,6 +47,7 @@ namespace {
   X(image_messages, "messages of the book image published at --from")                             \
   X(ignored, "recorded messages of types a replay does not publish (heartbeats, snapshot chunks)") \
   X(fragments_dropped, "fragments that did not reassemble into a valid message")                  \
+  X(gaps, "recorded snapshots (gap markers) replayed through their book images")                   \
   X(damaged, "1 when the replay stopped at damage or a break in the recording")
 MDCAST_DEFINE_COUNTER_STRUCT(ReplayCounters, MDCAST_REPLAY_COUNTERS);
 
@@ -199,9 +203,12 @@ class Replayer {
       agent_.do_work(now);
     }
   }
-  bool publish_checked(wire::Message& m, const record::RecordedFrame& f, const std::string& file);
+  // recorded: a message of a recorded datagram (else of a recorded image).
+  bool publish_checked(wire::Message& m, const record::RecordedFrame& f, const std::string& file, bool recorded = true);
   bool publish_image();
   bool datagram(const record::RecordedFrame& f, const std::string& file);
+  bool marker(const record::RecordedFrame& f, const std::string& file);
+  bool reset_books();
   void pace(uint64_t recorded_ns);
   void wait_subscribers();
 
@@ -224,6 +231,9 @@ class Replayer {
   uint64_t rec_t0_ = 0;        // the recording's first frame
   uint64_t pace_rec0_ = 0, pace_wall0_ = 0;
   uint64_t expect_seq_ = 0;
+  bool in_gap_ = false;        // after a gap marker, until the datagram after it
+  bool image_done_ = false;    // its image's last frame was read
+  uint64_t gap_next_ = 0;
   uint64_t last_seq_ = 0;
   uint64_t published_ = 0;
   uint64_t last_refresh_ = 0;
@@ -261,7 +271,8 @@ void Replayer<Medium>::pace(uint64_t rec_ns) {
 }
 
 template <class Medium>
-bool Replayer<Medium>::publish_checked(wire::Message& m, const record::RecordedFrame& f, const std::string& file) {
+bool Replayer<Medium>::publish_checked(wire::Message& m, const record::RecordedFrame& f, const std::string& file,
+                                       bool recorded) {
   if (!started_) {
     // Before --from: the message only moves the books the image is made of.
     const book::ApplyResult r = pre_.apply(m);
@@ -273,8 +284,12 @@ bool Replayer<Medium>::publish_checked(wire::Message& m, const record::RecordedF
   }
   const feed::PublishResult r = publish(m);
   if (r == feed::PublishResult::kOk) {
-    ++published_;
-    c_->messages.add();
+    if (recorded) {
+      ++published_;
+      c_->messages.add();
+    } else {
+      c_->image_messages.add();
+    }
     return true;
   }
   if (g_stop) return false;
@@ -325,8 +340,83 @@ bool Replayer<Medium>::publish_image() {
 }
 
 template <class Medium>
+bool Replayer<Medium>::reset_books() {
+  // The replay's books become the image's: every resting order deleted and
+  // every status back to pre-open, then the image's messages. Collected
+  // first: publishing changes the books being walked.
+  const book::BookSet& books = agent_.core().books();
+  std::vector<wire::Message> msgs;
+  for (uint32_t i = 0; i < books.max_instruments(); ++i) {
+    books.for_each_order(i, [&](const book::Order& o) {
+      wire::Message m;
+      m.type = wire::MsgType::kDeleteOrder;
+      m.instrument = i;
+      m.del = {o.id};
+      msgs.push_back(m);
+    });
+    if (books.book(i).status() != wire::TradingStatus::kPreOpen) {
+      wire::Message m;
+      m.type = wire::MsgType::kTradingStatus;
+      m.instrument = i;
+      m.status = {wire::TradingStatus::kPreOpen};
+      msgs.push_back(m);
+    }
+  }
+  for (auto& m : msgs) {
+    if (publish(m) != feed::PublishResult::kOk) {
+      if (!g_stop)
+        stop(fmt::format("replay: clearing instrument {} for a recorded snapshot was refused ({})", m.instrument,
+                         book::to_string(agent_.core().last_reject())));
+      return false;
+    }
+    c_->image_messages.add();
+  }
+  return true;
+}
+
+template <class Medium>
+bool Replayer<Medium>::marker(const record::RecordedFrame& f, const std::string& file) {
+  if (f.marker.kind == record::MarkerKind::kGap) {
+    // The image that follows replaces the books: before --from the rebuilt
+    // ones, after it the replay's own (deletes and statuses first).
+    if (!started_)
+      pre_.clear_all();
+    else if (!reset_books())
+      return false;
+    gap_next_ = f.marker.b;
+    image_done_ = false;
+    in_gap_ = true;
+    c_->gaps.add();
+    return true;
+  }
+  if (!in_gap_ || image_done_ || f.marker.a != gap_next_) {
+    stop(fmt::format("{}: offset {}: a book image that follows no gap marker", file, f.offset));
+    return false;
+  }
+  wire::MessageCursor cur(f.marker.messages.data(), f.marker.messages.size());
+  wire::MessageView v;
+  while (cur.next(v)) {
+    wire::Message m = wire::decode(v);
+    if (!publish_checked(m, f, file, false)) return false;
+  }
+  image_done_ = f.marker.b == 1;
+  return true;
+}
+
+template <class Medium>
 bool Replayer<Medium>::datagram(const record::RecordedFrame& f, const std::string& file) {
   const uint64_t seq = f.header.sequence;
+  if (in_gap_) {
+    if (!image_done_ || seq != gap_next_) {
+      stop(fmt::format("{}: offset {}: the recording has a break: sequences up to {} were replaced by a snapshot "
+                       "when it was recorded, and {} (what follows cannot be published onto the books before it)",
+                       file, f.offset, gap_next_ - 1,
+                       image_done_ ? "the next datagram is not the one after it" : "the books it gave are not recorded"));
+      return false;
+    }
+    in_gap_ = false;
+    expect_seq_ = seq;
+  }
   if (expect_seq_ && seq != expect_seq_) {
     stop(fmt::format("{}: offset {}: the sequence jumps from {} to {} (a file of the recording is missing?)", file,
                      f.offset, expect_seq_ - 1, seq));
@@ -335,7 +425,9 @@ bool Replayer<Medium>::datagram(const record::RecordedFrame& f, const std::strin
   expect_seq_ = seq + 1;
   if (!started_ && reached_from(f)) {
     started_ = true;
-    if (from_.any() && c_->skipped.get() && !publish_image()) return false;
+    // The books so far - rebuilt before --from, or a snapshot's image at the
+    // start of the recording - are published first.
+    if ((c_->skipped.get() || c_->gaps.get()) && !publish_image()) return false;
   }
   if (started_) pace(f.time_ns);
   wire::MessageCursor cur = wire::MessageCursor::payload_of(f.datagram);
@@ -407,10 +499,7 @@ int Replayer<Medium>::run() {
           expect_seq_ = 0;
           continue;
         }
-        stop(fmt::format("{}: offset {}: the recording has a break: sequences {}..{} were replaced by a snapshot "
-                         "when it was recorded, and what follows cannot be published onto the books before it",
-                         file, f.offset, f.marker.a, f.marker.b - 1));
-        more = false;
+        more = marker(f, file);
         continue;
       }
       more = datagram(f, file);

@@ -7,6 +7,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/wire/datagram.hpp"
 
 namespace mdcast::record {
 
@@ -23,10 +24,14 @@ bool is_marker(std::span<const std::byte> p) noexcept {
 }
 
 bool decode_marker(std::span<const std::byte> p, Marker& out) noexcept {
-  if (p.size() != kMarkerSize || !is_marker(p)) return false;
+  if (p.size() < kMarkerSize || !is_marker(p)) return false;
   const auto kind = static_cast<uint8_t>(p[8]);
-  if (kind != 1 && kind != 2) return false;
-  out = {static_cast<MarkerKind>(kind), load_le<uint64_t>(p.data() + 16), load_le<uint64_t>(p.data() + 24)};
+  if (kind < 1 || kind > 3) return false;
+  if (kind != 3 && p.size() != kMarkerSize) return false;
+  const std::span<const std::byte> run = p.subspan(kMarkerSize);
+  if (kind == 3 && wire::validate_message_run(run.data(), run.size()) < 0) return false;
+  out = {static_cast<MarkerKind>(kind), load_le<uint64_t>(p.data() + 16), load_le<uint64_t>(p.data() + 24),
+         kind == 3 ? run : std::span<const std::byte>()};
   return true;
 }
 
@@ -39,8 +44,8 @@ RecordingWriter::RecordingWriter(WriterOptions o) : opts_(std::move(o)) {
     fail("recording: datagrams of up to {} bytes do not fit an IPv4/UDP frame (at most {}); lower the medium's "
          "max_datagram", opts_.max_datagram, kMaxPayload);
   if (opts_.index_every == 0) opts_.index_every = 1;
-  frame_ = std::make_unique<std::byte[]>(kFrameOverhead + std::max(opts_.max_datagram, kMarkerSize));
-  pcap_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, static_cast<int>(kFrameOverhead + opts_.max_datagram),
+  frame_ = std::make_unique<std::byte[]>(kFrameOverhead + kMaxPayload);
+  pcap_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, static_cast<int>(kFrameOverhead + kMaxPayload),
                                                PCAP_TSTAMP_PRECISION_NANO);
   if (!pcap_) fail("recording: libpcap could not make a nanosecond Ethernet capture handle (out of memory?)");
   try {
@@ -60,6 +65,7 @@ RecordingWriter::~RecordingWriter() {
 RecordingWriter::RecordingWriter(RecordingWriter&& o) noexcept
     : opts_(std::move(o.opts_)),
       frame_(std::move(o.frame_)),
+      marker_(std::move(o.marker_)),
       pcap_(std::exchange(o.pcap_, nullptr)),
       dumper_(std::exchange(o.dumper_, nullptr)),
       index_(std::move(o.index_)),
@@ -126,10 +132,13 @@ bool RecordingWriter::put(std::span<const std::byte> payload, uint64_t t, uint64
       return false;
     }
   }
-  const size_t n = build_frame({frame_.get(), kFrameOverhead + std::max(opts_.max_datagram, kMarkerSize)},
-                               opts_.address, payload, ip_id_++);
+  if (payload.size() > opts_.max_datagram && !is_marker(payload)) {
+    ++dropped_;  // larger than the snapshot length: counted, never cut
+    return false;
+  }
+  const size_t n = build_frame({frame_.get(), kFrameOverhead + kMaxPayload}, opts_.address, payload, ip_id_++);
   if (n == 0) {
-    ++dropped_;  // larger than an IPv4/UDP frame carries: counted, never cut
+    ++dropped_;  // larger than an IPv4/UDP frame carries
     return false;
   }
   if (!file_start_ns_) file_start_ns_ = t ? t : 1;
@@ -163,9 +172,17 @@ bool RecordingWriter::write(std::span<const std::byte> d, uint64_t sequence, uin
 }
 
 bool RecordingWriter::mark(const Marker& m, uint64_t t) noexcept {
+  const size_t n = kMarkerSize + m.messages.size();
+  if (n > kMaxPayload) {
+    ++dropped_;
+    return false;
+  }
+  if (!marker_) marker_ = std::make_unique<std::byte[]>(kMaxPayload);  // once, at the first image
   std::byte b[kMarkerSize];
   encode_marker(m, b);
-  return put(b, t, 0, false);
+  std::memcpy(marker_.get(), b, kMarkerSize);
+  if (!m.messages.empty()) std::memcpy(marker_.get() + kMarkerSize, m.messages.data(), m.messages.size());
+  return put({marker_.get(), n}, t, 0, false);
 }
 
 void RecordingWriter::close() {

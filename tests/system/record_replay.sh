@@ -4,7 +4,8 @@
 # replayed to a new subscriber its books are identical to the original
 # publisher's; a cut copy and a copy with one flipped byte are reported with
 # the offset and what comes before is still replayed; a recording rotated by
-# size replays in order; --from SEQ starts later; a UDP feed on lo records too
+# size replays in order; snapshots in a recording (a late or lapped recorder)
+# are replayed through; --from SEQ starts later; a UDP feed on lo records too
 # (and tcpreplay, where installed, sends that recording back onto lo).
 source "$(dirname "$0")/lib.sh"
 
@@ -125,6 +126,32 @@ grep -q "a.0000.pcap: offset 24: the recording goes on with another session" "$W
   fail "a second session went unnoticed"
 note "a file left out of the rotation, a second session: reported where they begin, what came before replayed"
 
+# --------------------------------------------------------------- snapshots --
+# A recorder that joins late starts from a snapshot; one stopped for 0.5 s is
+# lapped (1024 slots, 64 KiB of retransmit ring) and resumes from one. Each
+# gap is recorded with the books the snapshot gave, and the replay goes on
+# through it: the books end as the original publisher's (their checksums; the
+# instruments' sequences differ, the replay having cleared and re-added books).
+books() { grep -E '^"[0-9]+" = \[[1-9]' "$1" | sed -E 's/\[[0-9]+, /[/' | sort; }
+start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 3s --instruments 50 --idle block --shm-slots 1024 \
+  --retransmit-bytes 64K --result "$WORK/s-pub.toml"
+wait_ring_of() { local i=0; until [ -e "/dev/shm/mdcast-$1.ring" ]; do sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || fail "no ring $1"; done; }
+wait_ring_of "$NAME-s"
+sleep 0.5
+start_bg s-rec record --name "$NAME-s" --idle block --out "$WORK/s" --result "$WORK/s-rec.toml"
+sleep 1
+kill -STOP "$PID_s_rec"; sleep 0.5; kill -CONT "$PID_s_rec"
+wait_pid "$PID_s_rec" 60 || fail "recorder (snapshots) exited non-zero"
+wait_pid "$PID_s_pub" 30 || fail "publisher (snapshots) exited non-zero"
+gaps=$(toml_get "$WORK/s-rec.toml" rec.gap_markers)
+[ "$gaps" -ge 2 ] || fail "expected a gap at the start and one after the stop, the recording has $gaps"
+[ "$(toml_get "$WORK/s-rec.toml" rec.image_frames)" -ge "$gaps" ] || fail "a gap without its image"
+replay_to snap 0 --speed max "$WORK/s"
+[ "$(toml_get "$WORK/snap-rep.toml" rep.gaps)" = "$gaps" ] || fail "the replay went through $(toml_get "$WORK/snap-rep.toml" rep.gaps) of $gaps gaps"
+diff <(books "$WORK/s-pub.toml") <(books "$WORK/snap-sub.toml") >/dev/null ||
+  fail "replayed across snapshots: the subscriber's books differ from the original publisher's"
+note "$gaps recorded snapshots (late start, a lapped recorder): replayed through their images, book checksums identical"
+
 # ------------------------------------------------------------ --from SEQ --
 from=$((datagrams / 2))
 replay_to from 0 --speed max --from "$from" "$file"
@@ -132,7 +159,6 @@ skipped=$(toml_get "$WORK/from-rep.toml" rep.skipped)
 [ "$skipped" = $((from - 1)) ] || fail "--from $from skipped $skipped datagrams"
 [ "$(toml_get "$WORK/from-rep.toml" rep.image_messages)" -gt 0 ] || fail "--from published no book image"
 # Same orders in every book: the checksums agree (the instruments' sequences do not: a new session).
-books() { grep -E '^"[0-9]+" = \[[1-9]' "$1" | sed -E 's/\[[0-9]+, /[/' | sort; }
 diff <(books "$WORK/a-pub.toml") <(books "$WORK/from-sub.toml") >/dev/null ||
   fail "--from $from: the subscriber's books differ from the original publisher's"
 note "--from $from: $skipped datagrams rebuilt into a book image, the rest replayed; book checksums identical"

@@ -37,7 +37,7 @@ struct WriterOptions {
   uint64_t rotate_bytes = 0;      // start the next file once this one holds this much; 0: never
   uint64_t rotate_ns = 0;         // ... or once its first frame is this old; 0: never
   uint32_t index_every = 1024;    // an index entry every this many datagrams (and the first of a file)
-  size_t max_datagram = 65507;    // the snapshot length: no frame is cut
+  size_t max_datagram = 65507;    // largest datagram recorded (larger: counted as dropped, never cut)
   FrameAddress address;
 };
 
@@ -51,7 +51,7 @@ class RecordingWriter {
 
   // One delivered datagram; false once the writer has failed (dropped).
   bool write(std::span<const std::byte> datagram, uint64_t sequence, uint64_t realtime_ns) noexcept;
-  // A marker frame (a break in the sequence, a new session).
+  // A marker frame (a break in the sequence, a new session, an image's part).
   bool mark(const Marker& m, uint64_t realtime_ns) noexcept;
   // Where frames now say they come from (the publisher's address, once known).
   void set_address(const FrameAddress& a) noexcept { opts_.address = a; }
@@ -75,6 +75,7 @@ class RecordingWriter {
 
   WriterOptions opts_;
   std::unique_ptr<std::byte[]> frame_;
+  std::unique_ptr<std::byte[]> marker_;  // a marker's payload (an image's messages after its header)
   pcap* pcap_ = nullptr;
   pcap_dumper* dumper_ = nullptr;
   IndexWriter index_;

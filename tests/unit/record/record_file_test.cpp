@@ -71,7 +71,7 @@ TEST(RecordFile, RoundTripsDatagramsMarkersAndTimestamps) {
   {
     RecordingWriter w(opts(base + ".pcap", 0, 0, 4));
     for (uint64_t s = 1; s <= 10; ++s) ASSERT_TRUE(w.write(datagram(s), s, kT0 + s * 1000 + 1));
-    ASSERT_TRUE(w.mark({MarkerKind::kGap, 11, 20}, kT0 + 20'000));
+    ASSERT_TRUE(w.mark({MarkerKind::kGap, 11, 20, {}}, kT0 + 20'000));
     ASSERT_TRUE(w.write(datagram(20), 20, kT0 + 21'000));
     w.close();
     EXPECT_EQ(w.frames(), 12u);
@@ -216,17 +216,57 @@ TEST(RecordFile, DatagramAboveTheSnapshotLengthIsCountedNotCut) {
 
 TEST(RecordFile, MarkersDecodeOnlyWhenWellFormed) {
   std::byte b[kMarkerSize];
-  encode_marker({MarkerKind::kSession, 0x1234, 0}, b);
+  encode_marker({MarkerKind::kSession, 0x1234, 0, {}}, b);
   Marker m;
   ASSERT_TRUE(decode_marker(b, m));
   EXPECT_EQ(m.kind, MarkerKind::kSession);
   EXPECT_EQ(m.a, 0x1234u);
   EXPECT_FALSE(decode_marker(std::span(b).first(kMarkerSize - 1), m));  // short
-  b[8] = std::byte{3};                                                 // unknown kind
+  b[8] = std::byte{4};                                                 // unknown kind
   EXPECT_FALSE(decode_marker(b, m));
   EXPECT_TRUE(is_marker(b));
   // An mdcast datagram is never taken for one ('M','C' vs "MDCREC01").
   EXPECT_FALSE(is_marker(datagram(1)));
+}
+
+TEST(RecordFile, ImageMarkersCarryValidatedMessages) {
+  TempDir d;
+  const std::string base = (d.path / "img").string();
+  test::Bytes run = test::encode_msg(wire::Message::make_add(3, 77, 1234, 5, wire::Side::kSell));
+  const test::Bytes more = test::encode_msg(wire::Message::make_add(4, 78, 1235, 6, wire::Side::kBuy));
+  run.insert(run.end(), more.begin(), more.end());
+  {
+    RecordingWriter w(opts(base));
+    ASSERT_TRUE(w.mark({MarkerKind::kGap, 1, 500, {}}, kT0));
+    ASSERT_TRUE(w.mark({MarkerKind::kImage, 500, 1, run}, kT0));
+    ASSERT_TRUE(w.write(datagram(500), 500, kT0 + 1));
+    // A run that does not validate is recorded (the writer does not judge) and refused by the reader.
+    test::Bytes bad = run;
+    bad.resize(bad.size() - 3);
+    ASSERT_TRUE(w.mark({MarkerKind::kImage, 501, 1, bad}, kT0 + 2));
+    w.close();
+  }
+  RecordingReader r(recording_file(base, 0));
+  RecordedFrame f;
+  ASSERT_EQ(r.next(f), ReadResult::kFrame);
+  EXPECT_EQ(f.marker.kind, MarkerKind::kGap);
+  ASSERT_EQ(r.next(f), ReadResult::kFrame);
+  ASSERT_TRUE(f.is_marker);
+  EXPECT_EQ(f.marker.kind, MarkerKind::kImage);
+  EXPECT_EQ(f.marker.a, 500u);
+  EXPECT_EQ(f.marker.b, 1u);
+  ASSERT_EQ(f.marker.messages.size(), run.size());
+  wire::MessageCursor cur(f.marker.messages.data(), f.marker.messages.size());
+  wire::MessageView v;
+  ASSERT_TRUE(cur.next(v));
+  EXPECT_EQ(wire::decode(v).add.order_id, 77u);
+  ASSERT_TRUE(cur.next(v));
+  EXPECT_EQ(wire::decode(v).add.order_id, 78u);
+  EXPECT_FALSE(cur.next(v));
+  ASSERT_EQ(r.next(f), ReadResult::kFrame);
+  EXPECT_EQ(f.header.sequence, 500u);
+  EXPECT_EQ(r.next(f), ReadResult::kDamaged);
+  EXPECT_NE(r.error().find("malformed recording marker"), std::string::npos) << r.error();
 }
 
 TEST(RecordFile, RefusesWhatIsNotARecording) {
