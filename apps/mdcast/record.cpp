@@ -191,9 +191,14 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
     bool& source_known;
     stats::CountersFile& cf;
     MirroredCounters& mc;
+    uint64_t last_stats = 0;
     bool on_control_round(uint64_t now) {
-      cf.touch(now);
-      mc.refresh(cf);
+      // A control round is every control_poll_ns (100 us): the counters file a few times a second is enough.
+      if (now - last_stats > 250 * kNsPerMs) {
+        last_stats = now;
+        cf.touch(now);
+        mc.refresh(cf);
+      }
       if (!source_known) {
         record::FrameAddress fa = w.options().address;
         if (learn_source(m, fa)) {
