@@ -186,4 +186,13 @@ else
 fi
 replay_to udp 0 --speed max "$WORK/u"
 verify_original "$WORK/u-pub.toml" "$WORK/udp-sub.toml" >/dev/null || fail "UDP recording replayed over shm: books differ"
-note "over UDP on lo: recorded with the group's address, replayed over shm, books identical"
+# ... and the shm recording replayed over UDP (another group) to a UDP subscriber.
+GROUP2="239.77.13.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
+udp2=(--medium udp --udp-group "$GROUP2" --interface lo --set udp.control_port=0 --idle block)
+start_bg ur-replay replay "${udp2[@]}" --speed max --wait-subscribers 1 --linger 2s --result "$WORK/ur-rep.toml" "$file"
+sleep 0.3
+start_bg ur-sub subscribe "${udp2[@]}" --result "$WORK/ur-sub.toml"
+wait_pid "$PID_ur_replay" 60 || fail "replay over UDP exited non-zero"
+wait_pid "$PID_ur_sub" 60 || fail "subscriber of the replay over UDP exited non-zero"
+verify_original "$WORK/a-pub.toml" "$WORK/ur-sub.toml" >/dev/null || fail "shm recording replayed over UDP: books differ"
+note "over UDP on lo: recorded with the group's address and replayed over shm; the shm recording replayed over UDP; books identical"
