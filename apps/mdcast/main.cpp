@@ -211,7 +211,8 @@ int main(int argc, char** argv) {
   }
 
   if (!help_config && app.get_subcommands().empty()) {
-    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench, record, replay); "
+    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench, "
+                       "record, replay); "
                        "mdcast --help lists them, mdcast --help-config every setting\n");
     return 106;  // what CLI11 returns for a missing subcommand
   }

@@ -83,7 +83,8 @@ struct RecordHandler {
       st.instrument = i;
       st.status = {b.status()};
       put(st);
-      books->for_each_order(i, [&](const book::Order& o) { put(wire::Message::make_add(i, o.id, o.price, o.quantity, o.side)); });
+      books->for_each_order(
+          i, [&](const book::Order& o) { put(wire::Message::make_add(i, o.id, o.price, o.quantity, o.side)); });
     }
     if (w.mark({record::MarkerKind::kImage, next_seq, 1, {image.get(), used}}, t)) c->image_frames.add();
   }
@@ -147,7 +148,8 @@ record::FrameAddress frame_address(const Settings& s, MediumKind medium) {
     fail_recording_usage("record: udp.group '{}' is not IPv4 GROUP:PORT", s.udp.group);
   a.group_port = a.source_port = port;
   if (medium == MediumKind::kVerbs) {
-    if (!record::parse_ipv4(s.verbs.group, a.group_ip)) fail_recording_usage("record: verbs.group '{}' is not IPv4", s.verbs.group);
+    if (!record::parse_ipv4(s.verbs.group, a.group_ip))
+      fail_recording_usage("record: verbs.group '{}' is not IPv4", s.verbs.group);
     if (!s.verbs.control_ip.empty()) (void)record::parse_ipv4(s.verbs.control_ip, a.source_ip);
   }
   return a;
@@ -262,7 +264,8 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
   fmt::print(stderr,
              "mdcast record: {} (session {:016x}): {} datagrams through sequence {} in {} file(s) from {} ({}); {} "
              "gap marker(s), {} not recorded\n",
-             g_stop ? "interrupted" : clean || outcome != "ok" ? outcome : "incomplete", sub.session(), rc->datagrams.get(), h.last_seq, writer.files(),
+             g_stop ? "interrupted" : clean || outcome != "ok" ? outcome : "incomplete", sub.session(),
+             rc->datagrams.get(), h.last_seq, writer.files(),
              record::recording_file(writer.options().base, 0), format_bytes(writer.bytes()), rc->gap_markers.get(),
              rc->dropped.get());
   if (!write_error.empty()) fmt::print(stderr, "mdcast record: {}\n", write_error);
@@ -299,7 +302,8 @@ int run_record(Settings& s, const RecordArgs& a) {
     auto medium = E::subscriber(s);
     // Through the fault injector, as `mdcast subscribe` is: the tests record
     // with loss to show that recovered datagrams are recorded in order.
-    media::fault::FaultyMedium<typename E::Subscriber> faulty(*medium, injected_faults(s, static_cast<uint64_t>(::getpid())));
+    media::fault::FaultyMedium<typename E::Subscriber> faulty(*medium,
+                                                              injected_faults(s, static_cast<uint64_t>(::getpid())));
     return record_loop(s, a, faulty, E::kName);
   });
 }

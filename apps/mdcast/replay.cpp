@@ -121,8 +121,8 @@ From parse_from(const std::string& v) {
     f.offset_ns = parse_duration(v);
     f.offset = true;
   } catch (const Error&) {
-    fail_recording_usage("replay --from '{}': a sequence (12345), a UTC time (2026-12-01T17:00:00.5Z) or an offset into the "
-         "recording (30s, 2m) is expected", v);
+    fail_recording_usage("replay --from '{}': a sequence (12345), a UTC time (2026-12-01T17:00:00.5Z) or an offset "
+                         "into the recording (30s, 2m) is expected", v);
   }
   return f;
 }
@@ -132,7 +132,8 @@ double parse_speed(const std::string& v) {
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
   if (!end || *end || !(x > 0) || !std::isfinite(x))
-    fail_recording_usage("replay --speed '{}': a positive multiple of the recorded pace (1, 10, 0.5) or 'max' is expected", v);
+    fail_recording_usage("replay --speed '{}': a positive multiple of the recorded pace (1, 10, 0.5) or 'max' is "
+                         "expected", v);
   return x;
 }
 
@@ -569,6 +570,10 @@ int Replayer<Medium>::run() {
 
 int run_replay(Settings& s, const ReplayArgs& a) {
   if (a.files.empty()) fail_recording_usage("replay: a recording is required (mdcast replay FILE.pcap or BASE)");
+  // The arguments are checked before a medium is set up (a ring, sockets).
+  (void)resolve_files(a.files);
+  (void)parse_speed(a.speed);
+  (void)parse_from(a.from);
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     const uint64_t session = pick_session(s);
