@@ -7,6 +7,8 @@
 //   bench      latency, throughput, fan-out vs the medium's raw baseline (apps/bench)
 //   secret new a secrets-file line with a fresh random secret
 //   doctor     the host, RDMA devices and interfaces judged against the settings
+//   record     a subscriber writing what it is delivered into pcap files
+//   replay     a publisher of a recording
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -20,6 +22,7 @@
 #include "exit_codes.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
+#include "record_commands.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
 
@@ -200,6 +203,41 @@ int main(int argc, char** argv) {
   doc->add_flag("--json", doctor_args.json, "one JSON object instead of text");
   doc->add_option("--root", doctor_args.root, "read /sys and /proc under this directory (tests)");
 
+  RecordArgs record_args;
+  auto* rec = app.add_subcommand("record", "subscribe to every instrument and write each delivered datagram into "
+                                           "nanosecond pcap files (docs/recording.md)");
+  feed_flags(rec, f);
+  rec->add_option("--out,-o", record_args.out, "base name: files BASE.0000.pcap, BASE.0001.pcap, ... with .idx")
+      ->required();
+  rec->add_option("--rotate-size", record_args.rotate_size, "next file once one holds this much (e.g. 1G)");
+  rec->add_option("--rotate-time", record_args.rotate_time, "next file once one is this old (e.g. 1h)");
+  rec->add_option("--index-every", record_args.index_every, "an index entry every this many datagrams")
+      ->check(CLI::PositiveNumber);
+  rec->add_option("--min-free", record_args.min_free, "refuse to start with less free disk (default 256M or --rotate-size)");
+  flag(rec, f, "--identity", "subscriber.identity", "identity proven to the publisher");
+  flag(rec, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600)");
+  flag(rec, f, "--duration", "subscriber.duration", "stop after this long (default: end of session)");
+  flag(rec, f, "--wait", "subscriber.wait", "how long to wait for the publisher");
+  flag(rec, f, "--give-up", "subscriber.give_up", "exit after the publisher is silent this long");
+  flag(rec, f, "--result", "subscriber.result", "write a result file (the recorder's books) at the end");
+
+  ReplayArgs replay_args;
+  auto* rep = app.add_subcommand("replay", "publish a recording again over any medium (docs/recording.md)");
+  feed_flags(rep, f);
+  rep->add_option("files", replay_args.files, "recording files, or a BASE for BASE.0000.pcap, BASE.0001.pcap, ...")
+      ->required();
+  rep->add_option("--speed", replay_args.speed, "a multiple of the recorded pace (1, 10, 0.5) or max (default 1)");
+  rep->add_option("--from", replay_args.from, "start at a sequence (12345), a UTC time (2026-12-01T17:00:00Z) or an "
+                                              "offset (30s); the books before it are published first");
+  flag(rep, f, "--max-datagram", "publisher.max_datagram", "datagram size limit");
+  flag(rep, f, "--flush-interval", "publisher.flush_interval", "longest a partly filled datagram waits");
+  flag(rep, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
+  flag(rep, f, "--linger", "publisher.linger", "serve recovery this long after the end");
+  bool_flag(rep, f, "--crc", "publisher.crc", "CRC-32C in every datagram");
+  flag(rep, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600)");
+  flag(rep, f, "--result", "publisher.result", "write a result file at the end");
+  flag(rep, f, "--wait-subscribers", "publisher.wait_subscribers", "hold the replay until this many have subscribed");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -209,7 +247,8 @@ int main(int argc, char** argv) {
   }
 
   if (!help_config && app.get_subcommands().empty()) {
-    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench, doctor); "
+    fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench, "
+                       "doctor, record, replay); "
                        "mdcast --help lists them, mdcast --help-config every setting\n");
     return exit_code::kUsage;
   }
@@ -248,6 +287,8 @@ int main(int argc, char** argv) {
     }
     if (bench->parsed()) return run_bench(s, bench_args);
     if (doc->parsed()) return run_doctor(s, doctor_args);
+    if (rec->parsed()) return run_record(s, record_args);
+    if (rep->parsed()) return run_replay(s, replay_args);
   } catch (const UsageError& e) {
     fmt::print(stderr, "mdcast: {}\n", e.what());
     return exit_code::kUsage;

@@ -161,7 +161,7 @@ struct VerbsEntry {
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
   static std::string waiting_for(const Settings& s) {
-    return fmt::format("datagrams on RDMA multicast group {} with QKey {:#x}{}{} (channel {}), control {}:{}", s.verbs.group,
+    return fmt::format("datagrams on RDMA multicast group {} with QKey {:#010x}{}{} (channel {}), control {}:{}", s.verbs.group,
                        s.verbs.qkey, s.verbs.device.empty() ? "" : " on " + s.verbs.device,
                        s.verbs.local_ip.empty() ? "" : " at " + s.verbs.local_ip, s.feed.channel,
                        s.verbs.control_ip.empty() ? "(unset)" : s.verbs.control_ip, s.verbs.control_port);

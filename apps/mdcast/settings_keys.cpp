@@ -248,7 +248,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
         fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x01234567, the default)", v);
       s.verbs.qkey = static_cast<uint32_t>(q);
     },
-        [](const Settings& s) { return fmt::format("{:#x}", s.verbs.qkey); });
+        [](const Settings& s) { return fmt::format("{:#010x}", s.verbs.qkey); });
     add("verbs.control_ip", "IPV4", "publisher: listen address; subscriber: the publisher's", [](Settings& s, const std::string& v) {
       s.verbs.control_ip = v;
     },

@@ -49,6 +49,7 @@ constexpr std::string_view kFields[] = {
     "mdcast.ctl.identity", "mdcast.ctl.server_nonce", "mdcast.ctl.server_proof", "mdcast.ctl.client_proof",
     "mdcast.ann.magic", "mdcast.ann.version", "mdcast.ann.address_length", "mdcast.ann.channel",
     "mdcast.ann.reserved", "mdcast.ann.session", "mdcast.ann.address",
+    "mdcast.rec.kind", "mdcast.rec.a", "mdcast.rec.b",
 };
 
 // Text forms as tshark writes them: decimal; hexadecimal zero-padded to the
@@ -240,6 +241,10 @@ class Walker {
 
   // A UDP payload the dissector would take (heuristic or port).
   void udp_payload(Packet& p, Bytes pl) {
+    if (pl.size() >= 8 && std::memcmp(pl.data(), "MDCREC01", 8) == 0) {
+      marker(p, pl);
+      return;
+    }
     if (pl.size() >= 3 && le<uint16_t>(pl, 0) == media::udp::kAnnounceMagic &&
         std::to_integer<unsigned>(pl[2]) == media::udp::kAnnounceVersion) {
       announcement(p, pl);
@@ -264,6 +269,35 @@ class Walker {
       datagram(p, pl.subspan(off, len), "udp");
       off += len;
     }
+  }
+
+  // A marker `mdcast record` writes where the sequence breaks (docs/recording.md):
+  // "MDCREC01", u8 kind, 7 zero, u64 a, u64 b; an image's messages follow.
+  void marker(Packet& p, Bytes pl) {
+    sum_.count("rec.markers");
+    if (pl.size() < 32) {
+      sum_.count("malformed");
+      return;
+    }
+    const auto kind = std::to_integer<unsigned>(pl[8]);
+    p.add("mdcast.rec.kind", dec(kind));
+    p.add("mdcast.rec.a", dec(le<uint64_t>(pl, 16)));
+    p.add("mdcast.rec.b", dec(le<uint64_t>(pl, 24)));
+    if (kind != 3) return;
+    // The run is bytes from a file: each length is checked before it is followed.
+    size_t off = 32, found = 0;
+    while (off + 4 <= pl.size()) {
+      const size_t len = le<uint16_t>(pl, off);
+      if (len < 4 || len > pl.size() - off ||
+          validate_message(pl.data() + off, static_cast<uint16_t>(len)) != MessageCheck::kOk) {
+        sum_.count("malformed");
+        break;
+      }
+      message(p, MessageView(pl.data() + off, static_cast<uint16_t>(len)));
+      ++found;
+      off += len;
+    }
+    p.add("mdcast.messages_found", dec(found));
   }
 
   void announcement(Packet& p, Bytes pl) {

@@ -92,7 +92,7 @@ compare() {
 
   local fields=()
   while read -r f; do fields+=(-e "$f"); done < <("$DECODE" --fields)
-  "${TSHARK[@]}" "${opts[@]}" -r "$cap" -Y 'mdcast || mdcast_ctl || mdcast_ann' -T fields -E occurrence=a \
+  "${TSHARK[@]}" "${opts[@]}" -r "$cap" -Y 'mdcast || mdcast_ctl || mdcast_ann || mdcast_rec' -T fields -E occurrence=a \
     -E aggregator='|' -e frame.number "${fields[@]}" >"$WORK/$label.tshark" 2>"$WORK/$label.tshark.log" ||
     fail "tshark failed on $cap: $(tail -3 "$WORK/$label.tshark.log")"
   ! grep -i "lua" "$WORK/$label.tshark.log" || fail "the dissector does not load (above)"
@@ -113,7 +113,13 @@ compare() {
   [ "$(count "$s" malformed)" = 0 ] || fail "$label: mdcast found $(count "$s" malformed) malformed datagrams/frames"
   n=$(count "$s" udp.datagrams)
   [ "$n" -ge "$min" ] || fail "$label: only $n datagrams (want at least $min)"
-  for t in instrument-definition add-order modify-order delete-order execute-order trading-status heartbeat; do
+  # A recording holds no heartbeats (docs/recording.md), and a marker where each session begins.
+  local kinds="instrument-definition add-order modify-order delete-order execute-order trading-status heartbeat"
+  if [ "$label" = recording ]; then
+    kinds=${kinds% heartbeat}
+    [ "$(count "$s" rec.markers)" -gt 0 ] || fail "$label: no recording marker decoded"
+  fi
+  for t in $kinds; do
     [ "$(count "$s" "msg.$t")" -gt 0 ] || fail "$label: no $t message decoded"
   done
   if [ "$control" = 1 ]; then
@@ -129,7 +135,7 @@ compare() {
   fi
   [ "$(matching "$cap" '_ws.lua.error' "${opts[@]}")" = 0 ] || fail "$label: Lua errors in the dissector"
   [ "$(matching "$cap" 'mdcast.crc.status == 2' "${opts[@]}")" = 0 ] || fail "$label: the dissector finds bad CRCs"
-  [ "$(matching "$cap" '_ws.expert.severity == error && (mdcast || mdcast_ctl || mdcast_ann)' "${opts[@]}")" = 0 ] ||
+  [ "$(matching "$cap" '_ws.expert.severity == error && (mdcast || mdcast_ctl || mdcast_ann || mdcast_rec)' "${opts[@]}")" = 0 ] ||
     fail "$label: the dissector reports errors on a clean capture"
 
   # Hostile bytes: the dissector and the decoder get through a corrupted copy.
@@ -199,7 +205,7 @@ crafted() {
 
   local fields=()
   while read -r f; do fields+=(-e "$f"); done < <("$DECODE" --fields)
-  "${TSHARK[@]}" -r "$d/good.pcap" -Y 'mdcast || mdcast_ctl || mdcast_ann' -T fields -E occurrence=a -E aggregator='|' \
+  "${TSHARK[@]}" -r "$d/good.pcap" -Y 'mdcast || mdcast_ctl || mdcast_ann || mdcast_rec' -T fields -E occurrence=a -E aggregator='|' \
     -e frame.number "${fields[@]}" >"$d/good.tshark" 2>/dev/null
   "$DECODE" --summary "$d/good.summary" "$d/good.pcap" >"$d/good.mdcast" 2>"$d/good.log" || fail "decoder failed"
   diff "$d/good.mdcast" "$d/good.tshark" >"$d/good.diff" ||

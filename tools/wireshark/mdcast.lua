@@ -21,12 +21,15 @@
 local mdcast = Proto("mdcast", "mdcast market data")
 local mdcast_ctl = Proto("mdcast_ctl", "mdcast control plane")
 local mdcast_ann = Proto("mdcast_ann", "mdcast UDP announcement")
+local mdcast_rec = Proto("mdcast_rec", "mdcast recording marker")
 
 local DATAGRAM_MAGIC = 0x434d   -- bytes 'M','C'
 local DATAGRAM_VERSION = 2
 local HEADER = 40
 local ANN_MAGIC = 0x414d        -- bytes 'M','A'
 local ANN_VERSION = 1
+local REC_MAGIC = "MDCREC01"    -- a marker `mdcast record` writes where the sequence breaks (docs/recording.md)
+local REC_SIZE = 32
 local CTL_HEADER = 12
 local CTL_MAX_FRAME = 4 * 1024 * 1024
 local CTL_VERSION = 2
@@ -53,6 +56,7 @@ local error_codes = {
   [5] = "too large", [6] = "bad credential", [7] = "overloaded", [8] = "unsupported",
 }
 local schemes = { [1] = "HMAC-SHA-256" }
+local rec_kinds = { [1] = "gap", [2] = "session", [3] = "image" }
 local crc_results = { [0] = "not present", [1] = "good", [2] = "bad", [3] = "not checked" }
 
 --------------------------------------------------------------------- fields --
@@ -166,6 +170,12 @@ field("ann_reserved", ProtoField.uint16("mdcast.ann.reserved", "Reserved", base.
 field("ann_session", ProtoField.uint64("mdcast.ann.session", "Session", base.HEX))
 field("ann_address", ProtoField.string("mdcast.ann.address", "Control address"))
 
+-- Recording markers (docs/recording.md): a = first missing / session / next
+-- recorded sequence, b = next recorded / 0 / last frame of the image.
+field("rec_kind", ProtoField.uint8("mdcast.rec.kind", "Marker", base.DEC, rec_kinds))
+field("rec_a", ProtoField.uint64("mdcast.rec.a", "Value a", base.DEC))
+field("rec_b", ProtoField.uint64("mdcast.rec.b", "Value b", base.DEC))
+
 local list = {}
 for _, f in pairs(F) do list[#list + 1] = f end
 mdcast.fields = list
@@ -199,9 +209,11 @@ local E = {
     expert.group.MALFORMED, expert.severity.ERROR),
   ann = ProtoExpert.new("mdcast.expert.bad_announcement", "Malformed announcement (receivers count and ignore it)",
     expert.group.MALFORMED, expert.severity.ERROR),
+  rec = ProtoExpert.new("mdcast.expert.bad_marker", "Malformed recording marker",
+    expert.group.MALFORMED, expert.severity.ERROR),
 }
 mdcast.experts = { E.short, E.magic, E.version, E.flags, E.length, E.zero_seq, E.crc, E.count, E.message,
-  E.unknown_type, E.gso, E.ctl, E.ctl_stream, E.ann }
+  E.unknown_type, E.gso, E.ctl, E.ctl_stream, E.ann, E.rec }
 
 ---------------------------------------------------------------- preferences --
 mdcast.prefs.data_ports = Pref.range("UDP data ports", "7470", "UDP ports always decoded as mdcast datagrams " ..
@@ -516,8 +528,40 @@ local function dissect_announcement(tvb, pinfo, tree)
   return len
 end
 
+---------------------------------------------------------- recording markers --
+local function dissect_marker(tvb, pinfo, tree)
+  pinfo.cols.protocol = "mdcast"
+  local len = tvb:len()
+  local t = tree:add(mdcast_rec, tvb(), "mdcast recording marker")
+  if len < REC_SIZE then
+    t:add_proto_expert_info(E.rec, len .. " bytes, below the 32-byte marker")
+    return len
+  end
+  local kind = tvb(8, 1):uint()
+  t:add_le(F.rec_kind, tvb(8, 1))
+  t:add_le(F.rec_a, tvb(16, 8))
+  t:add_le(F.rec_b, tvb(24, 8))
+  local a, b = tvb(16, 8):le_uint64(), tvb(24, 8):le_uint64()
+  if kind == 1 then
+    pinfo.cols.info = string.format("mdcast recording: gap, sequences %s to %s replaced by a snapshot", a, b - 1)
+  elseif kind == 2 then
+    pinfo.cols.info = string.format("mdcast recording: session %016x begins", a:tonumber())
+  elseif kind == 3 then
+    -- The books as the snapshot left them, as mdcast messages.
+    local found = 0
+    if len > REC_SIZE then found = dissect_messages(tvb, pinfo, t, REC_SIZE, len - REC_SIZE) end
+    t:add(F.messages_found, found):set_generated()
+    pinfo.cols.info = string.format("mdcast recording: image before sequence %s, %d messages%s", a, found,
+      b == UInt64(1) and " (last)" or "")
+  else
+    t:add_proto_expert_info(E.rec, "unknown marker kind " .. kind)
+  end
+  return len
+end
+
 ---------------------------------------------------------------- UDP entries --
 local function udp_kind(tvb)
+  if tvb:len() >= 8 and tvb(0, 8):string() == REC_MAGIC then return "rec" end
   if tvb:len() < 3 then return nil end
   local magic, version = tvb(0, 2):le_uint(), tvb(2, 1):uint()
   if magic == DATAGRAM_MAGIC and version == DATAGRAM_VERSION then return "data" end
@@ -526,7 +570,9 @@ local function udp_kind(tvb)
 end
 
 function mdcast.dissector(tvb, pinfo, tree)
-  if udp_kind(tvb) == "ann" then return dissect_announcement(tvb, pinfo, tree) end
+  local kind = udp_kind(tvb)
+  if kind == "ann" then return dissect_announcement(tvb, pinfo, tree) end
+  if kind == "rec" then return dissect_marker(tvb, pinfo, tree) end
   return dissect_udp_payload(tvb, pinfo, tree)
 end
 
@@ -538,6 +584,9 @@ local function heur_udp(tvb, pinfo, tree)
     return true
   elseif kind == "ann" and tvb:len() >= 16 then
     dissect_announcement(tvb, pinfo, tree)
+    return true
+  elseif kind == "rec" then
+    dissect_marker(tvb, pinfo, tree)
     return true
   end
   return false

@@ -1,0 +1,40 @@
+// `mdcast record` and `mdcast replay` (docs/recording.md): a subscriber that
+// writes what it is delivered into nanosecond pcap files, and a publisher
+// that publishes such a recording again.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mdcast/core/error.hpp"
+#include "settings.hpp"
+
+namespace mdcast::app {
+
+// A wrong argument to record/replay: the user fixes the command line
+// (exit_code::kUsage; everything else thrown is the host's or the file's).
+template <class... Args>
+[[noreturn]] void fail_recording_usage(fmt::format_string<Args...> f, Args&&... args) {
+  throw UsageError(fmt::format(f, std::forward<Args>(args)...));
+}
+
+struct RecordArgs {
+  std::string out;            // base name: files <out>.<n>.pcap (+ .idx)
+  std::string rotate_size;    // "1G": next file once this one holds this much
+  std::string rotate_time;    // "1h": next file once its first frame is this old
+  uint32_t index_every = 1024;
+  std::string min_free;       // refuse to start with less free space than this
+};
+int run_record(Settings& s, const RecordArgs& a);
+
+struct ReplayArgs {
+  std::vector<std::string> files;  // recording files, or bases (<base>.0000.pcap, .0001, ...)
+  std::string speed = "1";         // a multiple of the original pace, or "max"
+  std::string from;                // SEQ, ISO time (2026-12-01T17:00:00.5Z) or an offset (30s)
+};
+int run_replay(Settings& s, const ReplayArgs& a);
+
+}  // namespace mdcast::app
