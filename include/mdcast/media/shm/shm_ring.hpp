@@ -295,7 +295,7 @@ class RingReader {
   // kLapped: the writer overwrote what this reader had not read yet; the
   // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
-    const std::byte* s = data_slot(next_);
+    const std::byte* s = next_slot_;
     const auto& seq = word(s);
     const uint64_t q1 = seq.load(std::memory_order_acquire);
     if (q1 == next_) {
@@ -306,6 +306,10 @@ class RingReader {
       if (seq.load(std::memory_order_relaxed) == next_) {
         len = l;
         ++next_;
+        // The next slot by compare-and-wrap, not `next_ % slots` (a division
+        // per datagram); every other move of the cursor goes through seek().
+        s += c_.slot_size;
+        next_slot_ = s == c_.ring_end ? c_.ring + feed::RetransmitRing::kControlSize : s;
         return Read::kOk;
       }
       return overtaken();  // a later lap took the slot while we copied
@@ -350,6 +354,7 @@ class RingReader {
   struct Cursor {
     const std::byte* ring = nullptr;
     const std::byte* lane = nullptr;
+    const std::byte* ring_end = nullptr;  // one past the last data slot
     size_t slot_size = 0;
     size_t slots = 0;
     size_t lane_slot_size = 0;
@@ -378,6 +383,12 @@ class RingReader {
   uint64_t newest_in_lane() const noexcept;
   void note_implausible(uint64_t& last, uint64_t v) noexcept;
   void skip_to(uint64_t target) noexcept;
+  // Moves the cursor to data sequence seq: the one way next_ changes other
+  // than by read()'s step, so next_slot_ stays data_slot(next_).
+  void seek(uint64_t seq) noexcept {
+    next_ = seq;
+    next_slot_ = data_slot(seq);
+  }
   void release_slot() noexcept;
   [[nodiscard]] uint64_t published() const noexcept {
     return word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
@@ -395,6 +406,7 @@ class RingReader {
   uid_t owner_ = 0;
   Cursor c_;
   uint64_t next_ = 1;       // next data sequence
+  const std::byte* next_slot_ = nullptr;  // data_slot(next_)
   uint64_t lane_next_ = 0;  // next lane position
 };
 
