@@ -204,7 +204,7 @@ void BookSet::erase_order(OrderBook& b, uint32_t idx) noexcept {
   --live_orders_;
 }
 
-BookSet::Checked BookSet::validate(const wire::Message& m) const noexcept {
+inline BookSet::Checked BookSet::validate_impl(const wire::Message& m) const noexcept {
   using R = ApplyResult;
   if (m.instrument >= cfg_.max_instruments) return {R::kBadInstrument};
   const OrderBook& b = books_[m.instrument];
@@ -259,13 +259,7 @@ BookSet::Checked BookSet::validate(const wire::Message& m) const noexcept {
   return {R::kIgnored};
 }
 
-ApplyResult BookSet::apply(const wire::Message& m) noexcept {
-  const Checked c = validate(m);
-  apply(m, c);
-  return c.result;
-}
-
-void BookSet::apply(const wire::Message& m, const Checked& c) noexcept {
+inline void BookSet::apply_impl(const wire::Message& m, const Checked& c) noexcept {
   if (c.result != ApplyResult::kOk) return;
   OrderBook& b = books_[m.instrument];
   switch (m.type) {
@@ -315,6 +309,16 @@ void BookSet::apply(const wire::Message& m, const Checked& c) noexcept {
     default:
       break;
   }
+}
+
+BookSet::Checked BookSet::validate(const wire::Message& m) const noexcept { return validate_impl(m); }
+
+void BookSet::apply(const wire::Message& m, const Checked& c) noexcept { apply_impl(m, c); }
+
+ApplyResult BookSet::apply(const wire::Message& m) noexcept {
+  const Checked c = validate_impl(m);
+  apply_impl(m, c);
+  return c.result;
 }
 
 void BookSet::clear(uint32_t inst) noexcept {
