@@ -23,7 +23,7 @@
 // The writer only ever claims newest()+1, so it keeps that slot's address
 // and steps it by one slot with a compare-and-wrap per commit: a 64-bit
 // `seq % slots` (a division, ~25-40 cycles) on every claim, commit and get
-// was a fifth of a datagram's cost. get() of the newest (the datagram just
+// is then a compare instead. get() of the newest (the datagram just
 // committed, which the publisher sends next) is the slot behind the cursor;
 // any other sequence (retransmits, a caller that claims out of turn) still
 // takes the division.
@@ -75,7 +75,7 @@ class RetransmitRing {
     first_ = base_ + kControlSize;
     end_ = first_ + slots_ * slot_size_;
     cursor_seq_ = 1;
-    cursor_ = slot(1);
+    cursor_ = slots_ ? slot(1) : first_;  // no slots: memory below the precondition, never claimed
     reserved().store(0, std::memory_order_relaxed);
   }
   // Writes the control block for slots of slot_size (a multiple of 64) over mem.

@@ -91,11 +91,12 @@ namespace mdcast::media::shm {
 // proves no write overlapped it, and the fences keep the compiler and the
 // CPU from moving them across the marker accesses. (glibc's memcpy switches
 // to non-temporal stores, which fences do not order the same way, only for
-// copies of megabytes; a datagram is at most 64 KiB.) ThreadSanitizer cannot see through that argument
-// (it would report every lap, and GCC refuses standalone fences under it), so
-// its builds keep a copy of 8-byte atomic accesses - release stores,
-// acquire loads, which order themselves against the markers - and check the
-// protocol itself on it.
+// copies of megabytes; a datagram is at most 64 KiB.)
+//
+// ThreadSanitizer cannot see through that argument (it would report every
+// lap, and GCC refuses standalone fences under it), so its builds keep a
+// copy of 8-byte atomic accesses - release stores, acquire loads, which
+// order themselves against the markers - and check the protocol on it.
 #if defined(__SANITIZE_THREAD__)
 #define MDCAST_SHM_ATOMIC_COPY 1
 #elif defined(__has_feature)
