@@ -204,23 +204,24 @@ void BookSet::erase_order(OrderBook& b, uint32_t idx) noexcept {
   --live_orders_;
 }
 
-ApplyResult BookSet::check(const wire::Message& m) const noexcept {
-  if (m.instrument >= cfg_.max_instruments) return ApplyResult::kBadInstrument;
+inline BookSet::Checked BookSet::validate_impl(const wire::Message& m) const noexcept {
+  using R = ApplyResult;
+  if (m.instrument >= cfg_.max_instruments) return {R::kBadInstrument};
   const OrderBook& b = books_[m.instrument];
   switch (m.type) {
     case wire::MsgType::kAddOrder: {
-      if (static_cast<uint8_t>(m.add.side) > static_cast<uint8_t>(wire::Side::kSell)) return ApplyResult::kBadField;
-      if (m.add.order_id == 0) return ApplyResult::kBadOrderId;
-      if (m.add.quantity == 0) return ApplyResult::kBadQuantity;
-      if (lookup(m.add.order_id) != kNil) return ApplyResult::kDuplicateOrder;
-      if (free_head_ == kNil) return ApplyResult::kOrdersFull;
-      if (!level_room(b, m.add.side, m.add.price)) return ApplyResult::kLevelsFull;
-      return ApplyResult::kOk;
+      if (static_cast<uint8_t>(m.add.side) > static_cast<uint8_t>(wire::Side::kSell)) return {R::kBadField};
+      if (m.add.order_id == 0) return {R::kBadOrderId};
+      if (m.add.quantity == 0) return {R::kBadQuantity};
+      if (lookup(m.add.order_id) != kNil) return {R::kDuplicateOrder};
+      if (free_head_ == kNil) return {R::kOrdersFull};
+      if (!level_room(b, m.add.side, m.add.price)) return {R::kLevelsFull};
+      return {R::kOk};
     }
     case wire::MsgType::kModifyOrder: {
       const uint32_t i = m.modify.order_id ? lookup(m.modify.order_id) : kNil;
-      if (i == kNil || pool_[i].instrument != m.instrument) return ApplyResult::kUnknownOrder;
-      if (m.modify.quantity == 0) return ApplyResult::kBadQuantity;
+      if (i == kNil || pool_[i].instrument != m.instrument) return {R::kUnknownOrder};
+      if (m.modify.quantity == 0) return {R::kBadQuantity};
       const Order& o = pool_[i];
       if (o.price != m.modify.price && !level_room(b, o.side, m.modify.price)) {
         // The order's own level may vanish and make room; only then is it full.
@@ -228,46 +229,45 @@ ApplyResult BookSet::check(const wire::Message& m) const noexcept {
         const uint32_t n = o.side == wire::Side::kBuy ? b.bid_count_ : b.ask_count_;
         const Level* it = std::lower_bound(arr, arr + n, o.price,
                                            [s = o.side](const Level& l, int64_t p) { return before(s, l.price, p); });
-        if (it->orders > 1) return ApplyResult::kLevelsFull;
+        if (it->orders > 1) return {R::kLevelsFull};
       }
-      return ApplyResult::kOk;
+      return {R::kOk, i};
     }
     case wire::MsgType::kDeleteOrder: {
       const uint32_t i = m.del.order_id ? lookup(m.del.order_id) : kNil;
-      return i == kNil || pool_[i].instrument != m.instrument ? ApplyResult::kUnknownOrder : ApplyResult::kOk;
+      if (i == kNil || pool_[i].instrument != m.instrument) return {R::kUnknownOrder};
+      return {R::kOk, i};
     }
     case wire::MsgType::kExecuteOrder: {
       const uint32_t i = m.execute.order_id ? lookup(m.execute.order_id) : kNil;
-      if (i == kNil || pool_[i].instrument != m.instrument) return ApplyResult::kUnknownOrder;
-      if (m.execute.quantity == 0 || m.execute.quantity > pool_[i].quantity) return ApplyResult::kBadQuantity;
-      return ApplyResult::kOk;
+      if (i == kNil || pool_[i].instrument != m.instrument) return {R::kUnknownOrder};
+      if (m.execute.quantity == 0 || m.execute.quantity > pool_[i].quantity) return {R::kBadQuantity};
+      return {R::kOk, i};
     }
     case wire::MsgType::kTradingStatus:
-      return static_cast<uint8_t>(m.status.status) <= static_cast<uint8_t>(wire::TradingStatus::kClosed)
-                 ? ApplyResult::kOk
-                 : ApplyResult::kBadField;
+      return {static_cast<uint8_t>(m.status.status) <= static_cast<uint8_t>(wire::TradingStatus::kClosed)
+                  ? R::kOk
+                  : R::kBadField};
     case wire::MsgType::kInstrumentDefinition:
-      return ApplyResult::kOk;
+      return {R::kOk};
     case wire::MsgType::kOpaque:
     case wire::MsgType::kSnapshotChunk:
     case wire::MsgType::kHeartbeat:
     case wire::MsgType::kFragment:
-      return ApplyResult::kIgnored;
+      return {R::kIgnored};
   }
-  return ApplyResult::kIgnored;
+  return {R::kIgnored};
 }
 
-ApplyResult BookSet::apply(const wire::Message& m) noexcept {
-  const ApplyResult r = check(m);
-  if (r != ApplyResult::kOk) return r;
+inline void BookSet::apply_impl(const wire::Message& m, const Checked& c) noexcept {
+  if (c.result != ApplyResult::kOk) return;
   OrderBook& b = books_[m.instrument];
   switch (m.type) {
     case wire::MsgType::kAddOrder:
       insert_order(b, m.add.order_id, m.add.price, m.add.quantity, m.add.side);
       break;
     case wire::MsgType::kModifyOrder: {
-      const uint32_t i = lookup(m.modify.order_id);
-      Order& o = pool_[i];
+      Order& o = pool_[c.order];
       const uint64_t old_h = order_hash(b.instrument_, o.id, o.price, o.quantity, o.side);
       if (o.price == m.modify.price) {
         Level* arr = o.side == wire::Side::kBuy ? b.bids_ : b.asks_;
@@ -285,10 +285,10 @@ ApplyResult BookSet::apply(const wire::Message& m) noexcept {
       break;
     }
     case wire::MsgType::kDeleteOrder:
-      erase_order(b, lookup(m.del.order_id));
+      erase_order(b, c.order);
       break;
     case wire::MsgType::kExecuteOrder: {
-      const uint32_t i = lookup(m.execute.order_id);
+      const uint32_t i = c.order;
       Order& o = pool_[i];
       if (m.execute.quantity == o.quantity) {
         erase_order(b, i);
@@ -309,7 +309,16 @@ ApplyResult BookSet::apply(const wire::Message& m) noexcept {
     default:
       break;
   }
-  return ApplyResult::kOk;
+}
+
+BookSet::Checked BookSet::validate(const wire::Message& m) const noexcept { return validate_impl(m); }
+
+void BookSet::apply(const wire::Message& m, const Checked& c) noexcept { apply_impl(m, c); }
+
+ApplyResult BookSet::apply(const wire::Message& m) noexcept {
+  const Checked c = validate_impl(m);
+  apply_impl(m, c);
+  return c.result;
 }
 
 void BookSet::clear(uint32_t inst) noexcept {

@@ -125,9 +125,11 @@ PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
     counters_->messages_rejected.add();
     return PublishResult::kRejected;
   }
-  const book::ApplyResult r = books_.check(m);
-  if (r != book::ApplyResult::kOk && r != book::ApplyResult::kIgnored) {
-    last_reject_ = r;
+  // Checked once: the verdict (and the order it found) is applied below,
+  // after pacing, with nothing touching the books in between.
+  const book::BookSet::Checked checked = books_.validate(m);
+  if (checked.result != book::ApplyResult::kOk && checked.result != book::ApplyResult::kIgnored) {
+    last_reject_ = checked.result;
     counters_->messages_rejected.add();
     return PublishResult::kRejected;
   }
@@ -135,12 +137,12 @@ PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
     counters_->messages_back_pressured.add();
     return PublishResult::kBackPressured;
   }
-  if (size > datagram_capacity()) return stage_fragmented(m, size, now);
+  if (size > datagram_capacity()) return stage_fragmented(m, checked, size, now);
 
   // The book first, then the datagram: claiming a slot and writing it stay
   // close together, so a subscriber waiting on that slot's line (shm) takes
   // it from the writer once, not between the claim and the commit.
-  (void)books_.apply(m);
+  books_.apply(m, checked);
   m.instrument_seq = books_.book(m.instrument).instrument_seq() + 1;
   books_.set_instrument_seq(m.instrument, m.instrument_seq);
   if (open_count_ > 0 && open_len_ + size > datagram_capacity()) seal(now);
@@ -158,9 +160,10 @@ PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
   return PublishResult::kOk;
 }
 
-PublishResult PublisherCore::stage_fragmented(Message& m, size_t size, uint64_t now) noexcept {
-  commit_open(now);
-  (void)books_.apply(m);
+PublishResult PublisherCore::stage_fragmented(Message& m, const book::BookSet::Checked& checked, size_t size,
+                                              uint64_t now) noexcept {
+  commit_open(now);  // seals a datagram: the books are untouched, checked stays current
+  books_.apply(m, checked);
   m.instrument_seq = books_.book(m.instrument).instrument_seq() + 1;
   books_.set_instrument_seq(m.instrument, m.instrument_seq);
   encode(m, scratch_.get());

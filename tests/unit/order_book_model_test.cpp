@@ -311,7 +311,15 @@ void run(const Scenario& sc, uint64_t seed) {
       continue;
     }
     const ApplyResult want = model.apply(m);
-    const ApplyResult got = b.apply(m);
+    // Every other message the publisher's way: validate, then apply the verdict.
+    ApplyResult got;
+    if (op % 2) {
+      const book::BookSet::Checked c = b.validate(m);
+      b.apply(m, c);
+      got = c.result;
+    } else {
+      got = b.apply(m);
+    }
     ASSERT_EQ(got, want) << "op " << op << " type " << to_string(m.type) << " inst " << m.instrument << ": "
                          << book::to_string(got) << " vs model " << book::to_string(want);
     ++seen[static_cast<size_t>(got)];

@@ -25,6 +25,12 @@ void apply_expect(BookSet& b, const Message& m, ApplyResult want, std::string_vi
   const std::string before = dump(b);
   EXPECT_EQ(b.check(m), want);
   ASSERT_EQ(dump(b), before) << "check() mutated the book";
+  const BookSet::Checked c = b.validate(m);
+  EXPECT_EQ(c.result, want);
+  if (want != ApplyResult::kOk) {
+    b.apply(m, c);  // the publisher's two-step path: a refused verdict applies nothing
+    ASSERT_EQ(dump(b), before) << "applying a refused verdict changed the book";
+  }
   EXPECT_EQ(b.apply(m), want) << book::to_string(want);
   if (want != ApplyResult::kOk) {
     EXPECT_EQ(dump(b), before) << "a refused message changed the book";

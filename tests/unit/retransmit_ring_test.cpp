@@ -120,6 +120,45 @@ TEST(RetransmitRing, WraparoundInvalidatesExactlyOneSlotPerClaim) {
   }
 }
 
+// The writer steps a cursor instead of dividing: every slot it hands out
+// must still be the one slot_offset() names (what RDMA and shm readers
+// compute), across laps of a ring whose slot count is no power of two, and
+// after a claim out of turn.
+TEST(RetransmitRing, RunningCursorLandsWhereTheSequenceSays) {
+  const size_t slot = RetransmitRing::slot_size_for(256);
+  Memory m(RetransmitRing::kControlSize + 7 * slot);
+  RetransmitRing r(m.span(), 256);
+  ASSERT_EQ(r.slots(), 7u);
+  std::byte* const base = m.span().data();
+  auto expect_at = [&](uint64_t seq, const std::byte* p) {
+    EXPECT_EQ(p, base + RetransmitRing::kControlSize + (seq % 7) * slot + RetransmitRing::kSlotHeader)
+        << "seq " << seq;
+  };
+  for (uint64_t s = 1; s <= 5 * 7 + 3; ++s) {
+    std::byte* p = r.claim(s);
+    expect_at(s, p);
+    p[0] = std::byte{static_cast<uint8_t>(s)};
+    r.commit(s, 1);
+    ASSERT_EQ(r.get(s).size(), 1u);
+    EXPECT_EQ(r.get(s)[0], std::byte{static_cast<uint8_t>(s)});
+    EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(s)), s) << "the seq word sits in seq's slot";
+  }
+  // Out of turn (a writer that skipped ahead): computed, and the cursor
+  // follows from there.
+  for (uint64_t s : {100u, 101u, 102u, 250u, 251u}) {
+    std::byte* p = r.claim(s);
+    expect_at(s, p);
+    r.commit(s, 2);
+    EXPECT_EQ(r.get(s).size(), 2u) << s;
+  }
+  // Claimed, then claimed again before the commit: the same slot.
+  expect_at(252, r.claim(252));
+  expect_at(252, r.claim(252));
+  r.commit(252, 3);
+  EXPECT_EQ(r.get(252).size(), 3u);
+  expect_at(253, r.claim(253));
+}
+
 TEST(RetransmitRing, SlotHeaderGuardsAgainstStaleReads) {
   // A slot whose header names another sequence is not served even if the
   // range check passes (a torn or recycled slot).

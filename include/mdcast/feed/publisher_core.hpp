@@ -105,7 +105,8 @@ class PublisherCore {
  private:
   void open(uint64_t now) noexcept;
   void seal(uint64_t now) noexcept;
-  PublishResult stage_fragmented(wire::Message& m, size_t size, uint64_t now) noexcept;
+  PublishResult stage_fragmented(wire::Message& m, const book::BookSet::Checked& checked, size_t size,
+                                 uint64_t now) noexcept;
 
   PublisherConfig cfg_;
   uint64_t session_;

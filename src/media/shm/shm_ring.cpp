@@ -205,6 +205,8 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
   c_.lane_slot_size = h.lane_slot_size;
   c_.lane_slots = h.lane_slots;
   c_.max_datagram = h.max_datagram;
+  c_.ring_end = c_.ring + feed::RetransmitRing::kControlSize + h.slots * h.slot_size;
+  seek(next_);
   // Where the writer is now, as far as the slots prove it: the bound on how
   // far it can be later.
   if (!proven_published(published(), monotonic_ns())) {
@@ -228,7 +230,8 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
 
 RingReader::RingReader(RingReader&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
-      hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), lane_next_(o.lane_next_) {}
+      hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), next_slot_(o.next_slot_),
+      lane_next_(o.lane_next_) {}
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
   if (this != &o) {
@@ -241,6 +244,7 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     owner_ = o.owner_;
     c_ = o.c_;
     next_ = o.next_;
+    next_slot_ = o.next_slot_;
     lane_next_ = o.lane_next_;
   }
   return *this;

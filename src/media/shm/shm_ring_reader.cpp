@@ -68,7 +68,7 @@ uint64_t RingReader::newest_in_slots() const noexcept {
 void RingReader::skip_to(uint64_t target) noexcept {
   if (target <= next_) target = next_ + 1;
   c_.lapped += target - next_;
-  next_ = target;
+  seek(target);
 }
 
 RingReader::Read RingReader::overtaken() noexcept {
@@ -175,7 +175,7 @@ void RingReader::seek_to_writer() noexcept {
     const uint64_t n = newest_in_slots();
     p = plausible(n, now) ? n : c_.base;
   }
-  next_ = p + 1;
+  seek(p + 1);
   const uint64_t w = word(mem_.data() + kLanePosOffset).load(std::memory_order_acquire);
   if (proven_lane_position(w)) {
     lane_next_ = w;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -90,6 +91,45 @@ TEST(ShmRing, LappedReaderSkipsAheadAndCountsWhatItLost) {
   }
   EXPECT_EQ(prev, 999u);
   EXPECT_EQ(r.lapped() + n, 1000u);
+}
+
+// The reader steps to its next slot by compare-and-wrap: across laps of a
+// ring whose slot count is no power of two, after a lap that moved it, and
+// after a move of the reader, it must read every datagram where it is.
+TEST(ShmRing, ReaderCursorFollowsEveryMoveAndWrap) {
+  RingWriter w(opts(unique_name("wrap"), 37), 1, 1, "unix:@x");
+  ASSERT_EQ(w.slots(), 37u);
+  std::optional<RingReader> r(std::in_place, w.path());
+  std::byte in[1024], out[1024];
+  size_t len = 0;
+  uint64_t seq = 0, got = 0;
+  auto read_one = [&](uint64_t want) {
+    ASSERT_EQ(r->read(out, len), RingReader::Read::kOk) << "at " << want;
+    ASSERT_TRUE(consistent(out, len, 1024, got));
+    EXPECT_EQ(got + 1, want);
+  };
+  // Five laps, the reader a few datagrams behind.
+  for (int i = 0; i < 5 * 37; ++i) {
+    w.write({in, fill(in, seq, 1024)}, seq + 1);
+    ++seq;
+    if (seq > 5) read_one(r->position());
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  while (r->position() <= seq) read_one(r->position());
+  EXPECT_EQ(r->read(out, len), RingReader::Read::kEmpty);
+  // Lapped: the cursor jumps (through the slow path) and steps on from there.
+  for (int i = 0; i < 3 * 37 + 5; ++i, ++seq) w.write({in, fill(in, seq, 1024)}, seq + 1);
+  const uint64_t before = r->position();
+  ASSERT_EQ(r->read(out, len), RingReader::Read::kLapped);
+  EXPECT_EQ(r->lapped(), r->position() - before);
+  while (r->position() <= seq - 10) read_one(r->position());
+  // Moved: the new owner carries on at the same place.
+  RingReader moved(std::move(*r));
+  r.reset();
+  r.emplace(std::move(moved));
+  while (r->position() <= seq) read_one(r->position());
+  EXPECT_EQ(r->read(out, len), RingReader::Read::kEmpty);
+  EXPECT_EQ(r->implausible(), 0u);
 }
 
 // A writer laps a reader constantly; every datagram the reader accepts must

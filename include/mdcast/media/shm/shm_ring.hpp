@@ -64,17 +64,55 @@
 
 namespace mdcast::media::shm {
 
-// Payloads are copied with 8-byte atomic accesses, not memcpy: a reader
-// racing a lapping writer then reads stale-or-new words (defined behaviour,
-// which the seqlock re-check rejects) instead of a data race. The writer's
-// stores are release and the reader's loads acquire, which orders them
-// against the seq words without standalone fences, so ThreadSanitizer can
-// check the protocol. On x86-64 all of these are plain 8-byte moves.
+// Payload copies between a slot's seqlock markers (the data slot's seq word,
+// a lane slot's marker).
+//
+// Why a plain memcpy is correct here. This is a seqlock: a reader copies
+// while the marker says "s" before and after, and throws the copy away
+// otherwise, so a copy torn by a writer that reclaimed the slot meanwhile is
+// never used - the bytes are only ever moved into the reader's buffer, never
+// interpreted, before the re-check passes. What the hardware must guarantee
+// is order, and the fences give it: the writer stores the claim marker,
+// then (release fence) the payload, then the final marker with release; the
+// reader loads the marker with acquire, copies, then (acquire fence) loads
+// the marker again. A reader that sees the final marker therefore sees the
+// whole payload, and one that copied any byte of a newer payload sees the
+// claim marker (or a later one) on its re-check. On x86-64 both fences are
+// compiler barriers only (TSO), so the copy is a memcpy at full width
+// instead of one 8-byte access per word.
+//
+// The racing memcpy is formally a data race in the C++ memory model (the
+// language's answer, a "byte-wise atomic memcpy", is proposal P1478, not yet
+// in the standard). It is contained the way Linux's seqcount contains it
+// (read_seqcount_begin/_retry around plain loads, smp_rmb/smp_wmb between;
+// Boehm, "Can seqlocks get along with programming language memory models?",
+// gives the C++ form used here): the racing accesses are confined to a
+// memcpy into a private buffer whose result is discarded unless the re-check
+// proves no write overlapped it, and the fences keep the compiler and the
+// CPU from moving them across the marker accesses. (glibc's memcpy switches
+// to non-temporal stores, which fences do not order the same way, only for
+// copies of megabytes; a datagram is at most 64 KiB.)
+//
+// ThreadSanitizer cannot see through that argument (it would report every
+// lap, and GCC refuses standalone fences under it), so its builds keep a
+// copy of 8-byte atomic accesses - release stores, acquire loads, which
+// order themselves against the markers - and check the protocol on it.
+#if defined(__SANITIZE_THREAD__)
+#define MDCAST_SHM_ATOMIC_COPY 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MDCAST_SHM_ATOMIC_COPY 1
+#endif
+#endif
+
 inline std::atomic<uint64_t>& word(std::byte* p) noexcept { return *reinterpret_cast<std::atomic<uint64_t>*>(p); }
 inline const std::atomic<uint64_t>& word(const std::byte* p) noexcept {
   return *reinterpret_cast<const std::atomic<uint64_t>*>(p);
 }
+// After the claim marker (stored before this), before the final one (stored
+// with release after this).
 inline void copy_in(std::byte* slot, const std::byte* src, size_t n) noexcept {
+#if defined(MDCAST_SHM_ATOMIC_COPY)
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t v;
@@ -86,8 +124,16 @@ inline void copy_in(std::byte* slot, const std::byte* src, size_t n) noexcept {
     std::memcpy(&v, src + i, n - i);
     word(slot + i).store(v, std::memory_order_release);
   }
+#else
+  // The claim marker before any payload byte.
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(slot, src, n);
+#endif
 }
+// After the marker was loaded with acquire, before it is loaded again to
+// re-check.
 inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
+#if defined(MDCAST_SHM_ATOMIC_COPY)
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const uint64_t v = word(slot + i).load(std::memory_order_acquire);
@@ -97,6 +143,11 @@ inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
     const uint64_t v = word(slot + i).load(std::memory_order_acquire);
     std::memcpy(dst + i, &v, n - i);
   }
+#else
+  std::memcpy(dst, slot, n);
+  // Every payload byte before the re-check of the marker.
+  std::atomic_thread_fence(std::memory_order_acquire);
+#endif
 }
 
 constexpr uint64_t kRingMagic = 0x33524853'43444d4dull;  // "MMDCSHR3"
@@ -295,17 +346,21 @@ class RingReader {
   // kLapped: the writer overwrote what this reader had not read yet; the
   // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
-    const std::byte* s = data_slot(next_);
+    const std::byte* s = next_slot_;
     const auto& seq = word(s);
     const uint64_t q1 = seq.load(std::memory_order_acquire);
     if (q1 == next_) {
       auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(s)).load(std::memory_order_acquire));
       if (l > c_.max_datagram) l = 0;  // torn length: the re-check below rejects it
       copy_out(buf, s + kSlotHeader, l);
-      // The acquire loads above keep this re-check after them.
+      // copy_out's acquire fence (or loads) keeps this re-check after the copy.
       if (seq.load(std::memory_order_relaxed) == next_) {
         len = l;
         ++next_;
+        // The next slot by compare-and-wrap, not `next_ % slots` (a division
+        // per datagram); every other move of the cursor goes through seek().
+        s += c_.slot_size;
+        next_slot_ = s == c_.ring_end ? c_.ring + feed::RetransmitRing::kControlSize : s;
         return Read::kOk;
       }
       return overtaken();  // a later lap took the slot while we copied
@@ -350,6 +405,7 @@ class RingReader {
   struct Cursor {
     const std::byte* ring = nullptr;
     const std::byte* lane = nullptr;
+    const std::byte* ring_end = nullptr;  // one past the last data slot
     size_t slot_size = 0;
     size_t slots = 0;
     size_t lane_slot_size = 0;
@@ -378,6 +434,12 @@ class RingReader {
   uint64_t newest_in_lane() const noexcept;
   void note_implausible(uint64_t& last, uint64_t v) noexcept;
   void skip_to(uint64_t target) noexcept;
+  // Moves the cursor to data sequence seq: the one way next_ changes other
+  // than by read()'s step, so next_slot_ stays data_slot(next_).
+  void seek(uint64_t seq) noexcept {
+    next_ = seq;
+    next_slot_ = data_slot(seq);
+  }
   void release_slot() noexcept;
   [[nodiscard]] uint64_t published() const noexcept {
     return word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
@@ -395,6 +457,7 @@ class RingReader {
   uid_t owner_ = 0;
   Cursor c_;
   uint64_t next_ = 1;       // next data sequence
+  const std::byte* next_slot_ = nullptr;  // data_slot(next_)
   uint64_t lane_next_ = 0;  // next lane position
 };
 
