@@ -213,20 +213,7 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
         outcome = "error: " + w.error();
         return false;
       }
-      if (s.sub.duration_ns && now - t0 >= s.sub.duration_ns) {
-        outcome = "duration";
-        return false;
-      }
-      if (ag.subscriber().subscribe_refused()) {
-        outcome = "error: " + ag.subscriber().last_error();
-        return false;
-      }
-      const bool never = ag.subscriber().counters().datagrams_received.get() == 0;
-      if (now - ag.last_data_ns() > s.sub.give_up_ns || (never && now - t0 > s.sub.wait_ns)) {
-        outcome = "publisher-lost";
-        return false;
-      }
-      return true;
+      return !subscriber_done(ag, s, t0, now, outcome);
     }
   } hooks{agent, medium, writer, s, t0, outcome, source_known, cf, medium_counters};
   agent.run(hooks);

@@ -234,23 +234,7 @@ int subscribe_loop(Settings& s, Medium& medium, std::string_view medium_name) {
         last_stats = now;
         update();
       }
-      if (g_stop) return false;
-      if (s.sub.duration_ns && now - t0 >= s.sub.duration_ns) {
-        outcome = "duration";
-        return false;
-      }
-      if (a.subscriber().subscribe_refused()) {
-        outcome = "error: " + a.subscriber().last_error();
-        return false;
-      }
-      // Nothing at all (a live publisher sends a heartbeat every 100 ms):
-      // after subscriber.wait, not give_up, since there is nothing to give up.
-      const bool never = a.subscriber().counters().datagrams_received.get() == 0;
-      if (now - a.last_data_ns() > s.sub.give_up_ns || (never && now - t0 > s.sub.wait_ns)) {
-        outcome = "publisher-lost";
-        return false;
-      }
-      return true;
+      return !subscriber_done(a, s, t0, now, outcome);
     }
   } hooks{agent, s, t0, now, last_stats, outcome, refresh};
   agent.run(hooks);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <csignal>
+#include <cstdint>
 #include <string>
 
 #include "mdcast/book/generator.hpp"
@@ -17,6 +18,29 @@ void install_signal_handlers();
 
 int run_publish(Settings& s);
 int run_subscribe(Settings& s);
+
+// Whether a subscriber's loop (subscribe, record) should end at `now`, and
+// why (`outcome`): interrupted, its duration reached, refused, or the
+// publisher silent past subscriber.give_up (or never heard within
+// subscriber.wait: a live one sends a heartbeat every 100 ms).
+template <class Agent>
+bool subscriber_done(const Agent& a, const Settings& s, uint64_t t0, uint64_t now, std::string& outcome) {
+  if (g_stop) return true;
+  if (s.sub.duration_ns && now - t0 >= s.sub.duration_ns) {
+    outcome = "duration";
+    return true;
+  }
+  if (a.subscriber().subscribe_refused()) {
+    outcome = "error: " + a.subscriber().last_error();
+    return true;
+  }
+  const bool never = a.subscriber().counters().datagrams_received.get() == 0;
+  if (now - a.last_data_ns() > s.sub.give_up_ns || (never && now - t0 > s.sub.wait_ns)) {
+    outcome = "publisher-lost";
+    return true;
+  }
+  return false;
+}
 
 // publisher.session, or 64 fresh random bits.
 uint64_t pick_session(const Settings& s);
