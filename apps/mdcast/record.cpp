@@ -30,16 +30,6 @@ namespace mdcast::app {
 
 namespace {
 
-#define MDCAST_RECORD_COUNTERS(X)                                                             \
-  X(frames, "frames written (datagrams and markers)")                                       \
-  X(datagrams, "datagrams recorded")                                                        \
-  X(gap_markers, "breaks in the recorded sequence (a snapshot replaced datagrams)")         \
-  X(image_frames, "frames of the books a snapshot left, recorded after a gap marker")        \
-  X(session_markers, "new sessions recorded")                                               \
-  X(dropped, "datagrams not recorded: a write or a rotation failed (see the log)")          \
-  X(bytes, "bytes written to recording files")                                              \
-  X(files, "recording files started")
-MDCAST_DEFINE_COUNTER_STRUCT(RecordCounters, MDCAST_RECORD_COUNTERS);
 
 // Image frames carry at most this much of the books each.
 constexpr size_t kImageChunk = 60'000;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "app_counters.hpp"
+#include "record_commands.hpp"
 #include "mdcast/stats/catalogue.hpp"
 
 namespace mdcast::app {
@@ -16,6 +17,9 @@ inline stats::Catalogue stat_catalogue() {
   auto c = stats::Catalogue::library();
   c.add({"app", "subscriber", "", "app::AppSubCounters", AppSubCounters::kInfo, kAppSubGauges});
   c.add({"app", "publisher", "", "app::AppPubCounters", AppPubCounters::kInfo, kAppPubGauges});
+  // `mdcast record` is a subscriber that also writes files.
+  c.alias_role("recorder", "subscriber");
+  c.add({"rec", "recorder", "", "app::RecordCounters", RecordCounters::kInfo, {}});
   return c;
 }
 

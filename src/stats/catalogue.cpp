@@ -82,6 +82,15 @@ std::optional<MetricInfo> Catalogue::find(std::string_view role, std::string_vie
   const size_t dot = label.find('.');
   if (dot == sv::npos) return std::nullopt;
   const sv prefix = label.substr(0, dot), name = label.substr(dot + 1);
+  if (auto m = find_exact(role, medium, prefix, name)) return m;
+  for (const auto& [r, as] : aliases_)
+    if (r == role)
+      if (auto m = find_exact(as, medium, prefix, name)) return m;
+  return std::nullopt;
+}
+
+std::optional<MetricInfo> Catalogue::find_exact(std::string_view role, std::string_view medium, std::string_view prefix,
+                                                std::string_view name) const noexcept {
   for (const auto& s : sections_) {
     if (s.prefix != prefix || (!s.role.empty() && s.role != role) || (!s.medium.empty() && s.medium != medium))
       continue;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dissector on a recording: `mdcast record` writes a short feed (with
+# The dissector on a recording (and the recorder's counters in `mdcast stat`): `mdcast record` writes a short feed (with
 # 2 % loss, so recovered datagrams are in it, and stopped long enough to be
 # lapped, so a gap and the snapshot's image are in it), and wireshark_dissector.sh
 # --recording checks that tshark with tools/wireshark/mdcast.lua and mdcast's
@@ -13,6 +13,10 @@ command -v tshark >/dev/null || { echo "SKIP: tshark is not installed (scripts/i
 start_bg pub publish --name "$NAME" --rate 5k --duration 3s --wait-subscribers 1 --linger 2s --shm-slots 1024
 start_bg rec record --name "$NAME" --idle block --out "$WORK/rec" --set subscriber.inject_loss=0.02
 sleep 1
+# The recorder's counters are explained like every process's (mdcast stat's catalogue).
+"$MDCAST" stat --prometheus "$PID_rec" >"$WORK/rec.prom" 2>"$WORK/rec.prom.err" || fail "mdcast stat --prometheus failed"
+grep -q '^mdcast_rec_datagrams_total{' "$WORK/rec.prom" || { cat "$WORK/rec.prom"; fail "no recorder counters exported"; }
+! grep -q "not in this mdcast's catalogue" "$WORK/rec.prom" "$WORK/rec.prom.err" || fail "recorder counters left out of the export"
 kill -STOP "$PID_rec"; sleep 0.8; kill -CONT "$PID_rec"  # lapped: the 1024-slot ring moves on
 wait_rc "$PID_rec" 60 || fail "mdcast record failed"
 wait_rc "$PID_pub" 30 || fail "publisher failed"

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mdcast/core/counter.hpp"
@@ -80,8 +81,17 @@ class Catalogue {
                                                std::string_view label) const noexcept;
   [[nodiscard]] std::span<const CatalogueSection> sections() const noexcept { return sections_; }
 
+  // Files of `role` also hold the sections of `as` (an application's
+  // process that is a subscriber and more, like `mdcast record`): a label
+  // not found for `role` is looked up for `as`.
+  void alias_role(std::string_view role, std::string_view as) { aliases_.emplace_back(role, as); }
+
  private:
+  [[nodiscard]] std::optional<MetricInfo> find_exact(std::string_view role, std::string_view medium, std::string_view prefix,
+                                                     std::string_view name) const noexcept;
+
   std::vector<CatalogueSection> sections_;
+  std::vector<std::pair<std::string_view, std::string_view>> aliases_;
 };
 
 }  // namespace mdcast::stats

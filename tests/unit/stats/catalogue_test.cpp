@@ -168,6 +168,20 @@ TEST(Catalogue, LooksUpByRoleAndMedium) {
   EXPECT_EQ(cat.find("subscriber", "verbs", "rx.posted_low")->type, MetricType::kGauge);
 }
 
+TEST(Catalogue, ARoleAliasFindsTheSectionsOfTheRoleItExtends) {
+  auto cat = Catalogue::library();
+  static constexpr CounterInfo kOwn[] = {{"frames", "frames written"}};
+  EXPECT_FALSE(cat.find("recorder", "shm", "sub.gaps").has_value());
+  cat.alias_role("recorder", "subscriber");
+  cat.add({"rec", "recorder", "", "test::Own", kOwn, {}});
+  ASSERT_TRUE(cat.find("recorder", "shm", "sub.gaps"));  // a subscriber's, through the alias
+  EXPECT_EQ(cat.find("recorder", "shm", "sub.gaps")->help, "gaps detected");
+  ASSERT_TRUE(cat.find("recorder", "shm", "shm.lapped"));  // its medium's subscriber side
+  EXPECT_EQ(cat.find("recorder", "shm", "rec.frames")->help, "frames written");
+  EXPECT_FALSE(cat.find("subscriber", "shm", "rec.frames").has_value());  // not the other way
+  EXPECT_FALSE(cat.find("recorder", "shm", "pub.datagrams_sent").has_value());
+}
+
 TEST(Catalogue, UnitsComeFromTheName) {
   EXPECT_EQ(unit_of("latency_p99_ns"), Unit::kNanoseconds);
   EXPECT_EQ(unit_of("control_time_us"), Unit::kMicroseconds);
