@@ -80,7 +80,7 @@ void print_usage_run(const std::string& label, const RunResult& r) {
 
 // CPU utilisation at each offered rate and what a message touches (issue 13;
 // the definitions are docs/performance.md's "CPU utilisation and pages touched").
-void print_usage(const Summary& S, const std::vector<Rep>& reps, const Plan& plan) {
+void print_usage(const Summary& S, const std::vector<Rep>& reps, const Plan& plan, const MediumBench& m) {
   const RunResult* any = nullptr;  // a run of the first repetition, for the ring's geometry
   const Rep& rep = reps[0];
   for (const auto& l : rep.lat)
@@ -104,6 +104,10 @@ void print_usage(const Summary& S, const std::vector<Rep>& reps, const Plan& pla
   for (uint32_t n : plan.fanout ? plan.fanout_counts : std::vector<uint32_t>{})
     print_usage_median(S, fmt::format("fan-out {} (busiest sub)", n), fmt::format("fanout.{}", n));
   const uint64_t kp = any->pub.ring_page_bytes;
+  // Over shm the engine's ring is the medium: subscribers read those pages.
+  // Elsewhere the datagram is built there and the kernel or the NIC sends it.
+  fmt::print("  engine ring: {}\n", m.name() == "shm" ? "the shared ring subscribers read"
+                                                      : "the publisher's retransmit ring, where each datagram is built and sent from");
   fmt::print("  ring pg/msg: distinct 4 KiB pages of the engine's ring the window's datagrams were written to, per message\n"
              "    ({} B slots, one datagram each: {} pages per datagram in the first run); kernel pg: the same in the ring\n"
              "    mapping's own pages ({})\n",
@@ -436,7 +440,7 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
     fmt::print("  (publishing in 1 ms bursts; batching on, flush interval {}: latency includes batching delay)\n\n",
                format_duration(plan.flush_interval_ns));
   }
-  print_usage(S, reps, plan);
+  print_usage(S, reps, plan, m);
   fmt::print("targets (2-core build VM, idle, median of 3)                   target                          measured\n");
   for (const auto& t : targets(S, plan, m))
     fmt::print("  {:<58} {:<31} {:<14} {}\n", t.what, t.target, t.measured_ok ? t.measured : "not measured",
