@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "measure/usage.hpp"
 #include "mdcast/core/histogram.hpp"
 
 namespace mdcast::app::bench {
@@ -27,6 +28,15 @@ struct alignas(64) ProcBoard {
   uint64_t kernel_drops = 0;  // datagrams the medium dropped before the reader read them (UDP: socket buffer full)
   uint64_t lapped = 0, gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
   Histogram latency;
+  // The measured window's cost to this process (the publisher: its window;
+  // a subscriber: from the control round at or after the window's start to
+  // the one at or after its end).
+  Usage usage;
+  char perf_why[120]{};  // why dTLB misses were not counted; empty when they were
+  // The publisher's engine ring, over the window's datagrams still in it
+  // (the last lap at most): slot bytes, datagrams swept, the distinct 4 KiB
+  // pages and kernel pages (hugetlbfs: 2 MiB) their slot writes entered.
+  uint64_t ring_slot_bytes = 0, ring_swept = 0, ring_pages_4k = 0, ring_page_bytes = 0, ring_pages_kernel = 0;
   char outcome[256]{};
 
   void set_outcome(std::string_view s) noexcept {

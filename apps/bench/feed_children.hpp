@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "board.hpp"
 #include "medium.hpp"
 #include "measure/cpu.hpp"
+#include "measure/usage.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
@@ -101,6 +103,8 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   pc.flush_interval_ns = spec.flush_interval_ns;
   feed::PublisherAgent<Medium> agent(medium, pc, {}, {}, {spec.control_poll_ns});
   MessageSource src(s, spec);
+  const DtlbCounter dtlb;
+  std::memcpy(me.perf_why, dtlb.why(), std::min(sizeof me.perf_why, std::strlen(dtlb.why()) + 1));
   me.finish(ProcState::kReady);
 
   // Subscriptions arrive meanwhile.
@@ -141,11 +145,13 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   }
 
   struct Mark {
-    uint64_t messages, datagrams, bytes, cpu, time, control_ns;
+    uint64_t messages, datagrams, bytes, cpu, time, control_ns, newest;
+    UsageMark use;
   };
   // The window marks, taken from the loop's hook as the clock passes them.
   struct Hooks {
     decltype(agent)& a;
+    const DtlbCounter& dtlb;
     RunBoard& b;
     ProcBoard& me;
     uint64_t warm_end;
@@ -153,15 +159,16 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     uint32_t rounds = 0;
     Mark mark(uint64_t now, uint64_t published) const {
       const auto& c = a.core().counters();
-      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), process_cpu_ns(), now,
-                  a.control_time_ns()};
+      const UsageMark use = usage_mark(&dtlb);
+      return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), use.cpu_ns, now,
+                  a.control_time_ns(), a.core().ring().newest(), use};
     }
     bool on_round(uint64_t now, uint64_t published) noexcept {
       if (!w0 && now >= warm_end) w0 = mark(now, published);
       if ((++rounds & 63) == 0) me.progress.store(published, std::memory_order_relaxed);
       return !b.stopping();
     }
-  } hooks{agent, b, me, warm_end, std::nullopt};
+  } hooks{agent, dtlb, b, me, warm_end, std::nullopt};
   feed::Pace pace;
   pace.rate = spec.rate;
   pace.start_ns = t0;
@@ -181,6 +188,27 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     me.window_cpu_ns = w1.cpu - w0.cpu;
     me.window_ns = w1.time - w0.time;
     me.window_control_ns = w1.control_ns - w0.control_ns;
+    me.usage = Usage::between(w0.use, w1.use);
+    me.usage.wall_ns = me.window_ns;  // the window's own clock, as for the rates
+    me.usage.cpu_ns = me.window_cpu_ns;
+    // The pages the window's slot writes entered, from the slots themselves
+    // (their real addresses: alignment and slot size as they are), over the
+    // window's datagrams the ring still holds. Off the measured path.
+    const feed::RetransmitRing& ring = agent.core().ring();
+    const uint64_t lap_start = w1.newest >= ring.slots() ? w1.newest - ring.slots() + 1 : 1;
+    me.ring_slot_bytes = ring.slot_size();
+    me.ring_page_bytes = mapping_page_size(ring.memory());
+    PageSweep p4(4096), pk(std::max<uint64_t>(me.ring_page_bytes, 4096));
+    for (uint64_t seq = std::max({w0.newest + 1, lap_start, ring.oldest()}); seq <= w1.newest && seq != 0; ++seq) {
+      const auto d = ring.get(seq);
+      if (d.empty()) continue;
+      const auto slot = reinterpret_cast<uintptr_t>(d.data()) - feed::RetransmitRing::kSlotHeader;
+      p4.add(slot, feed::RetransmitRing::kSlotHeader + d.size());
+      pk.add(slot, feed::RetransmitRing::kSlotHeader + d.size());
+      ++me.ring_swept;
+    }
+    me.ring_pages_4k = p4.pages();
+    me.ring_pages_kernel = pk.pages();
   }
   me.total = published;
   me.progress.store(published, std::memory_order_relaxed);
@@ -225,6 +253,8 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
   auto h = std::make_unique<BenchHandler>();
   h->per_datagram = spec.sample_per_datagram;
   feed::SubscriberAgent<Medium, BenchHandler> agent(medium, sc, *h, nullptr, {spec.control_poll_ns, spec.sub_idle});
+  const DtlbCounter dtlb;
+  std::memcpy(me.perf_why, dtlb.why(), std::min(sizeof me.perf_why, std::strlen(dtlb.why()) + 1));
   const auto& sub = agent.subscriber();
   agent.start();
 
@@ -254,9 +284,13 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
     ProcBoard& me;
     const RunSpec& spec;
     uint64_t deadline;
+    const DtlbCounter& dtlb;
     std::string_view outcome = "ok";
+    std::optional<UsageMark> u0, u1;  // the window's edges, to a control round
     bool on_control_round(uint64_t now) noexcept {
       me.progress.store(h.delivered, std::memory_order_relaxed);
+      if (h.lo != UINT64_MAX && now >= h.lo && !u0) u0 = usage_mark(&dtlb);
+      if (u0 && !u1 && now >= h.hi) u1 = usage_mark(&dtlb);
       if (h.lo == UINT64_MAX) {
         if (const uint64_t t0 = b.t0.load(std::memory_order_acquire)) {
           h.lo = t0 + spec.window.warmup_ns;
@@ -273,8 +307,9 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
       }
       return true;
     }
-  } hooks{*h, b, me, spec, b.deadline.load()};
+  } hooks{*h, b, me, spec, b.deadline.load(), dtlb, "ok", std::nullopt, std::nullopt};
   agent.run(hooks);
+  if (hooks.u0) me.usage = Usage::between(*hooks.u0, hooks.u1 ? *hooks.u1 : usage_mark(&dtlb));
   const auto& c = sub.counters();
   me.total = h->delivered;
   me.window_messages = h->rx_window;

@@ -30,6 +30,17 @@ void json_raw(JsonWriter& j, const RawResult& r) {
   j.end_object();
 }
 
+// CPU utilisation of one process over its window (CPU time / wall time, %;
+// 100 is one core busy throughout) and what it touched per message.
+void json_usage(JsonWriter& j, const Usage& u, uint64_t messages, const std::string& perf_why) {
+  j.field("window_wall_seconds", static_cast<double>(u.wall_ns) / 1e9);
+  j.field("window_cpu_seconds", static_cast<double>(u.cpu_ns) / 1e9);
+  j.field("cpu_pct", u.cpu_pct()).field("user_pct", u.user_pct()).field("system_pct", u.sys_pct());
+  j.field("minor_faults", u.minflt).field("minor_faults_per_msg", minflt_per_msg(u, messages));
+  j.field("dtlb_load_misses_per_msg", dtlb_per_msg(u, messages));  // null: not counted (dtlb_note says why)
+  if (u.dtlb_misses == kNotCounted) j.field("dtlb_note", perf_why.empty() ? std::string("not counted") : perf_why);
+}
+
 void json_run(JsonWriter& j, const RunResult& r) {
   j.begin_object();
   j.field("completed", r.completed).field("lossless", r.lossless());
@@ -44,6 +55,13 @@ void json_run(JsonWriter& j, const RunResult& r) {
                                                                 static_cast<double>(r.pub.window_datagrams)
                                                           : std::nan(""));
   j.field("preempted", static_cast<int64_t>(r.pub.preempted));
+  json_usage(j, r.pub.usage, r.pub.window_messages, r.pub.perf_why);
+  j.key("ring").begin_object();
+  j.field("slot_bytes", r.pub.ring_slot_bytes).field("datagrams_swept", r.pub.ring_swept);
+  j.field("pages_4k", r.pub.ring_pages_4k).field("pages_per_datagram", ring_pages_per_datagram(r));
+  j.field("pages_per_msg", ring_pages_per_msg(r));
+  j.field("kernel_page_bytes", r.pub.ring_page_bytes).field("kernel_pages_per_msg", ring_kernel_pages_per_msg(r));
+  j.end_object();
   j.end_object();
   j.key("subscribers").begin_array();
   for (const auto& s : r.subs) {
@@ -53,6 +71,8 @@ void json_run(JsonWriter& j, const RunResult& r) {
     j.field("retransmit_requests", s.retransmit_requests).field("snapshots", s.snapshots);
     j.field("malformed", s.malformed).field("duplicates", s.duplicates);
     j.field("preempted", static_cast<int64_t>(s.preempted)).field("cpu_seconds", s.cpu_s);
+    j.field("window_messages", s.rx_window);
+    json_usage(j, s.usage, s.rx_window, s.perf_why);
     j.key("one_way_ns");
     json_percentiles(j, s.latency);
     j.end_object();
@@ -147,6 +167,9 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
         const RunResult& b = t.probes[static_cast<size_t>(t.best)].r;
         j.field("msgs_per_s", min_sub_rate(b)).field("bytes_per_msg", bytes_per_msg(b));
         j.field("medium_bytes_per_msg", medium_bytes_per_msg(b));
+        j.field("publisher_cpu_pct", b.pub.usage.cpu_pct());
+        j.field("subscriber_cpu_pct", busiest_sub(b) ? busiest_sub(b)->usage.cpu_pct() : std::nan(""));
+        j.field("ring_pages_per_msg", ring_pages_per_msg(b));
         if (t.raw && t.raw->ok && t.raw->rate > 0) j.field("ratio", min_sub_rate(b) / t.raw->rate);
       } else {
         j.key("msgs_per_s").null();
@@ -158,6 +181,9 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
         j.field("delivered_msgs_per_s_min", min_sub_rate(p.r)).field("lapped", lapped_total(p.r));
         j.field("lost", lost_total(p.r)).field("preempted", static_cast<int64_t>(preempted_total(p.r)));
         j.field("verdict", probe_verdict(p));
+        j.field("publisher_cpu_pct", p.r.pub.usage.cpu_pct());
+        j.field("subscriber_cpu_pct", busiest_sub(p.r) ? busiest_sub(p.r)->usage.cpu_pct() : std::nan(""));
+        j.field("ring_pages_per_msg", ring_pages_per_msg(p.r));
         if (!p.r.error.empty()) j.field("error", p.r.error);
         j.end_object();
       }
@@ -171,6 +197,9 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
       j.field("delivered_msgs_per_s_min", min_sub_rate(f.r)).field("publisher_cpu_ns_per_msg", cpu_ns_per_msg(f.r));
       j.field("publisher_control_ns_per_msg", control_ns_per_msg(f.r));
       j.field("bytes_per_msg", bytes_per_msg(f.r)).field("medium_bytes_per_msg", medium_bytes_per_msg(f.r));
+      j.field("publisher_cpu_pct", f.r.pub.usage.cpu_pct());
+      j.field("subscriber_cpu_pct_max", busiest_sub(f.r) ? busiest_sub(f.r)->usage.cpu_pct() : std::nan(""));
+      j.field("ring_pages_per_msg", ring_pages_per_msg(f.r));
       j.key("run");
       json_run(j, f.r);
       j.end_object();

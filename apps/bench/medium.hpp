@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "measure/usage.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
 #include "progress.hpp"
@@ -97,7 +98,9 @@ struct SubscriberResult {
   uint64_t kernel_drops = 0;     // datagrams the kernel dropped, its socket buffer full (UDP; recovered as gaps)
   uint64_t gaps = 0, recovered = 0, retransmit_requests = 0, snapshots = 0, malformed = 0, duplicates = 0;
   long preempted = 0;
-  double cpu_s = 0;
+  double cpu_s = 0;              // whole life of the process, setup included
+  Usage usage;                   // the measured window (to a control round)
+  std::string perf_why;          // why dTLB misses were not counted
 };
 
 struct PublisherResult {
@@ -113,6 +116,10 @@ struct PublisherResult {
   double window_s = 0;
   double rate = 0;               // achieved msg/s inside the window
   long preempted = 0;
+  Usage usage;                   // the window: CPU, faults, dTLB misses
+  std::string perf_why;          // why dTLB misses were not counted
+  // The engine ring's pages the window's datagrams were written to (board.hpp).
+  uint64_t ring_slot_bytes = 0, ring_swept = 0, ring_pages_4k = 0, ring_page_bytes = 0, ring_pages_kernel = 0;
 };
 
 struct RunResult {

@@ -118,6 +118,13 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
   res.pub.window_s = static_cast<double>(pb.window_ns) / 1e9;
   res.pub.rate = res.pub.window_s > 0 ? static_cast<double>(pb.window_messages) / res.pub.window_s : 0;
   res.pub.preempted = kids[0].usage().ru_nivcsw;
+  res.pub.usage = pb.usage;
+  res.pub.perf_why = pb.perf_why;
+  res.pub.ring_slot_bytes = pb.ring_slot_bytes;
+  res.pub.ring_swept = pb.ring_swept;
+  res.pub.ring_pages_4k = pb.ring_pages_4k;
+  res.pub.ring_page_bytes = pb.ring_page_bytes;
+  res.pub.ring_pages_kernel = pb.ring_pages_kernel;
   for (uint32_t i = 0; i < spec.subscribers; ++i) {
     const ProcBoard& sb = b->subs[i];
     SubscriberResult r;
@@ -139,6 +146,8 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
     r.duplicates = sb.duplicates;
     r.preempted = kids[i + 1].usage().ru_nivcsw;
     r.cpu_s = cpu_seconds(kids[i + 1].usage());
+    r.usage = sb.usage;
+    r.perf_why = sb.perf_why;
     res.subs.push_back(std::move(r));
   }
   res.completed = finished;

@@ -43,6 +43,86 @@ Target judged(std::string what, std::string target, double v, Judge&& judge) {
   return t;
 }
 
+std::string pct_str(double cpu, double user, double sys) {
+  if (std::isnan(cpu)) return "-";
+  if (std::isnan(user) || std::isnan(sys)) return fmt::format("{:.1f} %", cpu);
+  return fmt::format("{:.1f} % ({:.1f}/{:.1f})", cpu, user, sys);
+}
+std::string num_str(double v, int digits) { return std::isnan(v) ? "-" : fmt::format("{:.{}f}", v, digits); }
+
+void print_usage_row(const std::string& label, double pub, double pub_u, double pub_s, double sub, double sub_u,
+                     double sub_s, double pages, double kpages, double fpub, double fsub, double tpub, double tsub,
+                     const std::string& range) {
+  fmt::print("  {:<28} {:>22} {:>22} {:>11} {:>10} {:>15} {:>15}  {}\n", label, pct_str(pub, pub_u, pub_s),
+             pct_str(sub, sub_u, sub_s), num_str(pages, 2), num_str(kpages, 4),
+             fmt::format("{} / {}", num_str(fpub, 3), num_str(fsub, 3)),
+             std::isnan(tpub) && std::isnan(tsub) ? std::string("n/a") : fmt::format("{} / {}", num_str(tpub, 2), num_str(tsub, 2)),
+             range);
+}
+
+// Medians of the repetitions under prefix k (summary.cpp's add_usage).
+void print_usage_median(const Summary& S, const std::string& label, const std::string& k) {
+  auto g = [&](const char* n) { return S.median(k + "." + n); };
+  print_usage_row(label, g("pub_cpu_pct"), g("pub_user_pct"), g("pub_sys_pct"), g("sub_cpu_pct"), g("sub_user_pct"),
+                  g("sub_sys_pct"), g("ring_pages_per_msg"), g("ring_kernel_pages_per_msg"), g("pub_minflt_per_msg"),
+                  g("sub_minflt_per_msg"), g("pub_dtlb_misses_per_msg"), g("sub_dtlb_misses_per_msg"),
+                  S.range(k + ".pub_cpu_pct", [](double v) { return fmt::format("{:.1f} %", v); }));
+}
+
+void print_usage_run(const std::string& label, const RunResult& r) {
+  const SubscriberResult* s = busiest_sub(r);
+  const double nan = std::nan("");
+  print_usage_row(label, r.pub.usage.cpu_pct(), r.pub.usage.user_pct(), r.pub.usage.sys_pct(),
+                  s ? s->usage.cpu_pct() : nan, s ? s->usage.user_pct() : nan, s ? s->usage.sys_pct() : nan,
+                  ring_pages_per_msg(r), ring_kernel_pages_per_msg(r), minflt_per_msg(r.pub.usage, r.pub.window_messages),
+                  sub_minflt_per_msg(r), dtlb_per_msg(r.pub.usage, r.pub.window_messages), sub_dtlb_per_msg(r), "");
+}
+
+// CPU utilisation at each offered rate and what a message touches (issue 13;
+// the definitions are docs/performance.md's "CPU utilisation and pages touched").
+void print_usage(const Summary& S, const std::vector<Rep>& reps, const Plan& plan, const MediumBench& m) {
+  const RunResult* any = nullptr;  // a run of the first repetition, for the ring's geometry
+  const Rep& rep = reps[0];
+  for (const auto& l : rep.lat)
+    if (!any && l.md && l.md->pub.ring_swept) any = &*l.md;
+  if (!any && rep.tp)
+    for (const auto& p : rep.tp->probes)
+      if (!any && p.r.pub.ring_swept) any = &p.r;
+  for (const auto& f : rep.fan)
+    if (!any && f.r.pub.ring_swept) any = &f.r;
+  if (!any) return;
+  fmt::print("CPU utilisation (CPU time / wall time of the window, 100 % = one core; user/system) and pages touched\n");
+  fmt::print("  {:<28} {:>22} {:>22} {:>11} {:>10} {:>15} {:>15}\n", "run", "publisher CPU", "subscriber CPU",
+             "ring pg/msg", "kernel pg", "faults/msg p/s", "dTLB miss p/s");
+  if (plan.latency)
+    for (double r : plan.rates) print_usage_median(S, fmt::format("latency @ {}", rate_key(r)), "latency." + rate_key(r));
+  if (rep.tp) {
+    for (const auto& p : rep.tp->probes)
+      print_usage_run(fmt::format("probe {}{}", p.offered == 0 ? "unpaced" : rate_str(p.offered), p.pass ? "" : " (failed)"), p.r);
+    if (rep.tp->best >= 0) print_usage_median(S, "throughput (best probe)", "throughput");
+  }
+  for (uint32_t n : plan.fanout ? plan.fanout_counts : std::vector<uint32_t>{})
+    print_usage_median(S, fmt::format("fan-out {} (busiest sub)", n), fmt::format("fanout.{}", n));
+  const uint64_t kp = any->pub.ring_page_bytes;
+  // Over shm the engine's ring is the medium: subscribers read those pages.
+  // Elsewhere the datagram is built there and the kernel or the NIC sends it.
+  fmt::print("  engine ring: {}\n", m.name() == "shm" ? "the shared ring subscribers read"
+                                                      : "the publisher's retransmit ring, where each datagram is built and sent from");
+  fmt::print("  ring pg/msg: distinct 4 KiB pages of the engine's ring the window's datagrams were written to, per message\n"
+             "    ({} B slots, one datagram each: {} pages per datagram in the first run); kernel pg: the same in the ring\n"
+             "    mapping's own pages ({})\n",
+             any->pub.ring_slot_bytes, num_str(ring_pages_per_datagram(*any), 2),
+             kp == 0 ? std::string("page size unknown") : kp >= 1024 * 1024 ? fmt::format("{} MiB, hugetlbfs", kp >> 20)
+                                                                              : fmt::format("{} KiB", kp >> 10));
+  fmt::print("  faults/msg: minor page faults per message, publisher / busiest subscriber (0 once the ring is warm)\n");
+  const std::string& why = any->pub.perf_why;
+  if (any->pub.usage.dtlb_misses == kNotCounted)
+    fmt::print("  dTLB miss: n/a on this host ({})\n", why.empty() ? "not counted" : why);
+  else
+    fmt::print("  dTLB miss: user-space dTLB load misses per message (perf_event_open), publisher / busiest subscriber\n");
+  fmt::print("  (the probes are run 1's; the subscriber column is the subscriber that spent the most CPU)\n\n");
+}
+
 }  // namespace
 
 std::string probe_verdict(const Probe& p) {
@@ -360,6 +440,7 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
     fmt::print("  (publishing in 1 ms bursts; batching on, flush interval {}: latency includes batching delay)\n\n",
                format_duration(plan.flush_interval_ns));
   }
+  print_usage(S, reps, plan, m);
   fmt::print("targets (2-core build VM, idle, median of 3)                   target                          measured\n");
   for (const auto& t : targets(S, plan, m))
     fmt::print("  {:<58} {:<31} {:<14} {}\n", t.what, t.target, t.measured_ok ? t.measured : "not measured",

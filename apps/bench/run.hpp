@@ -81,6 +81,53 @@ inline double control_ns_per_msg(const RunResult& r) { return per_msg(r, r.pub.w
 inline double bytes_per_msg(const RunResult& r) { return per_msg(r, r.pub.window_bytes); }
 inline double medium_bytes_per_msg(const RunResult& r) { return per_msg(r, r.pub.window_medium_bytes); }
 
+// ------------------------------------- CPU utilisation, pages touched --
+
+// The subscriber that spent the most CPU in its window (nullptr: none measured).
+inline const SubscriberResult* busiest_sub(const RunResult& r) {
+  const SubscriberResult* b = nullptr;
+  for (const auto& s : r.subs)
+    if (s.usage.wall_ns && (!b || s.usage.cpu_pct() > b->usage.cpu_pct())) b = &s;
+  return b;
+}
+inline double ratio_or_nan(double a, double b) { return b > 0 ? a / b : std::nan(""); }
+// Distinct 4 KiB pages of the engine ring entered per datagram / per message
+// of the window (board.hpp); kernel: in the ring mapping's own page size.
+inline double ring_pages_per_datagram(const RunResult& r) {
+  return ratio_or_nan(static_cast<double>(r.pub.ring_pages_4k), static_cast<double>(r.pub.ring_swept));
+}
+inline double ring_pages_per_msg(const RunResult& r) {
+  return ring_pages_per_datagram(r) * ratio_or_nan(static_cast<double>(r.pub.window_datagrams),
+                                                   static_cast<double>(r.pub.window_messages));
+}
+inline double ring_kernel_pages_per_msg(const RunResult& r) {
+  return ratio_or_nan(static_cast<double>(r.pub.ring_pages_kernel), static_cast<double>(r.pub.ring_swept)) *
+         ratio_or_nan(static_cast<double>(r.pub.window_datagrams), static_cast<double>(r.pub.window_messages));
+}
+inline double minflt_per_msg(const Usage& u, uint64_t messages) {
+  return ratio_or_nan(static_cast<double>(u.minflt), static_cast<double>(messages));
+}
+inline double dtlb_per_msg(const Usage& u, uint64_t messages) {
+  return u.dtlb_misses == kNotCounted ? std::nan("")
+                                      : ratio_or_nan(static_cast<double>(u.dtlb_misses), static_cast<double>(messages));
+}
+// The most any subscriber took per message it delivered in the window.
+template <class F>
+double max_over_subs(const RunResult& r, F&& per_sub) {
+  double m = std::nan("");
+  for (const auto& s : r.subs) {
+    const double v = per_sub(s);
+    if (!std::isnan(v) && (std::isnan(m) || v > m)) m = v;
+  }
+  return m;
+}
+inline double sub_minflt_per_msg(const RunResult& r) {
+  return max_over_subs(r, [](const SubscriberResult& s) { return minflt_per_msg(s.usage, s.rx_window); });
+}
+inline double sub_dtlb_per_msg(const RunResult& r) {
+  return max_over_subs(r, [](const SubscriberResult& s) { return dtlb_per_msg(s.usage, s.rx_window); });
+}
+
 inline uint64_t lost_total(const RunResult& r) {
   uint64_t n = 0;
   for (const auto& s : r.subs) n += s.delivered < r.pub.published ? r.pub.published - s.delivered : 0;

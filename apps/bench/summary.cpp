@@ -19,6 +19,30 @@ void add_percentiles(std::vector<std::pair<std::string, double>>& m, const std::
   m.emplace_back(prefix + ".mean", h.mean());
 }
 
+// CPU utilisation and pages touched of one run, under prefix.
+void add_usage(std::vector<std::pair<std::string, double>>& m, const std::string& k, const RunResult& r) {
+  auto put = [&](const std::string& name, double v) {
+    if (!std::isnan(v)) m.emplace_back(k + "." + name, v);
+  };
+  if (r.pub.usage.wall_ns) {
+    put("pub_cpu_pct", r.pub.usage.cpu_pct());
+    put("pub_user_pct", r.pub.usage.user_pct());
+    put("pub_sys_pct", r.pub.usage.sys_pct());
+  }
+  if (const SubscriberResult* s = busiest_sub(r)) {
+    put("sub_cpu_pct", s->usage.cpu_pct());
+    put("sub_user_pct", s->usage.user_pct());
+    put("sub_sys_pct", s->usage.sys_pct());
+  }
+  put("ring_pages_per_msg", ring_pages_per_msg(r));
+  put("ring_pages_per_datagram", ring_pages_per_datagram(r));
+  put("ring_kernel_pages_per_msg", ring_kernel_pages_per_msg(r));
+  put("pub_minflt_per_msg", minflt_per_msg(r.pub.usage, r.pub.window_messages));
+  put("sub_minflt_per_msg", sub_minflt_per_msg(r));
+  put("pub_dtlb_misses_per_msg", dtlb_per_msg(r.pub.usage, r.pub.window_messages));
+  put("sub_dtlb_misses_per_msg", sub_dtlb_per_msg(r));
+}
+
 }  // namespace
 
 void collect_metrics(Rep& rep) {
@@ -35,6 +59,7 @@ void collect_metrics(Rep& rep) {
                                              static_cast<double>(std::max<uint64_t>(1, l.raw->latency.percentile(50))));
       m.emplace_back(k + ".bytes_per_msg", bytes_per_msg(*l.md));
       m.emplace_back(k + ".medium_bytes_per_msg", medium_bytes_per_msg(*l.md));
+      add_usage(m, k, *l.md);
     }
   }
   if (rep.tp) {
@@ -51,6 +76,7 @@ void collect_metrics(Rep& rep) {
       m.emplace_back("throughput.mdcast_bytes_per_s", min_sub_rate(r) * bytes_per_msg(r));
       m.emplace_back("throughput.bytes_per_msg", bytes_per_msg(r));
       m.emplace_back("throughput.medium_bytes_per_msg", medium_bytes_per_msg(r));
+      add_usage(m, "throughput", r);
       if (t.raw && t.raw->ok && t.raw->rate > 0) m.emplace_back("throughput.ratio", min_sub_rate(r) / t.raw->rate);
     }
   }
@@ -65,6 +91,7 @@ void collect_metrics(Rep& rep) {
     m.emplace_back(k + ".pub_control_ns_per_msg", control_ns_per_msg(f.r));
     m.emplace_back(k + ".pub_data_path_ns_per_msg", c - control_ns_per_msg(f.r));
     m.emplace_back(k + ".bytes_per_msg", bytes_per_msg(f.r));
+    add_usage(m, k, f.r);
     const Histogram h = merged_latency(f.r);
     if (h.count()) {
       m.emplace_back(k + ".one_way_ns.p50", static_cast<double>(h.percentile(50)));

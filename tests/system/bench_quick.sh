@@ -35,7 +35,8 @@ fi
 note "mdcast bench --medium $MEDIUM --quick"
 "$MDCAST" bench --medium "$MEDIUM" --quick --progress false --json "$WORK/bench.json" >"$WORK/bench.log" 2>&1 \
   || { cat "$WORK/bench.log"; fail "mdcast bench --quick failed"; }
-for section in "core-to-core" "one-way latency" "throughput, 64-byte" "fan-out @" "targets"; do
+for section in "core-to-core" "one-way latency" "throughput, 64-byte" "fan-out @" "CPU utilisation (CPU time / wall time" \
+               "ring pg/msg: distinct 4 KiB pages" "dTLB miss: " "targets"; do
   grep -q "$section" "$WORK/bench.log" || { cat "$WORK/bench.log"; fail "the report has no '$section' section"; }
 done
 
@@ -80,6 +81,50 @@ for f in r["fanout"]:
 for k in ("c2c.one_way_ns.p50", "throughput.raw_msgs_per_s", "fanout.pub_cost_change_pct"):
     need(k in d["summary"] and "median" in d["summary"][k], f"summary.{k}")
 need(len(d["targets"]) == 4, "targets")
+
+# Issue 13: CPU utilisation of every process over its window, and what a
+# message touches (docs/performance.md, "CPU utilisation and pages touched").
+num = (int, float)
+def usage(u, where):
+    for k in ("window_wall_seconds", "window_cpu_seconds", "cpu_pct", "user_pct", "system_pct",
+              "minor_faults", "minor_faults_per_msg"):
+        need(isinstance(u.get(k), num) and u[k] >= 0, f"{where}.{k}")
+    need(u["window_wall_seconds"] > 0, f"{where}.window_wall_seconds > 0")
+    # Counted, or null with the kernel's reason: never a made-up number.
+    dt = u.get("dtlb_load_misses_per_msg", "absent")
+    need(isinstance(dt, num) or (dt is None and isinstance(u.get("dtlb_note"), str) and u["dtlb_note"]),
+         f"{where}.dtlb_load_misses_per_msg (a number, or null with dtlb_note)")
+def run_usage(run, where):
+    p = run["publisher"]
+    usage(p, f"{where}.publisher")
+    ring = p["ring"]
+    for k in ("slot_bytes", "datagrams_swept", "pages_4k", "pages_per_datagram", "pages_per_msg",
+              "kernel_page_bytes", "kernel_pages_per_msg"):
+        need(isinstance(ring.get(k), num), f"{where}.publisher.ring.{k}")
+    need(ring["datagrams_swept"] > 0 and ring["slot_bytes"] % 64 == 0, f"{where}.publisher.ring swept / slot")
+    # A slot write enters at most the pages its slot spans, plus one when it straddles.
+    need(0 < ring["pages_per_datagram"] <= ring["slot_bytes"] / 4096 + 1, f"{where}.publisher.ring.pages_per_datagram")
+    if sys.argv[2] == "shm" and ring["slot_bytes"] == 4096 and "latency" in where:
+        # Page-aligned 4 KiB slots, one message per datagram: exactly one page each.
+        need(ring["pages_per_datagram"] == 1 and ring["pages_per_msg"] == 1, f"{where}: one 4 KiB page per message")
+    for i, s in enumerate(run["subscribers"]):
+        need(isinstance(s.get("window_messages"), int), f"{where}.subscriber {i + 1}.window_messages")
+        usage(s, f"{where}.subscriber {i + 1}")
+for l in r["latency"]:
+    run_usage(l["mdcast"], f"latency {l['rate']}")
+for p in t["probes"]:
+    for k in ("publisher_cpu_pct", "subscriber_cpu_pct", "ring_pages_per_msg"):
+        need(k in p, f"throughput probe {p['offered']}.{k}")
+if t["msgs_per_s"] is not None:
+    for k in ("publisher_cpu_pct", "subscriber_cpu_pct", "ring_pages_per_msg"):
+        need(isinstance(t.get(k), num), f"throughput.{k}")
+for f in r["fanout"]:
+    for k in ("publisher_cpu_pct", "subscriber_cpu_pct_max", "ring_pages_per_msg"):
+        need(isinstance(f.get(k), num), f"fanout {f['subscribers']}.{k}")
+    run_usage(f["run"], f"fan-out {f['subscribers']}")
+for k in ("pub_cpu_pct", "sub_cpu_pct", "ring_pages_per_msg", "pub_minflt_per_msg"):
+    key = f"fanout.{d['settings']['fanout_subscribers'][0]}.{k}"
+    need(key in d["summary"], f"summary.{key}")
 if sys.argv[2] == "udp":
     # UDP may drop in the kernel (a subscriber descheduled on a busy host):
     # what was lost is reported, never hidden. Whether mdcast recovers all of
