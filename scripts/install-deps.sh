@@ -13,7 +13,7 @@ PKGS=(
   libibverbs-dev librdmacm-dev ibverbs-providers
   perftest                            # the verbs bench's independent baseline (ib_send_lat/_bw)
   libpcap-dev                         # mdcast record/replay write and read pcapng through libpcap
-  tshark tcpdump                      # the Wireshark dissector's test (tools/wireshark), captures of the UDP tests
+  tshark tcpdump tcpreplay            # the dissector's test (tools/wireshark), captures; tcpreplay sends a recording
   iproute2 procps nftables            # nftables: the netns tests' link loss where the kernel lacks netem
   qemu-system-x86 kmod xz-utils       # the Soft-RoCE VM (tools/softroce-vm): never rdma-core (it pulls udev)
 )
