@@ -115,8 +115,13 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
 
   // Priming: one-message datagrams, a quarter ring ahead of the slowest
   // subscriber at most (their progress counts messages, one per datagram here).
-  const uint64_t prime =
-      std::max<uint64_t>(spec.prime_datagrams, spec.prime_retransmit_ring ? agent.core().ring().slots() : 0) + 256;
+  // A packed ring holds as many of these small datagrams as fit, not
+  // slots() of them: it is primed until its writer has lapped it once.
+  const feed::RetransmitRing& primed = agent.core().ring();
+  const bool prime_lap = spec.prime_retransmit_ring && primed.packed();
+  uint64_t prime =
+      prime_lap ? UINT64_MAX
+                : std::max<uint64_t>(spec.prime_datagrams, spec.prime_retransmit_ring ? primed.slots() : 0) + 256;
   const uint64_t lead = std::max<uint64_t>(spec.prime_datagrams / 4, 64);
   uint32_t nsubs = 0;
   while (nsubs < RunBoard::kMaxSubscribers && b.subs[nsubs].get() != ProcState::kStarting) ++nsubs;
@@ -133,6 +138,8 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
       ++published;
     }
     if ((++prime_iter & 63) == 0 || published >= slowest + lead) {
+      if (prime == UINT64_MAX && primed.oldest() > 1)
+        prime = std::max<uint64_t>(pcnt.datagrams_sent.get(), spec.prime_datagrams) + 256;
       agent.poll_control(now);
       me.progress.store(published, std::memory_order_relaxed);
       if (published >= slowest + lead) sleep_ns(20 * kNsPerUs);
@@ -195,7 +202,8 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     // (their real addresses: alignment and slot size as they are), over the
     // window's datagrams the ring still holds. Off the measured path.
     const feed::RetransmitRing& ring = agent.core().ring();
-    const uint64_t lap_start = w1.newest >= ring.slots() ? w1.newest - ring.slots() + 1 : 1;
+    const uint64_t lap_start = ring.packed() ? ring.oldest()
+                               : w1.newest >= ring.slots() ? w1.newest - ring.slots() + 1 : 1;
     me.ring_slot_bytes = ring.slot_size();
     me.ring_page_bytes = mapping_page_size(ring.memory());
     PageSweep p4(4096), pk(std::max<uint64_t>(me.ring_page_bytes, 4096));

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mdcast/core/resources.hpp"
 #include "medium.hpp"
 #include "processes.hpp"
 #include "raw_baseline.hpp"
@@ -133,8 +134,9 @@ class ShmBench final : public MediumBench {
   std::string name() const override { return "shm"; }
   std::string describe() const override {
     const size_t slot = (media::shm::kSlotHeader + s_.shm.max_datagram + 63) / 64 * 64;
-    return fmt::format("shm ring of {} slots x {} B (datagrams up to {} B) in {}", s_.shm.slots, slot,
-                       s_.shm.max_datagram, s_.shm.dir.empty() ? "/dev/hugepages or /dev/shm" : s_.shm.dir);
+    return fmt::format("shm ring of {} packed records ({} x {} B; datagrams up to {} B) in {}",
+                       format_bytes(uint64_t{s_.shm.slots} * slot), s_.shm.slots, slot, s_.shm.max_datagram,
+                       s_.shm.dir.empty() ? "/dev/hugepages or /dev/shm" : s_.shm.dir);
   }
   size_t medium_overhead_per_datagram() const override { return media::shm::kSlotHeader; }
   std::string raw_name() const override { return "raw shm ring"; }

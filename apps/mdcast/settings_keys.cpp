@@ -178,9 +178,9 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("subscriber.result", "FILE", "write a result file at the end", [](Settings& s, const std::string& v) { s.sub.result = v; },
         [](const Settings& s) { return s.sub.result; });
     // [shm]
-    add("shm.slots", "N", "ring slots (over shm also the publisher's retransmit history)", [](Settings& s, const std::string& v) { s.shm.slots = parse_uint<size_t>(v, 16, 1u << 24); },
+    add("shm.slots", "N", "datagrams of shm.max_datagram the ring holds (records are packed: more of smaller ones); over shm also the publisher's retransmit history", [](Settings& s, const std::string& v) { s.shm.slots = parse_uint<size_t>(v, 16, 1u << 24); },
         [](const Settings& s) { return std::to_string(s.shm.slots); });
-    add("shm.max_datagram", "SIZE", "ring slot payload", [](Settings& s, const std::string& v) {
+    add("shm.max_datagram", "SIZE", "largest datagram in the ring", [](Settings& s, const std::string& v) {
       s.shm.max_datagram = parse_size(v);
       if (s.shm.max_datagram < 256 || s.shm.max_datagram > 4096) fail("'{}' must be in [256, 4096]", v);
     },

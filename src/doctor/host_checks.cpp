@@ -41,11 +41,12 @@ std::string path_under(const Options& o, const std::string& p) {
   return o.root + p;
 }
 
-// What a shm publisher's ring file needs: its slots and control block (the
-// lanes and header are a few KiB more).
+// What a shm publisher's ring file needs: its records, index and control
+// block (the lane and header are a few KiB more).
 uint64_t shm_ring_bytes(const Options& o) {
-  return uint64_t{o.shm.slots} * feed::RetransmitRing::slot_size_for(o.shm.max_datagram) +
-         feed::RetransmitRing::kControlSize;
+  const uint64_t data = uint64_t{o.shm.slots} * feed::RetransmitRing::slot_size_for(o.shm.max_datagram);
+  if (data >= (uint64_t{1} << 56)) return data;  // far more than any host: the check refuses it either way
+  return feed::RetransmitRing::packed_memory_for(static_cast<size_t>(data));
 }
 
 }  // namespace

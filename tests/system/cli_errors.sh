@@ -53,14 +53,14 @@ with open(sys.argv[1], "wb") as f:
     hdr = struct.pack("<QII", 0x3252485343444d4d, 2, 4096)
     f.write(hdr + b"\0" * (4096 + 16 * 4096 - len(hdr)))
 PY
-expect_error "layout version 2, this mdcast reads version 3" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
+expect_error "layout version 2, this mdcast reads version 4" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
 # A ring file anyone may write is not believed, whatever it says.
 cp "$WORK/mdcast-$NAME-old.ring" "$WORK/mdcast-$NAME-open.ring"
 chmod 0666 "$WORK/mdcast-$NAME-open.ring"
 expect_error "mdcast-$NAME-open.ring is writable by everyone \(mode 0666\)" subscribe --name "$NAME-open" \
   --shm-dir "$WORK" --wait 0
 # A 64 GiB ring (a mistyped --shm-slots) is refused before anything is allocated.
-expect_error "would need 64 GiB .*more than shm.max_bytes \(4 GiB\)" publish --name "$NAME-big" --shm-slots 16777216
+expect_error "would need 72 GiB .*more than shm.max_bytes \(4 GiB\)" publish --name "$NAME-big" --shm-slots 16777216
 [ ! -e "/dev/shm/mdcast-$NAME-big.ring" ] || fail "a refused ring left its file"
 expect_error "more than shm.max_bytes \(1 MiB\)" publish --name "$NAME-cap" --set shm.max_bytes=1MiB
 expect_error "is not a user on this host" subscribe --name "$NAME" --set shm.publisher_user=no-such-user-mdcast --wait 0

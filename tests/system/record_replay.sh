@@ -133,12 +133,12 @@ note "a file left out of the rotation, a second session: reported where they beg
 
 # --------------------------------------------------------------- snapshots --
 # A recorder that joins late starts from a snapshot; one stopped for 0.5 s is
-# lapped (1024 slots, 64 KiB of retransmit ring) and resumes from one. Each
+# lapped (320 KiB of records: 1024 of the largest, 256 bytes, ~2500 small ones) and resumes from one. Each
 # gap is recorded with the books the snapshot gave, and the replay goes on
 # through it: the books end as the original publisher's (their checksums; the
 # instruments' sequences differ, the replay having cleared and re-added books).
 books() { grep -E '^"[0-9]+" = \[[1-9]' "$1" | sed -E 's/\[[0-9]+, /[/' | sort; }
-start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 3s --instruments 50 --idle block --shm-slots 1024 \
+start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 3s --instruments 50 --idle block --shm-slots 1024 --set shm.max_datagram=256 \
   --retransmit-bytes 64K --result "$WORK/s-pub.toml"
 wait_ring_of() { local i=0; until [ -e "/dev/shm/mdcast-$1.ring" ]; do sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || fail "no ring $1"; done; }
 wait_ring_of "$NAME-s"

@@ -14,11 +14,11 @@ export MDCAST NAME WORK
 unshare -m --propagation private bash -euo pipefail -c '
   mount -t tmpfs -o size=2m tmpfs "$WORK/tiny"
   if "$MDCAST" publish --name "$NAME" --shm-dir "$WORK/tiny" --duration 1s >"$WORK/big.log" 2>&1; then
-    echo "FAIL: a 64 MiB ring on a 2 MiB tmpfs was created" >&2; exit 1
+    echo "FAIL: a 72 MiB ring on a 2 MiB tmpfs was created" >&2; exit 1
   fi
-  grep -q "needs 64.2 MiB, $WORK/tiny has 2 MiB free" "$WORK/big.log" || { cat "$WORK/big.log"; exit 1; }
+  grep -q "needs 72.2 MiB, $WORK/tiny has 2 MiB free" "$WORK/big.log" || { cat "$WORK/big.log"; exit 1; }
   [ -z "$(ls -A "$WORK/tiny")" ] || { echo "FAIL: the refused ring left a file" >&2; exit 1; }
-  # 1024 slots of 1088 bytes and the lane: 1.2 MiB, fits.
+  # 1024 records of 1088 bytes, their index and the lane: 1.3 MiB, fits.
   "$MDCAST" publish --name "$NAME" --shm-dir "$WORK/tiny" --shm-slots 1024 --set shm.max_datagram=1024 --rate 5k --duration 1s \
     --instruments 10 --idle block --wait-subscribers 1 --result "$WORK/pub.toml" >"$WORK/pub.log" 2>&1 &
   pub=$!

@@ -60,11 +60,16 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   lane_slot_size_ = (kLaneHeader + opts.max_datagram + 63) / 64 * 64;
   // Before anything is allocated: a ring larger than the cap (64 GiB from a
   // mistyped --shm-slots) is refused with the numbers, not populated.
-  const auto ring = mul_add(slots_, slot_size_, feed::RetransmitRing::kControlSize);
+  // Records for `slots` datagrams of the largest size, packed; the index and
+  // control block on top (feed::RetransmitRing::packed_memory_for).
+  const auto data = mul_add(slots_, slot_size_, 0);
+  const auto ring = data && *data < (uint64_t{1} << 56)
+                        ? std::optional<uint64_t>(feed::RetransmitRing::packed_memory_for(static_cast<size_t>(*data)))
+                        : std::nullopt;
   const auto total = ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + *ring + 63) / 64 * 64) : std::nullopt;
   const std::string file = ring_path(opts.dir.empty() ? "/dev/shm" : opts.dir, opts.name);
   if (!total || *total > opts.max_bytes)
-    fail("shm ring {} would need {} ({} slots of {} bytes), more than shm.max_bytes ({}): lower shm.slots "
+    fail("shm ring {} would need {} ({} records of {} bytes and their index), more than shm.max_bytes ({}): lower shm.slots "
          "(--shm-slots) or shm.max_datagram, or raise shm.max_bytes if this host has the memory",
          file, total ? format_bytes(*total) : std::string("more than 16 EiB"), slots_, slot_size_,
          format_bytes(opts.max_bytes));
@@ -101,7 +106,8 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
     path_ = ring_path("/dev/shm", opts.name);
     mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
   }
-  feed::RetransmitRing::format(ring_memory(), slot_size_);
+  data_bytes_ = static_cast<size_t>(*data);
+  feed::RetransmitRing::format_packed(ring_memory(), data_bytes_, max_datagram_);
   copy_ring_ = feed::RetransmitRing(ring_memory(), max_datagram_);
   ring_lo_ = ring_memory().data();
   ring_hi_ = ring_lo_ + ring_bytes_;
@@ -124,13 +130,16 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   h.lane_slot_size = lane_slot_size_;
   h.lane_slots = kLaneSlots;
   h.file_bytes = mem_.size();
+  h.data_offset = feed::RetransmitRing::packed_data_offset(data_bytes_);
+  h.data_bytes = data_bytes_;
+  h.index_entries = feed::RetransmitRing::packed_index_entries(data_bytes_);
   std::memcpy(mem_.data(), &h, sizeof h);
   std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mem_.data())).store(kRingMagic, std::memory_order_release);
 }
 
 RingWriter::RingWriter(RingWriter&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), slot_size_(o.slot_size_), slots_(o.slots_),
-      ring_bytes_(o.ring_bytes_), lane_offset_(o.lane_offset_), lane_slot_size_(o.lane_slot_size_),
+      ring_bytes_(o.ring_bytes_), data_bytes_(o.data_bytes_), lane_offset_(o.lane_offset_), lane_slot_size_(o.lane_slot_size_),
       max_datagram_(o.max_datagram_), ring_lo_(o.ring_lo_), ring_hi_(o.ring_hi_), copy_ring_(o.copy_ring_),
       huge_(o.huge_), newest_(o.newest_), lane_pos_(o.lane_pos_), last_reap_(o.last_reap_) {
   o.path_.clear();
@@ -179,10 +188,13 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
          kRingLayoutVersion);
   if (h.magic != kRingMagic) fail("{} is not an mdcast ring (or its publisher is still creating it)", path);
   // Geometry, without overflow: each product is bounded before it is formed.
+  using feed::RetransmitRing;
   const bool sane = h.header_size == kRingHeaderSize && h.max_datagram >= 1 && h.max_datagram <= 65535 &&
-                    h.slot_size >= kSlotHeader + h.max_datagram && h.slot_size % 64 == 0 && h.slot_size <= (1u << 20) &&
-                    h.slots >= 16 && h.slots <= (uint64_t{1} << 40) && h.ring_offset == kRingOffset &&
-                    h.ring_bytes == feed::RetransmitRing::kControlSize + h.slots * h.slot_size &&
+                    h.slot_size == RetransmitRing::slot_size_for(h.max_datagram) && h.slot_size <= (1u << 20) &&
+                    h.slots >= 4 && h.slots <= (uint64_t{1} << 40) && h.data_bytes == h.slots * h.slot_size &&
+                    h.index_entries == RetransmitRing::packed_index_entries(h.data_bytes) &&
+                    h.data_offset == RetransmitRing::packed_data_offset(h.data_bytes) &&
+                    h.ring_offset == kRingOffset && h.ring_bytes == RetransmitRing::packed_memory_for(h.data_bytes) &&
                     h.lane_offset >= h.ring_offset + h.ring_bytes && h.lane_offset <= (uint64_t{1} << 62) &&
                     h.lane_slot_size >= kLaneHeader + h.max_datagram && h.lane_slot_size <= (1u << 20) &&
                     h.lane_slots >= 1 && h.lane_slots <= 4096 &&
@@ -199,18 +211,20 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
   hdr_ = h;
   hdr_.control[sizeof hdr_.control - 1] = 0;
   c_.ring = mem_.data() + h.ring_offset;
+  c_.index = c_.ring + RetransmitRing::kControlSize;
+  c_.data = c_.ring + h.data_offset;
   c_.lane = mem_.data() + h.lane_offset;
-  c_.slot_size = h.slot_size;
-  c_.slots = h.slots;
+  c_.data_bytes = h.data_bytes;
+  c_.max_record = h.slot_size;
+  c_.entries = h.index_entries;
   c_.lane_slot_size = h.lane_slot_size;
   c_.lane_slots = h.lane_slots;
   c_.max_datagram = h.max_datagram;
-  c_.ring_end = c_.ring + feed::RetransmitRing::kControlSize + h.slots * h.slot_size;
-  seek(next_);
-  // Where the writer is now, as far as the slots prove it: the bound on how
-  // far it can be later.
+  seek(1, 0);  // the first record's place
+  // Where the writer is now, as far as the records prove it: the bound on
+  // how far it can be later.
   if (!proven_published(published(), monotonic_ns())) {
-    c_.base = newest_in_slots();
+    c_.base = newest_in_index();
     c_.base_ns = monotonic_ns();
   }
   if (f.writable) {
@@ -230,7 +244,7 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
 
 RingReader::RingReader(RingReader&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
-      hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), next_slot_(o.next_slot_),
+      hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), pos_(o.pos_), off_(o.off_),
       lane_next_(o.lane_next_) {}
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
@@ -244,7 +258,8 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     owner_ = o.owner_;
     c_ = o.c_;
     next_ = o.next_;
-    next_slot_ = o.next_slot_;
+    pos_ = o.pos_;
+    off_ = o.off_;
     lane_next_ = o.lane_next_;
   }
   return *this;
@@ -264,13 +279,12 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   const uint64_t bit = uint64_t{1} << slot_;
   sleepers.fetch_or(bit, std::memory_order_seq_cst);
   const uint64_t e = event.load(std::memory_order_seq_cst);
-  // Sleep only if nothing is there for us: our data slot (committed, or a
-  // lap not yet judged corrupt), or the lane. The slot itself, not the
-  // published word: that is stored after the slot, and a forged one must
+  // Sleep only if nothing is there for us: our record (committed, or a lap
+  // not yet judged corrupt), or the lane. The record itself, not the
+  // published word: that is stored after the record, and a forged one must
   // not keep a reader spinning.
-  const uint64_t q = word(data_slot(next_)).load(std::memory_order_acquire);
-  const uint64_t qs = q & ~feed::RetransmitRing::kClaimed;
-  const bool data = q == next_ || (qs > next_ && c_.implausible_at != next_);
+  const uint64_t q = word(c_.data + off_).load(std::memory_order_acquire);
+  const bool data = q == next_ || (q != 0 && q != (next_ | feed::RetransmitRing::kClaimed) && c_.implausible_at != next_);
   const bool lane = word(lane_slot(lane_next_)).load(std::memory_order_acquire) >= 2 * lane_next_ + 2;
   if (!data && !lane) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};

@@ -50,11 +50,20 @@ class Forger {
   ~Forger() { ::munmap(base_, size_); }
   void published(uint64_t v) { word(base_ + kPublishedOffset).store(v); }
   void lane_position(uint64_t v) { word(base_ + kLanePosOffset).store(v); }
-  void slot_seq(uint64_t seq, uint64_t v) {
-    word(base_ + h_.ring_offset + feed::RetransmitRing::kControlSize + (seq % h_.slots) * h_.slot_size).store(v);
-  }
+  // The sequence word of the record at byte position pos.
+  void record_seq_at(uint64_t pos, uint64_t v) { word(data() + pos % h_.data_bytes).store(v); }
+  // ... of record seq, where the index says it is.
+  void record_seq(uint64_t seq, uint64_t v) { record_seq_at(indexed(seq), v); }
+  void index_entry(uint64_t seq, uint64_t pos) { word(index() + 8 * (seq % h_.index_entries)).store(pos); }
+  [[nodiscard]] uint64_t indexed(uint64_t seq) const { return word(index() + 8 * (seq % h_.index_entries)).load(); }
+  void horizon(uint64_t v) { word(base_ + h_.ring_offset).store(v); }
+  [[nodiscard]] uint64_t horizon() const { return word(base_ + h_.ring_offset).load(); }
+  [[nodiscard]] std::byte* data() const { return base_ + h_.ring_offset + h_.data_offset; }
+  [[nodiscard]] const RingHeaderView& header() const { return h_; }
 
  private:
+  [[nodiscard]] std::byte* index() const { return base_ + h_.ring_offset + feed::RetransmitRing::kControlSize; }
+
   std::byte* base_ = nullptr;
   size_t size_ = 0;
   RingHeaderView h_{};
@@ -116,12 +125,16 @@ TEST(ShmPositions, ALappedReaderSkipsOnlyAsFarAsTheSlotsProve) {
   std::byte out[1024];
   size_t len = 0;
   ASSERT_EQ(r.read(out, len), RingReader::Read::kLapped);
-  // Only as far as the slot at its position proves (the writer reached 961
-  // there), an eighth of the ring behind that; further laps as slots show them.
-  EXPECT_EQ(r.position(), 961u - 56u) << "followed the forged word";
+  // Only as far as the records prove (the newest one the index and its
+  // header agree on is 1000), onto a record the writer still holds: 64-byte
+  // datagrams take 128-byte records, 544 of which fit in the ring.
+  EXPECT_LE(r.position(), 1000u) << "followed the forged word";
+  EXPECT_GT(r.position(), 1000u - 544u) << "resumed on a record the writer reclaimed";
   EXPECT_GE(r.implausible(), 1u);
+  const uint64_t resumed = r.position();
   const auto got = drain(r);
   ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.front(), resumed);
   EXPECT_EQ(got.back(), 1000u);
   EXPECT_EQ(r.lapped() + got.size(), 1000u) << "every datagram read or counted lost";
   put(w, 1001);
@@ -134,8 +147,8 @@ TEST(ShmPositions, ASlotWordThatDoesNotBelongIsNeverFollowed) {
   for (uint64_t s = 1; s <= 4; ++s) put(w, s);
   ASSERT_EQ(drain(r).size(), 4u);
   Forger f(w.path());
-  // Slot of 5, not yet written, claims sequence 8 (a sequence of another slot).
-  f.slot_seq(5, 8);
+  // Where 5 will go, not yet written, a record claims sequence 8.
+  f.record_seq_at(r.byte_position(), 8);
   std::byte out[1024];
   size_t len = 0;
   EXPECT_EQ(r.read(out, len), RingReader::Read::kEmpty) << "the writer is not past 5: wait for it";
@@ -147,7 +160,7 @@ TEST(ShmPositions, ASlotWordThatDoesNotBelongIsNeverFollowed) {
   // The writer is past the corrupt slot: that datagram is lost (the engine
   // recovers it), the ones after it are read.
   for (uint64_t s = 6; s <= 10; ++s) put(w, s);
-  f.slot_seq(6, 7);
+  f.record_seq(6, 7);
   EXPECT_EQ(r.read(out, len), RingReader::Read::kLapped);
   EXPECT_EQ(r.position(), 7u);
   EXPECT_EQ(r.lapped(), 1u);
@@ -161,8 +174,8 @@ TEST(ShmPositions, ALapFasterThanAnyWriterIsNeverFollowed) {
   ASSERT_EQ(drain(r).size(), 10u);
   for (uint64_t s = 11; s <= 20; ++s) put(w, s);
   Forger f(w.path());
-  // In the right slot for 11, but 2^50 laps on: days of the fastest writer.
-  f.slot_seq(11, 11 + (uint64_t{1} << 50) * 64);
+  // Where 11 is, a sequence 2^50 laps of the index on: days of the fastest writer.
+  f.record_seq(11, 11 + (uint64_t{1} << 50) * f.header().index_entries);
   std::byte out[1024];
   size_t len = 0;
   EXPECT_EQ(r.read(out, len), RingReader::Read::kLapped);
@@ -201,6 +214,74 @@ TEST(ShmPositions, AForgedLanePositionDoesNotLoseTheHeartbeats) {
   EXPECT_TRUE(drain(late).empty());
   beat(3 * kLaneSlots + 1);
   EXPECT_EQ(drain(late), std::vector<uint64_t>{3 * kLaneSlots + 1});
+}
+
+// The horizon says how far the writer may have reclaimed: forged, it must
+// not make a reader skip what the writer still holds.
+TEST(ShmPositions, AForgedHorizonAloneDoesNotMoveAReader) {
+  RingWriter w(opts(unique_name("horizon"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  for (uint64_t s = 1; s <= 10; ++s) put(w, s);
+  ASSERT_EQ(drain(r).size(), 10u);
+  for (uint64_t s = 11; s <= 20; ++s) put(w, s);
+  Forger f(w.path());
+  const uint64_t honest = f.horizon();
+  f.horizon(kFar);
+  std::byte out[1024];
+  size_t len = 0;
+  EXPECT_EQ(r.read(out, len), RingReader::Read::kEmpty) << "no record proves a lap";
+  EXPECT_EQ(r.position(), 11u);
+  EXPECT_EQ(r.lapped(), 0u);
+  EXPECT_EQ(r.implausible(), 1u);
+  f.horizon(honest);
+  const auto got = drain(r);
+  ASSERT_EQ(got.size(), 10u) << "nothing lost once the word is right again";
+  EXPECT_EQ(got.front(), 11u);
+}
+
+// A forged index entry (misplaced, or past the horizon) never places a
+// reader: it resumes on records whose entry and header agree.
+TEST(ShmPositions, AForgedIndexEntryIsNeverFollowed) {
+  RingWriter w(opts(unique_name("index"), 64), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  for (uint64_t s = 1; s <= 1000; ++s) put(w, s);
+  Forger f(w.path());
+  f.index_entry(1000, f.indexed(1000) + 8);  // not on a record boundary
+  f.index_entry(999, kFar);                  // past anything written
+  std::byte out[1024];
+  size_t len = 0;
+  ASSERT_EQ(r.read(out, len), RingReader::Read::kLapped);
+  EXPECT_LT(r.position(), 999u);
+  EXPECT_GE(r.implausible(), 1u) << "the published word's entry did not back it";
+  const auto got = drain(r);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), 1000u) << "read by walking the records, not by the entries";
+  EXPECT_EQ(r.lapped() + got.size(), 1000u);
+}
+
+// Lapped, a reader's position can fall inside a later record, on zeros that
+// look like "not yet": the horizon tells it the writer went on, so it
+// resumes at once instead of waiting a lap for the bytes to change.
+TEST(ShmPositions, ALappedReaderInsideALaterRecordResumes) {
+  RingWriter w(opts(unique_name("inside"), 16), 1, 1, "unix:@x");
+  RingReader r(w.path());
+  for (uint64_t s = 1; s <= 3; ++s) put(w, s);  // 128-byte records
+  ASSERT_EQ(drain(r).size(), 3u);
+  EXPECT_EQ(r.byte_position(), 384u);
+  // Records of 1088 bytes, zero but for the first 8 bytes: a lap and more,
+  // so offset 384 lies in the payload of the newest lap's first record.
+  std::byte d[1024]{};
+  for (uint64_t s = 4; s <= 4 + 16 + 2; ++s) {
+    std::memcpy(d, &s, 8);
+    w.write({d, sizeof d}, s);
+  }
+  std::byte out[1024];
+  size_t len = 0;
+  EXPECT_EQ(r.read(out, len), RingReader::Read::kLapped);
+  const auto got = drain(r);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), 22u);
+  EXPECT_EQ(r.implausible(), 0u) << "an honest lap";
 }
 
 TEST(ShmPositions, AnHonestRingIsNeverCalledImplausible) {

@@ -41,8 +41,8 @@ namespace mdcast::media::shm {
 struct Options {
   std::string name = "mdcast";     // ring mdcast-<name>.ring; control socket @mdcast/<name>.<random>
   std::string dir;                 // "" = /dev/hugepages when huge pages are reserved, else /dev/shm
-  size_t slots = 16384;
-  size_t max_datagram = 4032;      // a slot is 16 + this, rounded up to 64 (4096 by default)
+  size_t slots = 16384;            // the ring holds this many of the largest datagrams, more smaller ones
+  size_t max_datagram = 4032;      // the largest record is 16 + this, rounded up to 64 (4096 by default)
   bool huge_pages = true;          // try hugetlbfs first
   uint16_t channel = 1;
   std::string control;             // control address; "" = an unguessable unix:@mdcast/<name>.<64 random bits>
@@ -74,7 +74,7 @@ struct Options {
   X(lapped, "datagrams lost because the ring writer lapped this reader")                       \
   X(laps, "times the ring writer lapped this reader")                                          \
   X(reattached, "rings of a restarted publisher attached")                                     \
-  X(implausible_position, "ring positions the slots did not back (corruption): never followed") \
+  X(implausible_position, "ring positions the records did not back (corruption): never followed") \
   X(peer_refused, "control connections refused: the peer was not the ring's writer")
 MDCAST_DEFINE_COUNTER_STRUCT(ReaderCounters, MDCAST_SHM_READER_COUNTERS);
 
@@ -89,9 +89,9 @@ class PublisherMedium {
 
   Sink& sink() noexcept { return sink_; }
   // The engine's retransmit ring is the shm ring: each datagram is built
-  // once, in the slot readers read it from.
+  // once, in the record readers read it from.
   std::span<std::byte> ring_memory() noexcept { return ring_.ring_memory(); }
-  // max_datagram: 0 = what a slot holds; more is an Error. retransmit_bytes:
+  // max_datagram: 0 = the largest the ring holds; more is an Error. retransmit_bytes:
   // the ring's (shm.slots decides the history a publisher keeps).
   [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig c) const;
   size_t poll_control(ControlHandler& h, uint64_t now);
@@ -108,7 +108,7 @@ class PublisherMedium {
   Sink sink_;
 };
 
-// Datagrams from the ring, each copied out of its slot (the seqlock needs
+// Datagrams from the ring, each copied out of its record (the seqlock needs
 // the copy) into one buffer and handed over from there.
 class RingSource {
  public:

@@ -7,41 +7,46 @@
 // own memory. Publishing costs the same for one reader or a hundred, and a
 // reader that dies leaves nothing behind that could block anyone.
 //
-// File layout (version 3, little-endian, 64-byte aligned):
+// File layout (version 4, little-endian, 64-byte aligned):
 //   [0, 4096)         header: magic, layout version, geometry, writer pid and
 //                     start time, session (64-bit), channel, control socket
 //                     name, the file's size; on their own cache lines the
 //                     event word (futex), a liveness stamp, sleeper bits,
 //                     reader slots
-//   [4032, +ring)     the retransmit ring: control block (reserved sequence,
-//                     geometry) in the header page's last line, then from 4096
-//                     slots {u64 seq, u32 length, u32 0, datagram} indexed by
-//                     sequence
+//   [4032, +ring)     the retransmit ring, packed (feed/retransmit_ring.hpp):
+//                     control block (the horizon word first) in the header
+//                     page's last line, the sequence index from 4096, then,
+//                     page-aligned, records {u64 seq, u32 length, u32 0,
+//                     datagram} rounded up to 64 bytes, back to back
 //   [.., +lane)       the lane: a small ring of unsequenced datagrams
 //                     (heartbeats), slots {u64 marker, u64 data_newest,
 //                     u64 length, u64 0, datagram} indexed by position
 //
-// Data slot s is a seqlock on its seq word: a reader at sequence s copies
-// the datagram while the word says s before and after; s | kClaimed (being
-// written) or the previous lap means not yet. A word of a later lap means
-// the writer lapped the reader: it jumps ahead and the feed engine recovers
-// the gap through the control plane like any loss. A torn slot is never
-// handed out. The reader learns of a datagram from the line that carries
-// its start (one cache-line transfer); the writer claims, encodes, seals
-// and commits a datagram in one short burst, so a reader waiting on that
-// line takes it from the writer about once. The published word (the newest
-// sequence announced) serves sleepers and a reader that positions itself.
-// A heartbeat is handed out only after every datagram it follows (its
-// data_newest) was read, so it never announces a sequence the reader is
-// about to get anyway.
+// A reader walks the records in order, its byte position beside its next
+// sequence. At record position P it waits for the sequence word to say s
+// (0 or s | kClaimed: not yet), copies the datagram, and keeps it if the
+// horizon word is still at most P + data_bytes: nothing of the record was
+// reclaimed while it copied. (Version 3 gave every datagram a fixed 4 KiB
+// slot: a page per 100-byte datagram for the writer and every reader.)
+// Anything else at P means the writer lapped the reader: it jumps ahead to
+// a record the index and that record's header agree on, and the feed engine
+// recovers the gap through the control plane like any loss. A torn record is
+// never handed out. The reader learns of a datagram from the line that
+// carries its start (one cache-line transfer); the writer claims, encodes,
+// seals and commits a datagram in one short burst, so a reader waiting on
+// that line takes it from the writer about once. The published word (the
+// newest sequence announced) serves sleepers and a reader that positions
+// itself. A heartbeat is handed out only after every datagram it follows
+// (its data_newest) was read, so it never announces a sequence the reader
+// is about to get anyway.
 //
 // Trust. Anyone can create files in /dev/shm, so a ring is only believed
 // when its file says the publisher made it: created exclusively, owned by
 // the publisher's user, writable by nobody else (0600, or 0640 for a group
 // of readers), as large as its header says (checked before mapping: a
 // shorter file would kill readers with SIGBUS). Even then no single word
-// moves a reader far: a position (the published word, a lapping slot's
-// sequence, the lane position) is followed only as far as the slots
+// moves a reader far: a position (the published word, the horizon, an index
+// entry, the lane position) is followed only as far as the records
 // themselves prove it and no faster than any writer could have written;
 // anything else is counted (implausible()) and never followed, and the
 // engine recovers what was lost through the control plane.
@@ -150,7 +155,7 @@ inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
 #endif
 }
 
-constexpr uint64_t kRingMagic = 0x33524853'43444d4dull;  // "MMDCSHR3"
+constexpr uint64_t kRingMagic = 0x34524853'43444d4dull;  // "MMDCSHR4"
 // Magics of every layout: "MMDCSHR" and the version digit. Older ones are
 // refused with a message naming both versions.
 constexpr uint64_t kRingMagicStem = 0x00524853'43444d4dull;
@@ -159,12 +164,11 @@ constexpr uint64_t kRingMagicStemMask = 0x00ffffff'ffffffffull;
   const uint64_t digit = m >> 56;
   return (m & kRingMagicStemMask) == kRingMagicStem && digit >= '1' && digit <= '9';
 }
-constexpr uint32_t kRingLayoutVersion = 3;
+constexpr uint32_t kRingLayoutVersion = 4;
 constexpr size_t kRingHeaderSize = 4096;
 // The retransmit ring's 64-byte control block is the header page's last line,
-// so its slots start on page boundaries: a reader streaming through slot s
-// never has the prefetcher pull in lines of slot s + 1 while the writer is
-// building it (a slot straddling pages halved throughput on distant cores).
+// so its index and its records start on page boundaries, and the horizon
+// word has a line of its own.
 constexpr size_t kRingOffset = kRingHeaderSize - feed::RetransmitRing::kControlSize;
 constexpr size_t kSlotHeader = feed::RetransmitRing::kSlotHeader;  // u64 seq, u32 length, u32 0
 constexpr size_t kLaneHeader = 32;  // u64 marker, u64 data_newest, u64 length, u64 0
@@ -181,14 +185,17 @@ constexpr size_t kReaderSlots = 64;        // readers that can block; more fall 
 constexpr size_t kReaderSlotSize = 16;     // u32 pid, u32 0, u64 process start time
 
 // A writer that is faster than one datagram a nanosecond does not exist (a
-// slot is at least 64 bytes): a position that claims more is corruption.
+// record is at least 64 bytes): a position that claims more is corruption.
 constexpr uint64_t kMaxPlausibleDatagramsPerSec = 1'000'000'000;
 
 struct RingOptions {
   std::string name = "mdcast";      // ring file mdcast-<name>.ring
   std::string dir;                  // default: /dev/hugepages if usable, else /dev/shm
-  size_t slots = 16384;             // power of two not required
-  size_t max_datagram = 4032;       // slot = 16 + this, rounded up to 64 (4096 by default)
+  // The ring holds `slots` datagrams of max_datagram (64 MiB of records by
+  // default), more of smaller ones: records are packed. Plus an index of
+  // 8 bytes per 64 of records.
+  size_t slots = 16384;
+  size_t max_datagram = 4032;       // largest record = 16 + this, rounded up to 64
   bool huge_pages = true;           // try hugetlbfs first
   // "" : the ring is this user's alone (mode 0600). A group (name or
   // number): the file is given to it, mode 0640, and readers in that group
@@ -214,8 +221,8 @@ struct RingHeaderView {
   uint64_t magic;
   uint32_t version;
   uint32_t header_size;
-  uint64_t slot_size;     // data slots (the retransmit ring's)
-  uint64_t slots;
+  uint64_t slot_size;     // the largest record
+  uint64_t slots;         // records of slot_size the data holds
   uint64_t max_datagram;
   uint64_t writer_pid;
   uint64_t writer_start;  // /proc/<pid>/stat start time, guards against pid reuse
@@ -230,6 +237,9 @@ struct RingHeaderView {
   uint64_t lane_slot_size;
   uint64_t lane_slots;
   uint64_t file_bytes;    // the file as created: a reader refuses a shorter one
+  uint64_t data_offset;   // records, from ring_offset
+  uint64_t data_bytes;
+  uint64_t index_entries; // index, from ring_offset + 64
 };
 static_assert(sizeof(RingHeaderView) <= kPublishedOffset, "the header fields end before the shared words");
 
@@ -312,6 +322,7 @@ class RingWriter {
   size_t slot_size_ = 0;
   size_t slots_ = 0;
   size_t ring_bytes_ = 0;
+  size_t data_bytes_ = 0;
   size_t lane_offset_ = 0;
   size_t lane_slot_size_ = 0;
   size_t max_datagram_ = 0;
@@ -346,27 +357,29 @@ class RingReader {
   // kLapped: the writer overwrote what this reader had not read yet; the
   // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
-    const std::byte* s = next_slot_;
-    const auto& seq = word(s);
-    const uint64_t q1 = seq.load(std::memory_order_acquire);
+    const std::byte* r = c_.data + off_;
+    const uint64_t q1 = seq_word(r).load(std::memory_order_acquire);
     if (q1 == next_) {
-      auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(s)).load(std::memory_order_acquire));
-      if (l > c_.max_datagram) l = 0;  // torn length: the re-check below rejects it
-      copy_out(buf, s + kSlotHeader, l);
-      // copy_out's acquire fence (or loads) keeps this re-check after the copy.
-      if (seq.load(std::memory_order_relaxed) == next_) {
-        len = l;
-        ++next_;
-        // The next slot by compare-and-wrap, not `next_ % slots` (a division
-        // per datagram); every other move of the cursor goes through seek().
-        s += c_.slot_size;
-        next_slot_ = s == c_.ring_end ? c_.ring + feed::RetransmitRing::kControlSize : s;
-        return Read::kOk;
+      // Stored before the sequence word, which was loaded with acquire.
+      const auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed));
+      if (l <= c_.max_datagram) [[likely]] {
+        copy_out(buf, r + kSlotHeader, l);
+        // After copy_out's acquire fence (or loads): nothing of the record
+        // was reclaimed while it was copied.
+        if (horizon().load(std::memory_order_relaxed) <= pos_ + c_.data_bytes) [[likely]] {
+          len = l;
+          ++next_;
+          step(l);
+          return Read::kOk;
+        }
       }
-      return overtaken();  // a later lap took the slot while we copied
+      return overtaken();
     }
-    // Being written (next_ | kClaimed) or still the previous lap: not yet.
-    if ((q1 & ~feed::RetransmitRing::kClaimed) <= next_) return read_lane(buf, len);
+    // Not yet, unless the writer lapped us: a later lap may leave anything
+    // at our position, zeros too.
+    if ((q1 == 0 || q1 == (next_ | feed::RetransmitRing::kClaimed)) &&
+        horizon().load(std::memory_order_relaxed) <= pos_ + c_.data_bytes) [[likely]]
+      return read_lane(buf, len);
     return overtaken();
   }
 
@@ -374,11 +387,12 @@ class RingReader {
   [[nodiscard]] uid_t owner() const noexcept { return owner_; }  // the file's owner, checked
   [[nodiscard]] size_t max_datagram() const noexcept { return c_.max_datagram; }
   [[nodiscard]] uint64_t position() const noexcept { return next_; }  // next sequence to read
+  [[nodiscard]] uint64_t byte_position() const noexcept { return pos_; }  // where its record goes
   // The writer's next sequence as its published word says: for display, not
-  // proven (the reader itself follows only what the slots prove).
+  // proven (the reader itself follows only what the records prove).
   [[nodiscard]] uint64_t writer_position() const noexcept;
   [[nodiscard]] uint64_t lapped() const noexcept { return c_.lapped; }
-  // Positions seen that the slots did not back (corruption or forgery),
+  // Positions seen that the records did not back (corruption or forgery),
   // never followed.
   [[nodiscard]] uint64_t implausible() const noexcept { return c_.implausible; }
   [[nodiscard]] uint64_t alive_stamp() const noexcept;
@@ -386,10 +400,10 @@ class RingReader {
   // True while the file at path() is still the one we mapped and its writer lives.
   [[nodiscard]] bool current() const noexcept;
   // Start reading at the writer's current position (new subscribers do
-  // this): the published one where the slots prove it, else the newest
-  // sequence the slots hold.
+  // this): the published one where the records prove it, else the newest
+  // sequence the records hold.
   void seek_to_writer() noexcept;
-  // Re-reads the writer's published position where the slots prove it, so
+  // Re-reads the writer's published position where the records prove it, so
   // that how far it may have moved since is bounded tightly (the medium
   // calls this from its control duty, ~10 times a second).
   void refresh(uint64_t now_ns) noexcept;
@@ -403,49 +417,73 @@ class RingReader {
  private:
   // Everything but the owners below: trivially copied by the moves.
   struct Cursor {
-    const std::byte* ring = nullptr;
+    const std::byte* ring = nullptr;   // the control block (the horizon word)
+    const std::byte* index = nullptr;
+    const std::byte* data = nullptr;
     const std::byte* lane = nullptr;
-    const std::byte* ring_end = nullptr;  // one past the last data slot
-    size_t slot_size = 0;
-    size_t slots = 0;
+    size_t data_bytes = 0;
+    size_t max_record = 0;
+    size_t entries = 0;
     size_t lane_slot_size = 0;
     size_t lane_slots = 0;
     size_t max_datagram = 0;
     uint64_t ino = 0;
     uint64_t lapped = 0;
     uint64_t implausible = 0;
-    uint64_t implausible_at = 0;     // data position whose slot was last judged corrupt (counted once)
+    uint64_t implausible_at = 0;     // data position whose record was last judged corrupt (counted once)
     uint64_t implausible_value = 0;  // published word last judged implausible (counted once)
+    uint64_t implausible_horizon = 0;  // horizon last judged implausible (counted once)
     uint64_t implausible_lane = 0;   // lane position word last judged implausible (counted once)
     uint64_t implausible_lane_at = UINT64_MAX;  // lane position whose marker was last judged corrupt
-    // The writer was at about `base` (a published position the slots
+    // The writer was at about `base` (a published position the records
     // proved) at `base_ns`: where it can be now is bounded by the rate.
     uint64_t base = 0;
     uint64_t base_ns = 0;
   };
 
+  static const std::atomic<uint64_t>& seq_word(const std::byte* r) noexcept { return word(r); }
+  const std::atomic<uint64_t>& horizon() const noexcept { return word(c_.ring); }
+  // The next record's place: right behind, or the next lap's start when the
+  // largest record would not fit before the end (the writer's rule).
+  void step(size_t len) noexcept {
+    const size_t span = feed::RetransmitRing::record_span(len);
+    pos_ += span;
+    off_ += span;
+    if (off_ + c_.max_record > c_.data_bytes) [[unlikely]] {
+      pos_ += c_.data_bytes - off_;
+      off_ = 0;
+    }
+  }
   Read read_lane(std::byte* buf, size_t& len) noexcept;
   [[gnu::cold]] Read overtaken() noexcept;
   [[gnu::cold]] void lane_overtaken(uint64_t marker) noexcept;
   bool plausible(uint64_t seq, uint64_t now) const noexcept;
   bool proven_published(uint64_t p, uint64_t now) noexcept;
   bool proven_lane_position(uint64_t w) const noexcept;
-  uint64_t newest_in_slots() const noexcept;
+  // The record the index places seq at (its position in pos), if a writer
+  // could have put one there; its header is the caller's to check.
+  const std::byte* indexed(uint64_t seq, uint64_t& pos) const noexcept;
+  // Record seq, committed where the index says: its position, or false.
+  bool locate(uint64_t seq, uint64_t& pos) const noexcept;
+  // Moves to just after record p (p committed where the index says); false
+  // if the records do not show it.
+  bool seek_after(uint64_t p) noexcept;
+  // The first sequence in [lo, hi] whose record the index and header agree
+  // on and that the writer will not reclaim within an eighth of a lap.
+  bool resume_point(uint64_t lo, uint64_t hi, uint64_t& seq, uint64_t& pos) const noexcept;
+  bool skip_ahead(uint64_t newest) noexcept;
+  uint64_t newest_in_index() const noexcept;
   uint64_t newest_in_lane() const noexcept;
   void note_implausible(uint64_t& last, uint64_t v) noexcept;
-  void skip_to(uint64_t target) noexcept;
-  // Moves the cursor to data sequence seq: the one way next_ changes other
-  // than by read()'s step, so next_slot_ stays data_slot(next_).
-  void seek(uint64_t seq) noexcept {
+  // The one way the cursor moves other than by read()'s step.
+  void seek(uint64_t seq, uint64_t pos) noexcept {
     next_ = seq;
-    next_slot_ = data_slot(seq);
+    pos_ = pos;
+    off_ = static_cast<size_t>(pos % c_.data_bytes);
   }
   void release_slot() noexcept;
   [[nodiscard]] uint64_t published() const noexcept {
     return word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
-  }
-  const std::byte* data_slot(uint64_t seq) const noexcept {
-    return c_.ring + feed::RetransmitRing::kControlSize + (seq % c_.slots) * c_.slot_size;
   }
   const std::byte* lane_slot(uint64_t p) const noexcept { return c_.lane + (p % c_.lane_slots) * c_.lane_slot_size; }
 
@@ -457,7 +495,8 @@ class RingReader {
   uid_t owner_ = 0;
   Cursor c_;
   uint64_t next_ = 1;       // next data sequence
-  const std::byte* next_slot_ = nullptr;  // data_slot(next_)
+  uint64_t pos_ = 0;        // its record's byte position
+  size_t off_ = 0;          // pos_ % data_bytes
   uint64_t lane_next_ = 0;  // next lane position
 };
 
