@@ -139,15 +139,70 @@ TEST_P(Idle, BurstsBeyondEveryQuotaAreServedToTheLastFrame) {
   EXPECT_EQ(waits_over(server, h, clk, 100), uring() ? 0u : 100u);
 }
 
-// The same with 64+ clients waking the server in one go while connected
-// (a full epoll batch and, with the io_uring, an overflowing completion queue).
+// One client, its socket read 4 KiB at a time (the frame limit 1 KiB): the
+// budget runs out exactly where a read's frames end, with bytes still in the
+// socket. Nothing wakes the server for them again.
+TEST_P(Idle, BytesLeftInASocketWhenTheBudgetRanOutAreReadLater) {
+  const std::string name = unique_name("leftbudget");
+  StreamServerConfig cfg = config();
+  cfg.frames_per_poll = cfg.frames_per_client_per_poll = 16;
+  cfg.max_frame_unadmitted = cfg.max_frame_admitted = 1024;
+  StreamControlServer server(address_of(name), cfg);
+  require(server);
+  FakeHandler h;
+  Clock clk;
+  Sock s(raw_connect(name));
+  server.poll(h, clk.tick());
+  ASSERT_EQ(server.clients(), 1u);
+  constexpr size_t kFrames = 64 * 5;  // 64-byte frames: a 4 KiB read holds 64, four polls' budget
+  ASSERT_TRUE(s.send_all(burst(kFrames, 0, 64)));
+  for (int i = 0; i < 100 && h.frames < kFrames; ++i) server.poll(h, clk.tick());
+  ASSERT_EQ(h.frames, kFrames);
+  for (size_t i = 0; i < kFrames; ++i) ASSERT_EQ(h.executed[1][i], i);
+}
+
+// One client whose frames are large: one serve reads its socket the most
+// times it may (4 x 4 KiB) and leaves the rest there.
+TEST_P(Idle, BytesLeftInASocketAfterTheReadsOfOneTurnAreReadLater) {
+  const std::string name = unique_name("leftreads");
+  StreamServerConfig cfg = config();
+  cfg.frames_per_poll = cfg.frames_per_client_per_poll = 64;
+  cfg.max_frame_unadmitted = cfg.max_frame_admitted = 1024;
+  StreamControlServer server(address_of(name), cfg);
+  require(server);
+  FakeHandler h;
+  Clock clk;
+  Sock s(raw_connect(name));
+  server.poll(h, clk.tick());
+  constexpr size_t kFrames = 100;  // 100 KiB: 16 frames per turn
+  ASSERT_TRUE(s.send_all(burst(kFrames, 0, 1024)));
+  for (int i = 0; i < 100 && h.frames < kFrames; ++i) server.poll(h, clk.tick());
+  ASSERT_EQ(h.frames, kFrames);
+}
+
+// Connections waiting in the backlog beyond the accept quota, sending nothing.
+TEST_P(Idle, ConnectionsBeyondTheAcceptQuotaAreAllAccepted) {
+  const std::string name = unique_name("backlog");
+  StreamServerConfig cfg = config();
+  cfg.accepts_per_poll = 3;
+  StreamControlServer server(address_of(name), cfg);
+  require(server);
+  FakeHandler h;
+  Clock clk;
+  std::vector<Sock> socks;
+  for (int i = 0; i < 100; ++i) socks.emplace_back(raw_connect(name));
+  for (int i = 0; i < 100 && server.clients() < 100; ++i) server.poll(h, clk.tick());
+  EXPECT_EQ(server.clients(), 100u);
+}
+
+// More clients ready at once than one epoll_wait returns (64).
 TEST_P(Idle, MoreReadyClientsThanOneEpollBatchAreAllServed) {
   const std::string name = unique_name("batch");
   StreamControlServer server(address_of(name), config());
   require(server);
   FakeHandler h;
   Clock clk;
-  constexpr size_t kClients = 120;  // under the listen backlog (128): connect() would block
+  constexpr size_t kClients = 100;  // under the listen backlog (128): connect() would block
   std::vector<Sock> socks;
   for (size_t i = 0; i < kClients; ++i) socks.emplace_back(raw_connect(name));
   for (int i = 0; i < 200 && server.clients() < kClients; ++i) server.poll(h, clk.tick());
@@ -158,6 +213,32 @@ TEST_P(Idle, MoreReadyClientsThanOneEpollBatchAreAllServed) {
     const size_t want = (round + 1) * kClients;
     for (int i = 0; i < 50 && h.frames < want; ++i) server.poll(h, clk.tick());
     ASSERT_EQ(h.frames, want) << "round " << round;
+  }
+  settle(server, h, clk);
+  EXPECT_EQ(waits_over(server, h, clk, 100), uring() ? 0u : 100u);
+}
+
+// More wakeups between two polls than the ring's completion queue holds
+// (128): the multishot poll ends and is armed again, nothing is missed.
+TEST_P(Idle, MoreWakeupsThanTheCompletionQueueHoldsMissNothing) {
+  const std::string name = unique_name("overflow");
+  StreamControlServer server(address_of(name), config());
+  require(server);
+  FakeHandler h;
+  Clock clk;
+  constexpr size_t kClients = 300;
+  std::vector<Sock> socks;
+  while (socks.size() < kClients) {  // in steps the listen backlog takes
+    for (int i = 0; i < 100; ++i) socks.emplace_back(raw_connect(name));
+    for (int i = 0; i < 20 && server.clients() < socks.size(); ++i) server.poll(h, clk.tick());
+  }
+  ASSERT_EQ(server.clients(), kClients);
+  settle(server, h, clk);
+  for (auto& s : socks) ASSERT_TRUE(s.send_all(frame_of(44, 1)));
+  for (int i = 0; i < 50 && h.frames < kClients; ++i) server.poll(h, clk.tick());
+  ASSERT_EQ(h.frames, kClients);
+  if (uring()) {
+    EXPECT_GE(server.stats().readiness_rearms.get(), 1u);
   }
   settle(server, h, clk);
   EXPECT_EQ(waits_over(server, h, clk, 100), uring() ? 0u : 100u);

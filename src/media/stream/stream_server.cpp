@@ -21,6 +21,10 @@
 namespace mdcast::media {
 namespace {
 
+// The readiness ring's size: 128 completions (2 KiB) between two polls
+// before the multishot poll ends and costs a re-arm, where a burst of
+// subscribers connecting or reporting at once would overflow a small one.
+constexpr unsigned kReadinessEntries = 64;
 // Events per epoll_wait; a full batch means more may be waiting.
 constexpr int kEventsPerWait = 64;
 // Reads per client per serve: a client that keeps its socket full is read
@@ -97,7 +101,7 @@ StreamControlServer::StreamControlServer(const std::string& address, const Strea
   ev.data.u64 = 0;  // the listening socket; clients are 1, 2, ...
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) != 0)
     fail_errno("control server {}: epoll_ctl", address);
-  ready_ring_ = cfg_.use_io_uring ? ReadinessRing(epoll_.get())
+  ready_ring_ = cfg_.use_io_uring ? ReadinessRing(epoll_.get(), kReadinessEntries)
                                   : ReadinessRing::disabled("off (use_io_uring = false): an epoll_wait every poll");
   stats_.io_uring.set(ready_ring_.available() ? 1 : 0);
   if (sa.family == AF_INET) {
