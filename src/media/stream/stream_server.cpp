@@ -332,7 +332,8 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
       stats_.accept_failures.add();
       continue;
     }
-    // Bytes that came before the ADD: epoll reports them, the ring need not hear of them.
+    // Bytes that came before the ADD are epoll's to report; whether the ADD
+    // also wakes the ring is its detail: one epoll_wait is cheaper than relying on it.
     rescan_ = true;
     auto [it, fresh] = conns_.try_emplace(id);
     Conn& c = it->second;
