@@ -1,13 +1,20 @@
-// Histogram recording and the clock every latency sample reads.
+// Histogram recording, the clock every latency sample reads, and what an
+// idle control poll costs.
 #include <benchmark/benchmark.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/rng.hpp"
+#include "mdcast/media/stream/stream_control.hpp"
+#include "mdcast/media/stream/stream_server.hpp"
 
 namespace mdcast::micro {
 namespace {
@@ -50,6 +57,60 @@ void BM_RecvEmptySocket(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 BENCHMARK(BM_RecvEmptySocket);
+
+struct NullHandler final : media::ControlHandler {
+  void on_connect(media::ClientId, uint64_t) override {}
+  void on_disconnect(media::ClientId) override {}
+  bool on_frame(media::ClientId, std::span<const std::byte>, uint64_t, media::ReplySink&) override { return true; }
+};
+
+// An idle poll of the publisher's control server with one subscriber
+// connected, as the duty loop makes it every 100 us. io_uring 1: the
+// readiness ring says nothing happened, no system call; 0: the fallback's
+// epoll_wait.
+void BM_ControlPollIdle(benchmark::State& state) {
+  media::StreamServerConfig cfg;
+  cfg.use_io_uring = state.range(0) != 0;
+  const std::string addr = fmt::format("unix:@mdcast-bench-{}-{}", ::getpid(), state.range(0));
+  media::StreamControlServer server(addr, cfg);
+  if (cfg.use_io_uring && server.stats().io_uring.get() == 0) {
+    state.SkipWithError(server.readiness_mode().c_str());
+    return;
+  }
+  media::StreamControlClient client(addr, false);
+  NullHandler h;
+  const auto ignore = [](std::span<const std::byte>) {};
+  uint64_t now = monotonic_ns();
+  (void)client.poll(now, ignore);
+  for (int i = 0; i < 16; ++i) server.poll(h, now += 100 * kNsPerUs);
+  const uint64_t waits = server.stats().epoll_waits.get();
+  for (auto _ : state) benchmark::DoNotOptimize(server.poll(h, now += 100 * kNsPerUs));
+  state.counters["epoll_waits_per_poll"] = static_cast<double>(server.stats().epoll_waits.get() - waits) /
+                                           static_cast<double>(std::max<int64_t>(1, state.iterations()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_ControlPollIdle)->ArgName("io_uring")->Arg(1)->Arg(0);
+
+// The subscriber's side: an idle poll of its control client (1: no system
+// call; 0: the fallback's recv).
+void BM_ControlClientPollIdle(benchmark::State& state) {
+  const std::string addr = fmt::format("unix:@mdcast-bench-client-{}-{}", ::getpid(), state.range(0));
+  media::StreamControlServer server(addr);
+  media::StreamControlClient client(addr, state.range(0) != 0);
+  NullHandler h;
+  const auto ignore = [](std::span<const std::byte>) {};
+  uint64_t now = monotonic_ns();
+  (void)client.poll(now, ignore);
+  server.poll(h, now);
+  for (int i = 0; i < 16; ++i) (void)client.poll(now += 100 * kNsPerUs, ignore);
+  if (state.range(0) != 0 && client.readiness_mode() != "io_uring") {
+    state.SkipWithError(client.readiness_mode().c_str());
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(client.poll(now += 100 * kNsPerUs, ignore));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_ControlClientPollIdle)->ArgName("io_uring")->Arg(1)->Arg(0);
 
 }  // namespace
 }  // namespace mdcast::micro

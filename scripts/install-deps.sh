@@ -12,6 +12,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev librdmacm-dev ibverbs-providers
   perftest                            # the verbs bench's independent baseline (ib_send_lat/_bw)
+  liburing-dev                        # io_uring readiness: an idle control poll makes no system call
   libpcap-dev                         # mdcast record/replay: nanosecond pcap written, pcap/pcapng read through libpcap
   tshark tcpdump tcpreplay            # the dissector's test (tools/wireshark), captures; tcpreplay sends a recording
   iproute2 procps nftables            # nftables: the netns tests' link loss where the kernel lacks netem

@@ -223,6 +223,9 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("control.idle_timeout", "DURATION", "publisher: an admitted client that sends nothing for this long is closed",
         [](Settings& s, const std::string& v) { s.control_server.idle_timeout_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.control_server.idle_timeout_ns); });
+    add("control.io_uring", "BOOL", "publisher: idle control polls without a system call (io_uring); false: an epoll_wait every poll",
+        [](Settings& s, const std::string& v) { s.control_server.use_io_uring = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.control_server.use_io_uring ? "true" : "false"); });
     // [verbs]
     add("verbs.device", "DEVICE", "RDMA device (default: the one owning local_ip)", [](Settings& s, const std::string& v) { s.verbs.device = v; },
         [](const Settings& s) { return s.verbs.device; });

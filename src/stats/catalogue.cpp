@@ -23,7 +23,7 @@ constexpr sv kPubGauges[] = {"last_sequence", "pacing_rate"};
 constexpr sv kCtlGauges[] = {"clients_connected", "slowest_capacity", "longest_poll_ns", "auth_delay_ns",
                              "snapshot_streams", "snapshot_cache_bytes"};
 constexpr sv kSubGauges[] = {"next_sequence", "highest_sequence"};
-constexpr sv kStreamGauges[] = {"clients", "unadmitted", "queued_bytes"};
+constexpr sv kStreamGauges[] = {"clients", "unadmitted", "queued_bytes", "io_uring"};
 constexpr sv kVerbsSinkGauges[] = {"send_only_join"};
 constexpr sv kVerbsRxGauges[] = {"posted_low"};
 constexpr sv kVerbsServerGauges[] = {"clients_connected"};

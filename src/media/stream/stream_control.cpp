@@ -64,12 +64,28 @@ SocketAddress SocketAddress::parse(const std::string& a) {
 
 // ------------------------------------------------------------------ client --
 
-StreamControlClient::StreamControlClient(std::string address) : address_(std::move(address)), rbuf_(64u << 10) {
+StreamControlClient::StreamControlClient(std::string address, bool use_io_uring)
+    : address_(std::move(address)), rbuf_(64u << 10) {
   (void)SocketAddress::parse(address_);  // fail early on a malformed address
+  if (!use_io_uring) {
+    ready_ring_ = ReadinessRing::disabled("off (use_io_uring = false): a recv every poll");
+    return;
+  }
+  epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_) {
+    ready_ring_ = ReadinessRing::disabled(fmt::format("epoll_create1: {}: a recv every poll", std::strerror(errno)));
+    return;
+  }
+  ready_ring_ = ReadinessRing(epoll_.get());
+}
+
+std::string StreamControlClient::readiness_mode() const {
+  return ready_ring_.available() ? std::string("io_uring") : "recv per poll (" + ready_ring_.reason() + ")";
 }
 
 void StreamControlClient::close() noexcept {
-  fd_.reset();
+  fd_.reset();  // leaves epoll_ with it
+  watched_ = false;
   connected_ = false;
   connecting_ = false;
   in_ = wire::FrameAssembler();
@@ -160,7 +176,23 @@ StreamControlClient::Events StreamControlClient::poll(uint64_t now,
     ev.disconnected = true;
     return ev;
   }
+  if (!watched_) {
+    // Bytes that came before the ADD may wake nobody: read once regardless.
+    epoll_event e{};
+    e.events = EPOLLIN;
+    watched_ = ready_ring_.available() && ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd_.get(), &e) == 0;
+    rescan_ = true;
+  }
+  // Completions consumed before recv: data after it posts a new one.
+  const bool woke = ready_ring_.check();
+  if (!woke && !rescan_ && watched_) {
+    ++idle_polls_;
+    return ev;
+  }
+  rescan_ = false;
+  bool drained = false;
   for (int round = 0; round < 64; ++round) {
+    ++recvs_;
     const ssize_t n = ::recv(fd_.get(), rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       last_error_ = n == 0 ? "publisher closed the control connection" : std::strerror(errno);
@@ -169,7 +201,10 @@ StreamControlClient::Events StreamControlClient::poll(uint64_t now,
       ev.connected = false;
       return ev;
     }
-    if (n < 0) break;
+    if (n < 0) {
+      drained = errno != EINTR;
+      break;
+    }
     in_.append({rbuf_.data(), static_cast<size_t>(n)});
     std::span<const std::byte> frame;
     for (;;) {
@@ -183,8 +218,13 @@ StreamControlClient::Events StreamControlClient::poll(uint64_t now,
       }
       on_frame(frame);
     }
-    if (static_cast<size_t>(n) < rbuf_.size()) break;
+    if (static_cast<size_t>(n) < rbuf_.size()) {
+      drained = true;
+      break;
+    }
   }
+  // What stays in the socket keeps it readable but posts nothing new.
+  if (!drained) rescan_ = true;
   return ev;
 }
 

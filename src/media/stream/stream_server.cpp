@@ -21,6 +21,12 @@
 namespace mdcast::media {
 namespace {
 
+// The readiness ring's size: 128 completions (2 KiB) between two polls
+// before the multishot poll ends and costs a re-arm, where a burst of
+// subscribers connecting or reporting at once would overflow a small one.
+constexpr unsigned kReadinessEntries = 64;
+// Events per epoll_wait; a full batch means more may be waiting.
+constexpr int kEventsPerWait = 64;
 // Reads per client per serve: a client that keeps its socket full is read
 // again at its next turn (epoll is level-triggered), never drained in one go.
 constexpr int kMaxReadsPerServe = 4;
@@ -95,6 +101,9 @@ StreamControlServer::StreamControlServer(const std::string& address, const Strea
   ev.data.u64 = 0;  // the listening socket; clients are 1, 2, ...
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) != 0)
     fail_errno("control server {}: epoll_ctl", address);
+  ready_ring_ = cfg_.use_io_uring ? ReadinessRing(epoll_.get(), kReadinessEntries)
+                                  : ReadinessRing::disabled("off (use_io_uring = false): an epoll_wait every poll");
+  stats_.io_uring.set(ready_ring_.available() ? 1 : 0);
   if (sa.family == AF_INET) {
     sockaddr_in in{};
     socklen_t len = sizeof in;
@@ -107,6 +116,10 @@ StreamControlServer::StreamControlServer(const std::string& address, const Strea
 
 StreamControlServer::~StreamControlServer() {
   if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+}
+
+std::string StreamControlServer::readiness_mode() const {
+  return ready_ring_.available() ? std::string("io_uring") : "epoll_wait per poll (" + ready_ring_.reason() + ")";
 }
 
 size_t StreamControlServer::writable_low() const noexcept {
@@ -177,7 +190,8 @@ void StreamControlServer::flush(ClientId id, Conn& c) {
     auto& f = c.out.front();
     const ssize_t n = ::send(c.fd.get(), f.data() + c.out_off, f.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) cut(id, c, Cut::kPeer);
+      if (errno == EINTR) rescan_ = true;  // the socket may have room: let epoll say so
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) cut(id, c, Cut::kPeer);
       break;
     }
     stats_.bytes_out.add(static_cast<uint64_t>(n));
@@ -201,6 +215,10 @@ void StreamControlServer::flush(ClientId id, Conn& c) {
       return;
     }
     c.want_out = want;
+    // A MOD that finds the socket ready wakes the epoll fd only if the entry
+    // is not on epoll's ready list already, where level-triggered entries
+    // stay after epoll_wait reported them: the ring may hear nothing.
+    rescan_ = true;
   }
   if (c.pending && !c.in_writable && c.out_bytes < writable_low()) {
     c.in_writable = true;
@@ -286,12 +304,15 @@ void StreamControlServer::set_admitted(ClientId id, Conn& c, bool admitted, uint
 }
 
 void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& work) {
+  // Connections left in the backlog (this poll's quota spent, or accept
+  // failing) wake nobody again: the next poll asks epoll without the ring.
   for (size_t k = 0; k < cfg_.accepts_per_poll; ++k) {
     const int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED) continue;
       stats_.accept_failures.add();  // out of descriptors or memory: the connection waits in the backlog
+      rescan_ = true;
       return;
     }
     UniqueFd owned(fd);
@@ -311,6 +332,9 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
       stats_.accept_failures.add();
       continue;
     }
+    // Bytes that came before the ADD are epoll's to report; whether the ADD
+    // also wakes the ring is its detail: one epoll_wait is cheaper than relying on it.
+    rescan_ = true;
     auto [it, fresh] = conns_.try_emplace(id);
     Conn& c = it->second;
     c.fd = std::move(owned);
@@ -326,6 +350,7 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
     if (unadmitted_.size() >= cfg_.max_unadmitted) evict_unadmitted();
     unadmitted_.insert(id);
   }
+  rescan_ = true;
 }
 
 // -------------------------------------------------------------- input ----
@@ -390,8 +415,13 @@ void StreamControlServer::serve(ClientId id, Conn& c, ControlHandler& h, uint64_
     // A frame begun: its clock runs from when it was first seen incomplete.
     if (c.in.buffered() == 0) c.partial_since = 0;
     else if (c.partial_since == 0) c.partial_since = now;
-    // Read only while under budget; what stays in the socket keeps epoll ready.
-    if (socket_empty || reads == kMaxReadsPerServe || over_budget()) return;
+    // Read only while under budget; what stays in the socket keeps epoll
+    // ready, but wakes nobody again: the next poll asks epoll regardless.
+    if (socket_empty) return;
+    if (reads == kMaxReadsPerServe || over_budget()) {
+      rescan_ = true;
+      return;
+    }
     const size_t want = std::min(rbuf_.size(), std::max<size_t>(2 * c.in.max_frame(), 4096));
     const ssize_t n = ::recv(c.fd.get(), rbuf_.data(), want, MSG_DONTWAIT);
     if (n == 0) {
@@ -399,7 +429,8 @@ void StreamControlServer::serve(ClientId id, Conn& c, ControlHandler& h, uint64_
       return;
     }
     if (n < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) cut(id, c, Cut::kPeer);
+      if (errno == EINTR) rescan_ = true;
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) cut(id, c, Cut::kPeer);
       return;
     }
     stats_.bytes_in.add(static_cast<uint64_t>(n));
@@ -477,8 +508,22 @@ size_t StreamControlServer::poll(ControlHandler& h, uint64_t now) {
   ++poll_no_;
   frames_left_ = cfg_.frames_per_poll;
   size_t work = 0;
-  epoll_event evs[64];
-  const int n = ::epoll_wait(epoll_.get(), evs, 64, 0);
+  // The ring's completions are consumed before epoll_wait: a wakeup after it
+  // posts a new one, seen next poll. rescan_: the last poll left readiness
+  // that level-triggered epoll reports again but that wakes nobody (a full
+  // batch of events, connections left in the backlog, bytes left in a
+  // socket, an EPOLL_CTL_MOD).
+  const bool woke = ready_ring_.check();
+  int n = 0;
+  epoll_event evs[kEventsPerWait];
+  if (woke || rescan_) {
+    rescan_ = false;
+    stats_.epoll_waits.add();
+    n = ::epoll_wait(epoll_.get(), evs, kEventsPerWait, 0);
+    if (n < 0 || n == kEventsPerWait) rescan_ = true;
+  } else {
+    stats_.idle_polls.add();
+  }
   for (int i = 0; i < n; ++i) {
     const ClientId id = evs[i].data.u64;
     if (id == 0) {
@@ -504,6 +549,8 @@ size_t StreamControlServer::poll(ControlHandler& h, uint64_t now) {
   stats_.clients.set(conns_.size());
   stats_.unadmitted.set(unadmitted_.size());
   stats_.queued_bytes.set(total_out_);
+  stats_.readiness_rearms.set(ready_ring_.rearms());
+  stats_.io_uring.set(ready_ring_.available() ? 1 : 0);
   return work;
 }
 

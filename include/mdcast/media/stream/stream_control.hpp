@@ -4,8 +4,9 @@
 //
 // Both ends are non-blocking and driven by poll() from their owner's duty
 // loop; nothing here ever blocks the feed. The server (stream_server.hpp)
-// learns which sockets have work from epoll: an idle poll is one epoll_wait,
-// whatever the number of clients; it bounds what each client may cost in
+// learns which sockets have work from epoll, and whether to ask epoll at all
+// from a ReadinessRing (io_uring): an idle poll makes no system call, whatever
+// the number of clients (one epoll_wait where io_uring is unavailable); it bounds what each client may cost in
 // work, reply memory, connections and time, and cuts a client past a bound
 // without the others noticing.
 //
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "mdcast/core/fd.hpp"
+#include "mdcast/core/readiness.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
 #include "mdcast/wire/control.hpp"
@@ -42,9 +44,12 @@ struct SocketAddress {
 };
 
 // The subscriber's end. Reconnects with backoff when the publisher goes away.
+// Its socket sits in a private epoll set watched by a ReadinessRing, so a
+// poll with nothing to read or write makes no system call (a recv each
+// where io_uring is unavailable or use_io_uring is false).
 class StreamControlClient final : public ControlChannel {
  public:
-  explicit StreamControlClient(std::string address);
+  explicit StreamControlClient(std::string address, bool use_io_uring = true);
   bool send(std::span<const std::byte> frame) override;
 
   struct Events {
@@ -74,6 +79,11 @@ class StreamControlClient final : public ControlChannel {
   // not connected.
   [[nodiscard]] std::optional<ucred> peer() const noexcept;
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+  // recv calls made, and connected polls that made none (nothing woke the socket).
+  [[nodiscard]] uint64_t recvs() const noexcept { return recvs_; }
+  [[nodiscard]] uint64_t idle_polls() const noexcept { return idle_polls_; }
+  // "io_uring", or "recv per poll (why io_uring is not used)".
+  [[nodiscard]] std::string readiness_mode() const;
   void set_address(std::string a) {
     address_ = std::move(a);
     close();
@@ -84,6 +94,12 @@ class StreamControlClient final : public ControlChannel {
   bool flush() noexcept;
 
   std::string address_;
+  UniqueFd epoll_;                 // holds fd_ only: the ring polls this, never the socket (whose close must reach the peer)
+  ReadinessRing ready_ring_;       // after epoll_, so gone before it
+  bool watched_ = false;           // fd_ is in epoll_
+  bool rescan_ = false;            // bytes may be left in fd_ that wake nobody again
+  uint64_t recvs_ = 0;
+  uint64_t idle_polls_ = 0;
   UniqueFd fd_;
   bool connected_ = false;
   bool connecting_ = false;

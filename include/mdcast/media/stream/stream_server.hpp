@@ -24,6 +24,11 @@
 //     `max_clients`. Before admission only frames up to
 //     `max_frame_unadmitted` are legal, after it `max_frame_admitted`; a
 //     longer length prefix cuts the client as soon as it is read.
+//   * CPU when idle: a poll asks epoll only when a ReadinessRing (io_uring,
+//     core/readiness.hpp) saw the epoll fd wake, or when the last poll left
+//     work the kernel will not announce again (see poll()); otherwise it
+//     makes no system call. Where io_uring is unavailable or
+//     `use_io_uring` is off, every poll makes one epoll_wait, as before.
 //   * time: un-admitted longer than `unadmitted_timeout_ns`, a frame begun
 //     and not finished for `partial_frame_timeout_ns`, an admitted client
 //     silent for `idle_timeout_ns` (subscribers report status every 250 ms):
@@ -45,6 +50,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/counter.hpp"
 #include "mdcast/core/fd.hpp"
+#include "mdcast/core/readiness.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/wire/control.hpp"
 
@@ -72,6 +78,9 @@ struct StreamServerConfig {
   uint64_t partial_frame_timeout_ns = 2 * kNsPerSec;
   uint64_t idle_timeout_ns = 30 * kNsPerSec;
   uint64_t sweep_interval_ns = 100 * kNsPerMs;
+  // Idle polls without a system call (io_uring readiness). Off: an
+  // epoll_wait every poll, for a kernel or sandbox where io_uring misbehaves.
+  bool use_io_uring = true;
 
   // Throws Error naming the setting that cannot work.
   void validate() const;
@@ -102,7 +111,11 @@ struct StreamServerConfig {
   X(frames_in, "control frames received")                                                 \
   X(bytes_in, "control bytes received")                                                   \
   X(frames_out, "control frames queued for clients")                                      \
-  X(bytes_out, "control bytes written to clients")
+  X(bytes_out, "control bytes written to clients")                                        \
+  X(epoll_waits, "epoll_wait calls made by control polls")                                \
+  X(idle_polls, "control polls that made no system call for readiness (io_uring said nothing happened)") \
+  X(readiness_rearms, "io_uring readiness polls armed again (queue overflow, moved to the polling thread)") \
+  X(io_uring, "1: idle control polls make no system call (io_uring readiness); 0: an epoll_wait each")
 MDCAST_DEFINE_COUNTER_STRUCT(ControlServerStats, MDCAST_STREAM_SERVER_COUNTERS);
 
 class StreamControlServer final : public ReplySink {
@@ -135,6 +148,9 @@ class StreamControlServer final : public ReplySink {
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
   [[nodiscard]] const StreamServerConfig& config() const noexcept { return cfg_; }
   [[nodiscard]] const ControlServerStats& stats() const noexcept { return stats_; }
+  // How the server learns of readiness: "io_uring", or "epoll_wait per poll
+  // (why io_uring is not used)".
+  [[nodiscard]] std::string readiness_mode() const;
 
  private:
   struct Conn {
@@ -180,6 +196,8 @@ class StreamControlServer final : public ReplySink {
   std::string unlink_path_;
   UniqueFd listen_;
   UniqueFd epoll_;
+  ReadinessRing ready_ring_;       // after epoll_, so gone before it: its poll holds the epoll file
+  bool rescan_ = true;             // the last poll left readiness epoll will not wake for again
   int family_ = 0;
   ClientId next_id_ = 1;
   std::unordered_map<ClientId, Conn> conns_;
