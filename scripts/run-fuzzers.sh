@@ -21,7 +21,7 @@ secs=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_datagram fuzz_control fuzz_subscriber fuzz_snapshot_apply fuzz_auth fuzz_announce fuzz_pcap)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_datagram fuzz_control fuzz_subscriber fuzz_snapshot_apply fuzz_auth fuzz_announce fuzz_pcap fuzz_shm_ring)
 work=${MDCAST_FUZZ_WORK:-$build/fuzz-work}
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}

@@ -109,9 +109,11 @@ void print_usage(const Summary& S, const std::vector<Rep>& reps, const Plan& pla
   fmt::print("  engine ring: {}\n", m.name() == "shm" ? "the shared ring subscribers read"
                                                       : "the publisher's retransmit ring, where each datagram is built and sent from");
   fmt::print("  ring pg/msg: distinct 4 KiB pages of the engine's ring the window's datagrams were written to, per message\n"
-             "    ({} B slots, one datagram each: {} pages per datagram in the first run); kernel pg: the same in the ring\n"
+             "    ({}: {} pages per datagram in the first run); kernel pg: the same in the ring\n"
              "    mapping's own pages ({})\n",
-             any->pub.ring_slot_bytes, num_str(ring_pages_per_datagram(*any), 2),
+             m.name() == "shm" ? fmt::format("records packed, the largest {} B", any->pub.ring_slot_bytes)
+                               : fmt::format("{} B slots, one datagram each", any->pub.ring_slot_bytes),
+             num_str(ring_pages_per_datagram(*any), 2),
              kp == 0 ? std::string("page size unknown") : kp >= 1024 * 1024 ? fmt::format("{} MiB, hugetlbfs", kp >> 20)
                                                                               : fmt::format("{} KiB", kp >> 10));
   fmt::print("  faults/msg: minor page faults per message, publisher / busiest subscriber (0 once the ring is warm)\n");

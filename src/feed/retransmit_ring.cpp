@@ -63,8 +63,11 @@ const std::byte* RetransmitRing::held_record(uint64_t seq) const noexcept {
   if (newest_ - seq >= entries_) return nullptr;  // its index entry is reused
   const uint64_t pos = index_word(index_ + 8 * (seq % entries_)).load(std::memory_order_relaxed);
   // Reclaimed once the writer may store at pos + data_bytes or past it.
-  if (pos + data_bytes_ < reach_) return nullptr;
-  return data_ + pos % data_bytes_;
+  if (pos + data_bytes_ < reach_ || pos >= reach_) return nullptr;
+  // Only where the writer puts records (the index is shared memory).
+  const size_t off = static_cast<size_t>(pos % data_bytes_);
+  if (off % 64 != 0 || off + slot_size_ > data_bytes_) return nullptr;
+  return data_ + off;
 }
 
 uint64_t RetransmitRing::oldest_packed() const noexcept {

@@ -257,7 +257,11 @@ class RetransmitRing {
       if (r == nullptr) return {};
     }
     if (seq_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed) != seq) return {};
-    return {r + kSlotHeader, len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed)};
+    // The memory is shared with readers (and writable by the publisher's
+    // user): a length no record can have is not served.
+    const uint32_t len = len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed);
+    if (len > slot_size_ - kSlotHeader) return {};
+    return {r + kSlotHeader, len};
   }
   // Record seq if the writer has not reclaimed its bytes (its header is not
   // checked here); null otherwise.

@@ -85,8 +85,8 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("shm ring {} ({} pages), control {}", ring_.path(), ring_.huge_pages() ? "2 MiB huge" : "4 KiB",
-                     server_.address());
+  return fmt::format("shm ring {} ({} pages, packed records), control {} (idle polls: {})", ring_.path(),
+                     ring_.huge_pages() ? "2 MiB huge" : "4 KiB", server_.address(), server_.readiness_mode());
 }
 
 std::vector<CounterGroup> PublisherMedium::counter_groups() const {

@@ -101,8 +101,8 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("UDP multicast {}{}, control {}", rails_.describe(), sink_.gso() ? ", GSO" : "",
-                     server_.address());
+  return fmt::format("UDP multicast {}{}, control {} (idle polls: {})", rails_.describe(), sink_.gso() ? ", GSO" : "",
+                     server_.address(), server_.readiness_mode());
 }
 
 std::vector<CounterGroup> PublisherMedium::counter_groups() const {
