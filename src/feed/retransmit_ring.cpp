@@ -4,7 +4,8 @@
 
 namespace mdcast::feed {
 
-bool RetransmitRing::adopt_packed(std::span<std::byte> mem, size_t need) noexcept {
+bool RetransmitRing::adopt_packed(std::span<std::byte> mem, size_t max_datagram) noexcept {
+  const size_t need = slot_size_for(max_datagram);
   const uint64_t max_record = load_le<uint64_t>(base_ + 8), data = load_le<uint64_t>(base_ + 16);
   const uint64_t entries = load_le<uint64_t>(base_ + 32), data_off = load_le<uint64_t>(base_ + 40);
   // The geometry format_packed() writes, for a record at least this large,
@@ -14,6 +15,7 @@ bool RetransmitRing::adopt_packed(std::span<std::byte> mem, size_t need) noexcep
       packed_memory_for(data) > mem.size())
     return false;
   packed_ = true;
+  max_len_ = max_datagram;
   slot_size_ = max_record;
   slots_ = data / max_record;
   data_bytes_ = data;

@@ -113,7 +113,7 @@ class RetransmitRing {
   RetransmitRing(std::span<std::byte> mem, size_t max_datagram) noexcept : base_(mem.data()) {
     const size_t need = slot_size_for(max_datagram);
     const uint64_t have = load_le<uint64_t>(base_ + 8), n = load_le<uint64_t>(base_ + 16);
-    if (load_le<uint64_t>(base_ + 24) == kPackedMagic && adopt_packed(mem, need)) return;
+    if (load_le<uint64_t>(base_ + 24) == kPackedMagic && adopt_packed(mem, max_datagram)) return;
     if (load_le<uint64_t>(base_ + 24) == kMagic && have >= need && have % 64 == 0 && n >= 4 &&
         kControlSize + n * have <= mem.size()) {
       slot_size_ = have;
@@ -208,7 +208,7 @@ class RetransmitRing {
   }
 
  private:
-  bool adopt_packed(std::span<std::byte> mem, size_t need) noexcept;
+  bool adopt_packed(std::span<std::byte> mem, size_t max_datagram) noexcept;
   [[nodiscard]] std::byte* claim_packed(uint64_t seq) noexcept {
     if (seq != cursor_seq_) [[unlikely]] seek_index(seq);
     std::byte* r = data_ + off_;
@@ -260,7 +260,7 @@ class RetransmitRing {
     // The memory is shared with readers (and writable by the publisher's
     // user): a length no record can have is not served.
     const uint32_t len = len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed);
-    if (len > slot_size_ - kSlotHeader) return {};
+    if (len > max_len_) return {};
     return {r + kSlotHeader, len};
   }
   // Record seq if the writer has not reclaimed its bytes (its header is not
@@ -299,6 +299,7 @@ class RetransmitRing {
   std::byte* idx_end_ = nullptr;
   std::byte* last_ = nullptr;      // the newest record
   size_t data_bytes_ = 0;
+  size_t max_len_ = 0;             // the largest datagram the engine builds
   size_t entries_ = 0;
   size_t off_ = 0;                 // offset of pos_
   uint64_t pos_ = 0;               // position of the next record
