@@ -16,32 +16,7 @@ namespace {
 
 // claim + fill the header + commit, and a get() of a datagram a little
 // older (what serving a retransmit request does), per datagram.
-void BM_RetransmitRing(benchmark::State& state) {
-  const size_t max_datagram = 4032;
-  auto mem = MappedMemory::anonymous(feed::RetransmitRing::memory_for(64u << 20, max_datagram));
-  feed::RetransmitRing ring(mem.span(), max_datagram);
-  uint64_t seq = 0;
-  size_t got = 0;
-  for (auto _ : state) {
-    ++seq;
-    std::byte* p = ring.claim(seq);
-    p[0] = std::byte{1};
-    ring.commit(seq, 1000);
-    got += ring.get(seq > 100 ? seq - 100 : seq).size();
-  }
-  benchmark::DoNotOptimize(got);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
-}
-BENCHMARK(BM_RetransmitRing);
-
-// The same over the packed layout (the shm medium's), with datagrams of
-// range(0) bytes: records are packed back to back instead of one slot each.
-void BM_RetransmitRingPacked(benchmark::State& state) {
-  const size_t max_datagram = 4032, data = size_t{64} << 20;
-  auto mem = MappedMemory::anonymous(feed::RetransmitRing::packed_memory_for(data));
-  feed::RetransmitRing::format_packed(mem.span(), data, max_datagram);
-  feed::RetransmitRing ring(mem.span(), max_datagram);
-  const auto len = static_cast<uint16_t>(state.range(0));
+void claim_commit_get(benchmark::State& state, feed::RetransmitRing& ring, uint16_t len) {
   uint64_t seq = 0;
   size_t got = 0;
   for (auto _ : state) {
@@ -53,6 +28,23 @@ void BM_RetransmitRingPacked(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(got);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+void BM_RetransmitRing(benchmark::State& state) {
+  const size_t max_datagram = 4032;
+  auto mem = MappedMemory::anonymous(feed::RetransmitRing::memory_for(64u << 20, max_datagram));
+  feed::RetransmitRing ring(mem.span(), max_datagram);
+  claim_commit_get(state, ring, 1000);
+}
+BENCHMARK(BM_RetransmitRing);
+
+// The same over the packed layout (the shm medium's), with datagrams of
+// range(0) bytes: records are packed back to back instead of one slot each.
+void BM_RetransmitRingPacked(benchmark::State& state) {
+  const size_t max_datagram = 4032, data = size_t{64} << 20;
+  auto mem = MappedMemory::anonymous(feed::RetransmitRing::packed_memory_for(data));
+  feed::RetransmitRing::format_packed(mem.span(), data, max_datagram);
+  feed::RetransmitRing ring(mem.span(), max_datagram);
+  claim_commit_get(state, ring, static_cast<uint16_t>(state.range(0)));
 }
 BENCHMARK(BM_RetransmitRingPacked)->Arg(104)->Arg(1000);
 
@@ -75,10 +67,11 @@ feed::PublisherConfig pub_config(uint64_t flush_interval_ns) {
 }
 
 // Publisher::publish of 64-byte opaque messages into full datagrams (what the
-// throughput runs of `mdcast bench` publish), medium excluded.
-void BM_PublishOpaque64(benchmark::State& state) {
+// throughput runs of `mdcast bench` publish), medium excluded; the ring is
+// the engine's own (fixed slots) or `ring_memory` as a medium formatted it.
+void publish_opaque64(benchmark::State& state, std::span<std::byte> ring_memory) {
   NullSink sink;
-  feed::Publisher<NullSink> pub(pub_config(state.range(0) ? 20'000 : 0), sink);
+  feed::Publisher<NullSink> pub(pub_config(state.range(0) ? 20'000 : 0), sink, ring_memory);
   std::byte payload[64]{};
   uint64_t now = 1;
   uint32_t inst = 0;
@@ -91,28 +84,17 @@ void BM_PublishOpaque64(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
   state.SetBytesProcessed(static_cast<int64_t>(sink.bytes));
 }
+void BM_PublishOpaque64(benchmark::State& state) { publish_opaque64(state, {}); }
 BENCHMARK(BM_PublishOpaque64)->ArgName("batching")->Arg(1)->Arg(0);
 
 // The same, built into a packed ring (what a publisher over shm does): with
 // one message per datagram (batching:0) each datagram takes a 128-byte
 // record instead of a 4 KiB slot.
 void BM_PublishOpaque64Packed(benchmark::State& state) {
-  NullSink sink;
   const size_t data = size_t{64} << 20;
   auto mem = MappedMemory::anonymous(feed::RetransmitRing::packed_memory_for(data));
   feed::RetransmitRing::format_packed(mem.span(), data, 4032);
-  feed::Publisher<NullSink> pub(pub_config(state.range(0) ? 20'000 : 0), sink, mem.span());
-  std::byte payload[64]{};
-  uint64_t now = 1;
-  uint32_t inst = 0;
-  for (auto _ : state) {
-    wire::Message m = wire::Message::make_opaque(inst, {payload, 64 - wire::opaque::kPayload});
-    inst = inst == 99 ? 0 : inst + 1;
-    const auto r = pub.publish(m, now);
-    benchmark::DoNotOptimize(r);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
-  state.SetBytesProcessed(static_cast<int64_t>(sink.bytes));
+  publish_opaque64(state, mem.span());
 }
 BENCHMARK(BM_PublishOpaque64Packed)->ArgName("batching")->Arg(1)->Arg(0);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mdcast/feed/retransmit_ring.hpp"
+#include "ring_support.hpp"
 
 namespace mdcast::test {
 namespace {
@@ -42,18 +43,6 @@ struct Ring {
   RetransmitRing ring;
 };
 
-void put(RetransmitRing& r, uint64_t seq, uint16_t len) {
-  std::byte* p = r.claim(seq);
-  for (uint16_t i = 0; i < len; ++i) p[i] = std::byte(static_cast<uint8_t>(seq * 31 + i));
-  r.commit(seq, len);
-}
-bool holds(const RetransmitRing& r, uint64_t seq, uint16_t len) {
-  const auto d = r.get(seq);
-  if (d.size() != len) return false;
-  for (uint16_t i = 0; i < len; ++i)
-    if (d[i] != std::byte(static_cast<uint8_t>(seq * 31 + i))) return false;
-  return true;
-}
 uint16_t len_of(uint64_t seq) { return static_cast<uint16_t>(40 + (seq * 97) % (kMax - 40)); }
 
 TEST(PackedRing, GeometryAndAdoption) {

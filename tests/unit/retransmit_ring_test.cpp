@@ -8,6 +8,7 @@
 
 #include "mdcast/feed/retransmit_ring.hpp"
 #include "support.hpp"
+#include "ring_support.hpp"
 
 namespace mdcast::test {
 namespace {
@@ -25,20 +26,6 @@ struct alignas(64) Memory {
   size_t size;
 };
 
-// Writes a recognisable datagram body for seq and commits it.
-void put(RetransmitRing& r, uint64_t seq, uint16_t len) {
-  std::byte* p = r.claim(seq);
-  for (uint16_t i = 0; i < len; ++i) p[i] = std::byte(static_cast<uint8_t>(seq * 31 + i));
-  r.commit(seq, len);
-}
-
-bool holds(const RetransmitRing& r, uint64_t seq, uint16_t len) {
-  const auto d = r.get(seq);
-  if (d.size() != len) return false;
-  for (uint16_t i = 0; i < len; ++i)
-    if (d[i] != std::byte(static_cast<uint8_t>(seq * 31 + i))) return false;
-  return true;
-}
 
 TEST(RetransmitRing, Sizing) {
   EXPECT_EQ(RetransmitRing::slot_size_for(1472), 1536u);  // 16 + 1472 rounded up to 64
