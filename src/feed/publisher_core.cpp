@@ -37,8 +37,10 @@ PublisherCore::PublisherCore(const PublisherConfig& cfg, std::span<std::byte> ri
   // Room for every unsent datagram plus the largest fragmented message, twice over.
   const size_t max_fragments = cfg.max_message / (datagram_capacity() - fragment::kPayload) + 2;
   if (ring_.slots() < 2 * (cfg.max_unsent + max_fragments))
-    fail("retransmit ring of {} slots cannot hold max_unsent {} + {} fragments twice over; raise retransmit_bytes",
-         ring_.slots(), cfg.max_unsent, max_fragments);
+    fail("retransmit ring of {} datagrams of {} bytes cannot hold max_unsent {} + {} fragments twice over; {}",
+         ring_.slots(), cfg.max_datagram, cfg.max_unsent, max_fragments,
+         ring_.packed() ? "raise shm.slots (--shm-slots), the ring's size over shm"
+                        : "raise publisher.retransmit_bytes (--retransmit-bytes)");
   if (counters) {
     counters_ = counters;
   } else {

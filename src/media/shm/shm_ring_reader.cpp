@@ -44,10 +44,10 @@ const std::byte* RingReader::indexed(uint64_t seq, uint64_t& pos) const noexcept
 bool RingReader::locate(uint64_t seq, uint64_t& pos) const noexcept {
   const std::byte* r = indexed(seq, pos);
   if (r == nullptr || seq_word(r).load(std::memory_order_acquire) != seq) return false;
-  if (feed::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed) > c_.max_datagram)
+  // Acquire, so that the horizon is read after the whole header.
+  if (feed::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_acquire) > c_.max_datagram)
     return false;
   // Not reclaimed (the header just read might be a later lap's bytes).
-  std::atomic_thread_fence(std::memory_order_acquire);
   return horizon().load(std::memory_order_relaxed) <= pos + c_.data_bytes;
 }
 
