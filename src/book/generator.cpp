@@ -10,21 +10,22 @@
 namespace mdcast::book {
 
 Generator::Generator(const GeneratorConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
-  if (cfg.instruments == 0) fail("generator needs at least one instrument");
+  if (!cfg_.ids.empty()) cfg_.instruments = static_cast<uint32_t>(cfg_.ids.size());
+  if (cfg_.instruments == 0) fail("generator needs at least one instrument");
   if (cfg.max_orders < 4 || cfg.target_orders == 0 || cfg.target_orders > cfg.max_orders)
     fail("generator order limits invalid: target {} max {}", cfg.target_orders, cfg.max_orders);
   if (cfg.price_band_ticks == 0 || cfg.tick <= 0) fail("generator price band and tick must be positive");
-  cdf_.resize(cfg.instruments);
+  cdf_.resize(cfg_.instruments);
   double sum = 0;
-  for (uint32_t r = 0; r < cfg.instruments; ++r) {
+  for (uint32_t r = 0; r < cfg_.instruments; ++r) {
     sum += 1.0 / std::pow(static_cast<double>(r + 1), cfg.zipf_exponent);
     cdf_[r] = sum;
   }
   for (double& c : cdf_) c /= sum;
-  inst_.resize(cfg.instruments);
-  for (uint32_t i = 0; i < cfg.instruments; ++i)
+  inst_.resize(cfg_.instruments);
+  for (uint32_t i = 0; i < cfg_.instruments; ++i)
     inst_[i].mid = (1000 + static_cast<int64_t>(rng_.below(9000))) * cfg.tick;
-  orders_ = std::make_unique<Resting[]>(size_t{cfg.instruments} * cfg.max_orders);
+  orders_ = std::make_unique<Resting[]>(size_t{cfg_.instruments} * cfg.max_orders);
 }
 
 uint32_t Generator::pick_instrument() noexcept {
@@ -42,12 +43,19 @@ void Generator::remove_at(uint32_t inst, uint32_t i) noexcept {
 }
 
 void Generator::next(wire::Message& out) noexcept {
+  next_local(out);
+  // The flow runs over local indexes 0..n-1; a subset maps them onto its ids.
+  if (!cfg_.ids.empty()) out.instrument = cfg_.ids[out.instrument];
+}
+
+void Generator::next_local(wire::Message& out) noexcept {
   const uint64_t n = produced_++;
   if (n < cfg_.instruments) {
-    const auto id = static_cast<uint32_t>(n);
+    const auto local = static_cast<uint32_t>(n);
+    const uint32_t id = cfg_.ids.empty() ? local : cfg_.ids[local];
     char sym[wire::instrument_def::kSymbolLen];
     const auto r = fmt::format_to_n(sym, sizeof sym, "SYM{:05}", id);
-    out = wire::Message::make_definition(id, std::string_view(sym, r.size), 100, -4);
+    out = wire::Message::make_definition(local, std::string_view(sym, r.size), 100, -4);
     return;
   }
   if (n < 2ull * cfg_.instruments) {

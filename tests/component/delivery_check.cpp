@@ -13,12 +13,16 @@ bool PublishedLog::add(const wire::Message& m) {
 
 void expect_exact_delivery(const PublishedLog& log, const feed::PublisherCore& pub,
                            const feed::Subscriber<Recorder>& sub, const Recorder& rec, const std::string& report,
-                           bool forged_checksums) {
+                           bool forged_checksums, const std::function<bool(uint32_t)>& on_channel) {
   const auto& books = pub.books();
   EXPECT_EQ(sub.session(), pub.session());
   EXPECT_TRUE(sub.caught_up()) << "next " << sub.next_sequence() << " highest " << sub.highest_sequence();
   EXPECT_EQ(sub.next_sequence(), pub.last_committed() + 1);
   for (uint32_t inst = 0; inst < books.max_instruments(); ++inst) {
+    if (on_channel && !on_channel(inst)) {
+      EXPECT_TRUE(rec.per_inst[inst].empty()) << "instrument " << inst << " delivered on another channel";
+      continue;
+    }
     if (!sub.wants(inst)) {
       EXPECT_TRUE(rec.per_inst[inst].empty()) << "instrument " << inst << " delivered but filtered out";
       continue;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,11 @@ class PublishedLog {
 // duplicate, no hole) except where a snapshot replaced a range, its books
 // equal the publisher's, it is caught up with the publisher's session, and
 // its counters account for every datagram. `report` is printed on failure.
+// `on_channel` (set: a feed over channels) says which instruments the
+// publisher's channel carries; the others are not checked.
 void expect_exact_delivery(const PublishedLog& log, const feed::PublisherCore& pub,
                            const feed::Subscriber<Recorder>& sub, const Recorder& rec, const std::string& report,
-                           bool forged_checksums = false);
+                           bool forged_checksums = false, const std::function<bool(uint32_t)>& on_channel = {});
 
 // received + recovered = delivered + duplicates + own + foreign + malformed +
 // stale + heartbeats + skipped by snapshot + window discards + buffered.

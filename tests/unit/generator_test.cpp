@@ -59,6 +59,27 @@ TEST(Generator, DefinesThenOpensEveryInstrumentFirst) {
   EXPECT_EQ(g.produced(), 2u * c.instruments);
 }
 
+// A channel's flow: only its instrument ids, each defined under its own
+// symbol, every message valid for a book of the whole id space.
+TEST(Generator, ASubsetOfIdsGetsTheirFlowOnly) {
+  GeneratorConfig c;
+  c.ids = {3, 17, 18, 40};
+  Generator g(c);
+  EXPECT_EQ(g.config().instruments, 4u);
+  book::BookSet b({64, 1u << 16, 256});
+  wire::Message m;
+  for (size_t i = 0; i < 20'000; ++i) {
+    g.next(m);
+    ASSERT_NE(std::find(c.ids.begin(), c.ids.end(), m.instrument), c.ids.end()) << m.instrument;
+    if (i < 4) {
+      EXPECT_EQ(m.instrument, c.ids[i]);
+      EXPECT_EQ(m.definition.symbol_view(), fmt::format("SYM{:05}", c.ids[i]));
+    }
+    ASSERT_EQ(b.apply(m), book::ApplyResult::kOk) << "message " << i;
+  }
+  for (uint32_t id : c.ids) EXPECT_GT(b.book(id).order_count(), 0u);
+}
+
 // Applies n messages to a fresh book; every one must be accepted.
 void apply_all(const GeneratorConfig& c, size_t n) {
   Generator g(c);

@@ -10,18 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "mdcast/core/affinity.hpp"
+
 namespace mdcast::app::bench {
 
-// CPUs this process may run on (sched_getaffinity), ascending.
-[[nodiscard]] std::vector<int> allowed_cpus();
-
-// "0,1", "0-3", "0-3,8" -> CPU ids in the order given. Throws Error naming the
-// bad element; every id must be in allowed_cpus().
-[[nodiscard]] std::vector<int> parse_cpu_list(const std::string& text);
-[[nodiscard]] std::string format_cpu_list(const std::vector<int>& cpus);
-
-// Pins the calling thread to one CPU. Throws Error (with errno text).
-void pin_this_thread(int cpu);
+// Listing and pinning CPUs is the library's (core/affinity.hpp).
+using mdcast::allowed_cpus;
+using mdcast::format_cpu_list;
+using mdcast::parse_cpu_list;
+using mdcast::pin_this_thread;
 
 // CPU time of the whole calling process / of the calling thread, ns
 // (CLOCK_PROCESS_CPUTIME_ID / CLOCK_THREAD_CPUTIME_ID: a system call, keep it

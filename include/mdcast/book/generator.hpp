@@ -20,6 +20,9 @@ namespace mdcast::book {
 struct GeneratorConfig {
   uint64_t seed = 1;
   uint32_t instruments = 100;        // ids 0 .. instruments-1
+  // Non-empty: the flow is over these instrument ids instead (a channel's,
+  // say); `instruments` is then ignored.
+  std::vector<uint32_t> ids;
   double zipf_exponent = 1.0;        // activity skew: instrument rank r gets weight 1/r^s
   uint32_t target_orders = 40;       // resting orders per instrument the flow hovers around
   uint32_t max_orders = 120;         // hard cap per instrument (bounds price levels too)
@@ -56,6 +59,7 @@ class Generator {
     bool halted = false;
   };
   uint32_t pick_instrument() noexcept;
+  void next_local(wire::Message& out) noexcept;
   Resting* orders_of(uint32_t inst) noexcept { return &orders_[size_t{inst} * cfg_.max_orders]; }
   void remove_at(uint32_t inst, uint32_t i) noexcept;
 

@@ -52,11 +52,30 @@ constexpr bool takes_batches() noexcept {
     return false;
 }
 
+namespace detail {
+// One agent or several channels' (PublisherChannels): the open datagram and
+// the flush interval, from whichever the agent offers.
+template <class Agent>
+bool has_open(const Agent& a) noexcept {
+  if constexpr (requires { a.has_open(); })
+    return a.has_open();
+  else
+    return a.core().has_open();
+}
+template <class Agent>
+uint64_t flush_interval_ns(const Agent& a) noexcept {
+  if constexpr (requires { a.flush_interval_ns(); })
+    return a.flush_interval_ns();
+  else
+    return a.core().config().flush_interval_ns;
+}
+}  // namespace detail
+
 template <class Agent, class Source, class Hooks>
 PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) {
   IdleStrategy idle(p.idle);
   const double per_ns = p.rate / 1e9;
-  const uint64_t flush_ns = agent.core().config().flush_interval_ns;
+  const uint64_t flush_ns = detail::flush_interval_ns(agent);
   PaceResult r;
   r.published = p.already;
   wire::Message m;
@@ -114,12 +133,12 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
       // for that (two wakes per burst, and the flush timer's latency on
       // every burst's last datagram).
       if constexpr (requires { agent.flush(now); })
-        if (agent.core().has_open()) agent.flush(now);
-      if (agent.core().has_open()) wake = std::min(wake, now + flush_ns);
+        if (detail::has_open(agent)) agent.flush(now);
+      if (detail::has_open(agent)) wake = std::min(wake, now + flush_ns);
       if (wake > now) sleep_ns(std::min<uint64_t>(wake - now, 10 * kNsPerMs));
       continue;
     }
-    if (agent.core().has_open()) wake = std::min(wake, now + flush_ns);
+    if (detail::has_open(agent)) wake = std::min(wake, now + flush_ns);
     if (wake > now + 30 * kNsPerUs) {
       // Wake a little early: the kernel's wake-up is late by about that much.
       sleep_ns(std::min<uint64_t>(wake - now - 20 * kNsPerUs, IdleStrategy::kMaxParkNs));

@@ -35,6 +35,7 @@ enum class PublishResult : uint8_t {
   kBackPressured,  // pacing or the medium: try the same message again later
   kRejected,       // invalid for the book (see last_reject()); the feed is unchanged
   kTooLarge,       // above max_message
+  kWrongChannel,   // its instrument's channel is not one this publisher (thread) publishes (PublisherChannels)
 };
 
 class PublisherCore {

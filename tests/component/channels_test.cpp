@@ -1,0 +1,341 @@
+// A feed over four channels on the in-memory medium: PublisherChannels
+// publishing every channel from one thread, SubscriberChannels taking several
+// in one subscriber. Each channel has its own sequence space and recovery:
+// loss on one channel is recovered on that channel alone; a subscriber joins
+// only the channels its instruments are on; an instrument added at run time
+// joins its channel and recovers its history there.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delivery_check.hpp"
+#include "mdcast/book/generator.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/feed/channel_agents.hpp"
+#include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/media/fault/fault.hpp"
+#include "mdcast/media/mem/mem_medium.hpp"
+#include "recorder.hpp"
+
+namespace mdcast::test {
+namespace {
+
+using media::fault::FaultProfile;
+using media::fault::FaultyMedium;
+using SubMedium = FaultyMedium<media::mem::SubscriberMedium>;
+using Pub = feed::PublisherChannels<media::mem::PublisherMedium>;
+using Sub = feed::SubscriberChannels<SubMedium, Recorder>;
+
+constexpr uint32_t kInstruments = 64;
+constexpr uint32_t kChannels = 4;
+constexpr uint16_t kBaseChannel = 7;
+constexpr uint64_t kMessages = 8000;
+constexpr uint64_t kDeadlineNs = 60 * kNsPerSec;
+
+feed::PublisherConfig pub_config(uint32_t index) {
+  feed::PublisherConfig c;
+  c.channel = static_cast<uint16_t>(kBaseChannel + index);
+  c.session = 0x5e55;  // one session for every channel of the feed
+  c.max_datagram = 1472;
+  c.flush_interval_ns = 5 * kNsPerUs;
+  c.heartbeat_interval_ns = kNsPerMs;
+  c.retransmit_bytes = 8u << 20;  // holds the whole run: recovery is by retransmission
+  c.crc = true;
+  c.books = {kInstruments, 1u << 14, 256};
+  return c;
+}
+
+feed::SubscriberConfig sub_config() {
+  feed::SubscriberConfig c;
+  c.channel = kBaseChannel;
+  c.books = {kInstruments, 1u << 14, 256};
+  c.window_bytes = 4u << 20;
+  c.reorder_wait_ns = 200 * kNsPerUs;
+  c.request_timeout_ns = 20 * kNsPerMs;
+  return c;
+}
+
+constexpr feed::PublisherAgentOptions kPubOpts{0};
+constexpr feed::SubscriberAgentOptions kSubOpts{0, IdleMode::kSpin, 64};
+
+std::unique_ptr<Pub> make_publisher(const feed::ChannelMap& map) {
+  auto pub = std::make_unique<Pub>(map);
+  for (uint32_t k = 0; k < map.count(); ++k)
+    pub->add(k, std::make_unique<media::mem::PublisherMedium>(), pub_config(k), {}, {}, kPubOpts);
+  return pub;
+}
+
+// One subscriber over several channels: a recorder per channel index (the
+// checks compare each channel's delivery with that channel's publisher),
+// channel `lossy` behind an interceptor that loses and reorders.
+struct ChannelSub {
+  ChannelSub(Pub& pub, feed::SubscriberConfig cfg, std::string n, int lossy = -1, uint64_t seed = 1)
+      : name(std::move(n)) {
+    for (uint32_t k = 0; k < kChannels; ++k) recs.push_back(std::make_unique<Recorder>(kInstruments));
+    auto open = [&pub, lossy, seed](uint32_t k) -> std::shared_ptr<SubMedium> {
+      FaultProfile f;
+      if (static_cast<int>(k) == lossy) {
+        f.seed = seed;
+        f.loss = 0.05;
+        f.reorder = 0.1;
+        f.reorder_depth = 6;
+      }
+      // The interceptor wraps its medium: one allocation owns both.
+      struct Both {
+        Both(media::mem::PublisherMedium& p, const FaultProfile& f) : medium(p), faulty(medium, f) {}
+        media::mem::SubscriberMedium medium;
+        SubMedium faulty;
+      };
+      auto both = std::make_shared<Both>(pub.find(k)->medium(), f);
+      return std::shared_ptr<SubMedium>(both, &both->faulty);
+    };
+    sub = std::make_unique<Sub>(pub.map(), std::move(cfg), Sub::HandlerAt([this](uint32_t k) -> Recorder& { return *recs[k]; }),
+                                open, Sub::CountersAt{}, kSubOpts);
+    sub->start();
+  }
+  std::string name;
+  std::vector<std::unique_ptr<Recorder>> recs;
+  std::unique_ptr<Sub> sub;
+};
+
+std::string report(const std::vector<ChannelSub*>& subs) {
+  std::string r;
+  for (const ChannelSub* s : subs)
+    for (size_t i = 0; i < s->sub->size(); ++i) {
+      const auto& c = s->sub->agent(i).subscriber().counters();
+      r += fmt::format("  {} channel index {}:", s->name, s->sub->index(i));
+      for (size_t j = 0; j < feed::SubscriberCounters::kCount; ++j)
+        if (c.at(j).get()) r += fmt::format(" {}={}", feed::SubscriberCounters::kInfo[j].name, c.at(j).get());
+      r += "\n";
+    }
+  return r;
+}
+
+// The feed as the publisher accepted it, handed to run_paced in place of the channels.
+struct Logged {
+  Pub& pub;
+  PublishedLog& log;
+  uint64_t out_of_order = 0;
+  feed::PublishResult publish(wire::Message& m, uint64_t now) noexcept {
+    const auto r = pub.publish(m, now);
+    if (r == feed::PublishResult::kOk && !log.add(m)) ++out_of_order;
+    return r;
+  }
+  size_t do_work(uint64_t now) { return pub.do_work(now); }
+  void flush(uint64_t now) noexcept { pub.flush(now); }
+  [[nodiscard]] bool has_open() const noexcept { return pub.has_open(); }
+  [[nodiscard]] uint64_t flush_interval_ns() const noexcept { return pub.flush_interval_ns(); }
+};
+
+struct Messages {
+  book::Generator gen;
+  uint64_t left;
+  bool next(wire::Message& m) noexcept {
+    if (left == 0) return false;
+    --left;
+    gen.next(m);
+    return true;
+  }
+};
+
+struct DriveSubscribers {
+  std::vector<ChannelSub*> subs;
+  bool on_round(uint64_t, uint64_t) noexcept {
+    for (ChannelSub* s : subs) s->sub->do_work();
+    return true;
+  }
+};
+
+bool finish(Pub& pub, const std::vector<ChannelSub*>& subs) {
+  uint64_t now = monotonic_ns();
+  const uint64_t deadline = now + kDeadlineNs;
+  while (!pub.end_session(now)) pub.do_work(now = monotonic_ns());
+  for (;;) {
+    now = monotonic_ns();
+    pub.do_work(now);
+    bool all = true;
+    for (ChannelSub* s : subs) {
+      s->sub->do_work();
+      all &= s->sub->finished();
+    }
+    if (all) return true;
+    if (now > deadline) return false;
+  }
+}
+
+// Each channel a subscriber joined delivered exactly what that channel's
+// publisher published, for the instruments the subscriber wants there.
+void expect_exact(const PublishedLog& log, Pub& pub, ChannelSub& s, const std::string& r) {
+  for (size_t i = 0; i < s.sub->size(); ++i) {
+    const uint32_t k = s.sub->index(i);
+    SCOPED_TRACE(fmt::format("{} channel index {}", s.name, k));
+    expect_exact_delivery(log, pub.find(k)->core(), s.sub->agent(i).subscriber(), *s.recs[k], r, false,
+                          [&](uint32_t inst) { return pub.map().of(inst) == k; });
+  }
+  for (uint32_t k = 0; k < kChannels; ++k)
+    if (!s.sub->find(k)) {
+      for (uint32_t inst = 0; inst < kInstruments; ++inst)
+        EXPECT_TRUE(s.recs[k]->per_inst[inst].empty()) << "channel index " << k << " was never joined";
+    }
+}
+
+book::GeneratorConfig generator(uint64_t seed) {
+  book::GeneratorConfig g;
+  g.seed = seed;
+  g.instruments = kInstruments;
+  return g;
+}
+
+class FourChannels : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(FourChannels, LossOnOneChannelIsRecoveredOnThatChannelAlone) {
+  const uint64_t seed = GetParam();
+  const feed::ChannelMap map(kChannels, kInstruments);
+  auto pub = make_publisher(map);
+  ChannelSub clean(*pub, sub_config(), "clean");
+  ChannelSub lossy(*pub, sub_config(), "lossy", /*lossy channel index*/ 2, seed);
+  const std::vector<ChannelSub*> subs{&clean, &lossy};
+  ASSERT_EQ(clean.sub->size(), kChannels) << "all instruments: every channel";
+
+  PublishedLog log(kInstruments);
+  Logged logged{*pub, log};
+  Messages messages{book::Generator(generator(seed)), kMessages};
+  DriveSubscribers drive{subs};
+  feed::Pace pace;
+  pace.rate = 300'000;
+  pace.start_ns = monotonic_ns();
+  const auto paced = feed::run_paced(logged, messages, pace, drive);
+  ASSERT_EQ(paced.refused, feed::PublishResult::kOk);
+  ASSERT_EQ(paced.published, kMessages);
+  EXPECT_EQ(logged.out_of_order, 0u);
+
+  ASSERT_TRUE(finish(*pub, subs)) << "did not converge\n" << report(subs);
+  const std::string r = report(subs);
+  expect_exact(log, *pub, clean, r);
+  expect_exact(log, *pub, lossy, r);
+  uint64_t delivered = 0;
+  for (const auto& rec : lossy.recs) delivered += rec->delivered;
+  EXPECT_EQ(delivered, kMessages);
+
+  for (uint32_t k = 0; k < kChannels; ++k) {
+    SCOPED_TRACE(fmt::format("channel index {}", k));
+    // Each channel is its own sequence space, and every one carried traffic.
+    EXPECT_GT(pub->find(k)->core().last_committed(), 0u);
+    EXPECT_EQ(pub->find(k)->core().config().channel, kBaseChannel + k);
+    const auto& c = lossy.sub->find(k)->subscriber().counters();
+    if (k == 2) {
+      EXPECT_GT(c.gaps.get(), 0u) << r;
+      EXPECT_GT(c.datagrams_recovered.get(), 0u) << r;
+    } else {
+      EXPECT_EQ(c.gaps.get(), 0u) << r;
+      EXPECT_EQ(c.retransmit_requests.get(), 0u) << r;
+      EXPECT_EQ(c.datagrams_recovered.get(), 0u) << r;
+    }
+    EXPECT_EQ(c.foreign_channel.get(), 0u) << "each medium carries one channel";
+    EXPECT_EQ(clean.sub->find(k)->subscriber().counters().gaps.get(), 0u) << r;
+    // Only the lossy channel's publisher served retransmits.
+    const uint64_t served = pub->find(k)->control().counters().retransmit_requests.get();
+    if (k != 2) {
+      EXPECT_EQ(served, 0u) << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, FourChannels, ::testing::Values(1, 2));
+
+// Drives the feed message by message so a test can act halfway.
+template <class Halfway>
+void publish_all(Pub& pub, PublishedLog& log, const std::vector<ChannelSub*>& subs, Halfway&& halfway) {
+  book::Generator gen(generator(5));
+  for (uint64_t i = 0; i < kMessages; ++i) {
+    wire::Message m;
+    gen.next(m);
+    const uint64_t now = monotonic_ns();
+    ASSERT_EQ(pub.publish(m, now), feed::PublishResult::kOk) << "the bus never pushes back";
+    ASSERT_TRUE(log.add(m));
+    if (i % 16 == 0) {
+      pub.do_work(now);
+      for (ChannelSub* s : subs) s->sub->do_work();
+    }
+    if (i == kMessages / 2) {
+      pub.flush(now);
+      halfway(now);
+    }
+  }
+}
+
+std::vector<uint32_t> on(const feed::ChannelMap& map, uint32_t channel, size_t n) {
+  std::vector<uint32_t> v = map.instruments(channel);
+  v.resize(std::min(v.size(), n));
+  return v;
+}
+
+TEST(Channels, ASubscriberOnTwoOfFourGetsExactlyItsInstruments) {
+  const feed::ChannelMap map(kChannels, kInstruments);
+  auto pub = make_publisher(map);
+  feed::SubscriberConfig cfg = sub_config();
+  cfg.all_instruments = false;
+  cfg.instruments = on(map, 1, 100);  // all of channel 1
+  for (uint32_t i : on(map, 3, 3)) cfg.instruments.push_back(i);
+  std::sort(cfg.instruments.begin(), cfg.instruments.end());
+  ChannelSub two(*pub, cfg, "two");
+  ASSERT_EQ(two.sub->size(), 2u);
+  EXPECT_NE(two.sub->find(1), nullptr);
+  EXPECT_NE(two.sub->find(3), nullptr);
+
+  PublishedLog log(kInstruments);
+  publish_all(*pub, log, {&two}, [](uint64_t) {});
+  ASSERT_TRUE(finish(*pub, {&two})) << "did not converge\n" << report({&two});
+  const std::string r = report({&two});
+  expect_exact(log, *pub, two, r);
+  uint64_t want = 0, got = 0;
+  for (uint32_t i : cfg.instruments) want += log.of(i).size();
+  for (const auto& rec : two.recs) got += rec->delivered;
+  EXPECT_EQ(got, want) << r;
+  EXPECT_GT(want, 0u);
+  // Channels 0 and 2 were never opened: their publishers have no client.
+  EXPECT_EQ(pub->find(0)->clients(), 0u);
+  EXPECT_EQ(pub->find(2)->clients(), 0u);
+  EXPECT_EQ(pub->find(1)->subscribed_clients(), 1u);
+}
+
+TEST(Channels, AnInstrumentAddedAtRunTimeJoinsItsChannelAndRecovers) {
+  const feed::ChannelMap map(kChannels, kInstruments);
+  auto pub = make_publisher(map);
+  feed::SubscriberConfig cfg = sub_config();
+  cfg.all_instruments = false;
+  cfg.instruments = on(map, 0, 4);
+  for (uint32_t i : on(map, 1, 4)) cfg.instruments.push_back(i);
+  std::sort(cfg.instruments.begin(), cfg.instruments.end());
+  ChannelSub s(*pub, cfg, "adder");
+  ASSERT_EQ(s.sub->size(), 2u);
+  // The busiest instrument of channel 2 in the first half: history to recover.
+  const uint32_t added = on(map, 2, 1).front();
+
+  PublishedLog log(kInstruments);
+  uint64_t before = 0;
+  publish_all(*pub, log, {&s}, [&](uint64_t now) {
+    before = log.of(added).size();
+    s.sub->add_instruments(std::vector<uint32_t>{added}, now);
+  });
+  ASSERT_EQ(s.sub->size(), 3u) << "the added instrument's channel was joined";
+  ASSERT_NE(s.sub->find(2), nullptr);
+  EXPECT_GT(before, 0u) << "the instrument had history when added";
+  ASSERT_TRUE(finish(*pub, {&s})) << "did not converge\n" << report({&s});
+  const std::string r = report({&s});
+  expect_exact(log, *pub, s, r);
+  EXPECT_TRUE(s.sub->find(2)->subscriber().wants(added));
+  const auto& c = s.sub->find(2)->subscriber().counters();
+  EXPECT_GT(c.datagrams_recovered.get() + c.snapshots_applied.get(), 0u) << "it recovered the history\n" << r;
+  // What it holds of the added instrument is the publisher's book.
+  const auto* books = s.sub->find(2)->subscriber().books();
+  ASSERT_NE(books, nullptr);
+  EXPECT_EQ(books->book(added).instrument_seq(), log.of(added).size());
+}
+
+}  // namespace
+}  // namespace mdcast::test
