@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "mdcast/core/affinity.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/stats/counters_file.hpp"
@@ -118,9 +119,33 @@ int run_demo(Settings& s, const DemoArgs& a) {
   const std::string name = name_given ? s.feed.name : fmt::format("demo-{}", ::getpid());
   const unsigned n = s.demo.subscribers;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  // A feed over channels: the publisher's threads each take a core, and
+  // every subscriber subscribes once per channel its filter is on.
+  const feed::ChannelMap map = channel_map(s);
+  const uint32_t threads = publishing_threads(s);
+  const size_t per_sub = s.sub.all_instruments ? map.count() : map.channels_of(s.sub.instruments).size();
   std::string idle = std::string(IdleStrategy::name(s.feed.idle));
-  const bool crowded = cores < static_cast<long>(n + 1);
+  const bool crowded = cores < static_cast<long>(n + threads);
   if (!idle_given && crowded) idle = "block";
+  // --cpu: the publisher's threads first, then subscriber 1, 2, ...
+  if (!s.demo.cpus.empty() && s.demo.cpus.size() < threads)
+    fail_usage("demo.cpus lists {} CPUs, but the publisher has {} threads: list the publisher's first, then one per "
+               "subscriber",
+               s.demo.cpus.size(), threads);
+  auto cpus_of = [&](size_t from, size_t count) {
+    std::vector<int> v;
+    for (size_t i = from; i < from + count && i < s.demo.cpus.size(); ++i) v.push_back(s.demo.cpus[i]);
+    return v;
+  };
+  if (!s.demo.cpus.empty() && idle != "block" && idle != "sleep") {
+    std::vector<BusyThread> busy;
+    for (uint32_t t = 0; t < threads; ++t) busy.push_back({fmt::format("publisher thread {}", t), s.demo.cpus[t]});
+    for (unsigned i = 1; i <= n; ++i) {
+      const auto c = cpus_of(threads + i - 1, 1);
+      busy.push_back({fmt::format("subscriber {}", i), c.empty() ? -1 : c.front()});
+    }
+    for (const std::string& w : placement_warnings(busy)) fmt::print("mdcast demo: warning: {}\n", w);
+  }
 
   char tmpl[] = "/tmp/mdcast-demo-XXXXXX";
   if (!mkdtemp(tmpl)) fail_errno("cannot create a run directory under /tmp");
@@ -139,8 +164,10 @@ int run_demo(Settings& s, const DemoArgs& a) {
     for (const auto& [k, v] : extra) args.insert(args.end(), {"--set", k + "=" + v});
   };
 
-  fmt::print("mdcast demo: 1 publisher + {} subscribers over {}, {:.0f} msg/s over {} instruments for {}\n", n, where,
-             s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
+  fmt::print("mdcast demo: 1 publisher{} + {} subscribers over {}, {:.0f} msg/s over {} instruments for {}\n",
+             map.count() > 1 ? fmt::format(" ({} channels on {} thread{})", map.count(), threads, threads == 1 ? "" : "s")
+                             : std::string(),
+             n, where, s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
   if (s.demo.loss > 0) fmt::print("             subscriber 1 drops {:.1f}% of datagrams on arrival (recovered through the control plane)\n", s.demo.loss * 100);
   if (s.demo.cut_rail_a_ns)
     fmt::print("             subscriber 1 loses rail A for {} from 2 s in: rail B carries it (nothing lost, nothing to recover)\n",
@@ -148,7 +175,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
   if (crowded && !idle_given)
     fmt::print("             {} processes on {} cores: idle processes sleep until data arrives instead of spinning, so\n"
                "             latency includes a wake-up (`mdcast bench` measures pinned, busy-polling latency)\n",
-               n + 1, cores);
+               n + threads, cores);
   fmt::print("             run directory {}\n\n", dir);
 
   std::vector<Child> kids;
@@ -159,7 +186,9 @@ int run_demo(Settings& s, const DemoArgs& a) {
     p.result = dir + "/publisher.toml";
     std::vector<std::string> args{"publish"};
     common(args, true);
-    args.insert(args.end(), {"--set", "publisher.result=" + p.result, "--set", fmt::format("publisher.wait_subscribers={}", n)});
+    args.insert(args.end(), {"--set", "publisher.result=" + p.result, "--set",
+                             fmt::format("publisher.wait_subscribers={}", n * per_sub)});
+    if (!s.demo.cpus.empty()) args.insert(args.end(), {"--set", "publisher.cpus=" + format_cpu_list(cpus_of(0, threads))});
     p.pid = spawn(exe, args, p.log);
     kids.push_back(p);
   }
@@ -193,6 +222,8 @@ int run_demo(Settings& s, const DemoArgs& a) {
     std::vector<std::string> args{"subscribe"};
     common(args, false);
     args.insert(args.end(), {"--set", "subscriber.result=" + c.result});
+    if (const auto cpu = cpus_of(threads + i - 1, 1); !cpu.empty())
+      args.insert(args.end(), {"--set", fmt::format("subscriber.cpu={}", cpu.front())});
     if (i == 1 && s.demo.loss > 0) args.insert(args.end(), {"--set", fmt::format("subscriber.inject_loss={}", s.demo.loss)});
     if (i == 1 && s.demo.cut_rail_a_ns)
       args.insert(args.end(), {"--set", "udp.cut_a_after=2s", "--set", "udp.cut_a_for=" + format_duration(s.demo.cut_rail_a_ns)});

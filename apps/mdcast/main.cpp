@@ -66,7 +66,9 @@ void feed_flags(CLI::App* app, Flags& f) {
   set_flag(app, f);
   flag(app, f, "--medium", "feed.medium", "auto | shm | udp | verbs");
   flag(app, f, "--name", "feed.name", "feed name (shm ring and control socket derive from it)");
-  flag(app, f, "--channel", "feed.channel", "channel id");
+  flag(app, f, "--channel", "feed.channel", "the feed's (first) channel id");
+  flag(app, f, "--channels", "feed.channels", "channels the feed is split over (1-16)");
+  flag(app, f, "--channel-map", "feed.channel_map", "instruments on channel indexes, FIRST[-LAST]:INDEX,...");
   flag(app, f, "--max-instruments", "feed.max_instruments", "instrument id space of the books");
   flag(app, f, "--max-orders", "feed.max_orders", "resting orders the books can hold");
   flag(app, f, "--idle", "feed.idle", "spin | yield | backoff | sleep | block");
@@ -135,17 +137,22 @@ int main(int argc, char** argv) {
   publisher_flags(pub, f);
   flag(pub, f, "--result", "publisher.result", "write a result file at the end");
   flag(pub, f, "--wait-subscribers", "publisher.wait_subscribers", "hold publishing until this many have subscribed");
+  flag(pub, f, "--threads", "publisher.threads", "publishing threads (each its share of the channels)");
+  flag(pub, f, "--cpu", "publisher.cpus", "CPUs for the publishing threads, one each (0,1 or 2-5)");
 
   auto* sub = app.add_subcommand("subscribe", "run a subscriber with exact delivery and book verification");
   feed_flags(sub, f);
   subscriber_flags(sub, f, false);
   flag(sub, f, "--result", "subscriber.result", "write a result file at the end");
+  flag(sub, f, "--cpu", "subscriber.cpu", "CPU for the subscriber's thread");
 
   auto* demo = app.add_subcommand("demo", "one publisher and N subscriber processes, live progress, final report");
   feed_flags(demo, f);
   publisher_flags(demo, f);
   subscriber_flags(demo, f, true);
   flag(demo, f, "--subscribers,-n", "demo.subscribers", "subscriber processes (default 4)");
+  flag(demo, f, "--threads", "publisher.threads", "the publisher's threads (each its share of the channels)");
+  flag(demo, f, "--cpu", "demo.cpus", "CPUs: the publisher's threads first, then one per subscriber");
   flag(demo, f, "--loss", "demo.loss", "loss injected into subscriber 1 (e.g. 0.01 or 1%)");
   flag(demo, f, "--cut-rail-a", "demo.cut_rail_a", "udp with --rail-b: subscriber 1 loses rail A for this long (e.g. 3s)");
   bool_flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");

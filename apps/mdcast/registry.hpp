@@ -36,6 +36,28 @@ struct Placement;
 
 using SettingPairs = std::vector<std::pair<std::string, std::string>>;
 
+// Channel index k's address from the feed's: the IPv4 address (of
+// "A.B.C.D[:PORT[@IF]]") plus k; refused where it would leave the multicast
+// range. Its port + k, refused past 65535.
+std::string next_group(const std::string& group, uint32_t index, std::string_view key);
+uint16_t channel_port(uint16_t port, uint32_t index, std::string_view key);
+
+// The settings of channel index k of the feed: its channel id, and the
+// medium's own addresses (E::to_channel). feed.control names one address,
+// which channels cannot share.
+template <class E>
+Settings channel_settings(const Settings& s, uint32_t index) {
+  Settings c = s;
+  c.feed.channel = static_cast<uint16_t>(s.feed.channel + index);
+  c.feed.channel_index = index;
+  if (s.feed.channels > 1 && !s.feed.control.empty())
+    fail_usage("feed.control '{}' is one address, but the feed has {} channels, each with its own control endpoint: "
+               "leave feed.control unset (each channel's is derived from feed.name and the ports)",
+               s.feed.control, s.feed.channels);
+  E::to_channel(c, index);
+  return c;
+}
+
 struct ShmEntry {
   static constexpr std::string_view kName = "shm";
   using Publisher = media::shm::PublisherMedium;
@@ -43,7 +65,7 @@ struct ShmEntry {
 
   static media::shm::Options options(const Settings& s) {
     media::shm::Options o;
-    o.name = s.feed.name;
+    o.name = ring_name(s);
     o.dir = s.shm.dir;
     o.slots = s.shm.slots;
     o.max_datagram = s.shm.max_datagram;
@@ -62,10 +84,18 @@ struct ShmEntry {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // Channel index k of a feed over several has its own ring (and control
+  // socket), "<name>.<k>".
+  static std::string ring_name(const Settings& s) {
+    return s.feed.channels > 1 ? fmt::format("{}.{}", s.feed.name, s.feed.channel_index) : s.feed.name;
+  }
+  static void to_channel(Settings&, uint32_t) {}
   // What a subscriber waits for, said before it waits (it may wait long).
   static std::string waiting_for(const Settings& s) {
-    return fmt::format("the shm ring of feed '{}' (a publisher started with --name {} on this host{})", s.feed.name,
-                       s.feed.name, s.shm.dir.empty() ? "" : ", in " + s.shm.dir);
+    return fmt::format("the shm ring {} of feed '{}' (a publisher started with --name {}{} on this host{})", ring_name(s),
+                       s.feed.name, s.feed.name,
+                       s.feed.channels > 1 ? fmt::format(" --channels {}", s.feed.channels) : std::string(),
+                       s.shm.dir.empty() ? "" : ", in " + s.shm.dir);
   }
   // What every process of a demo is told beyond the user's settings, and how
   // the demo describes where it runs.
@@ -102,6 +132,13 @@ struct UdpEntry {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // Channel index k: group address + k on each rail, control port + k.
+  static void to_channel(Settings& s, uint32_t index) {
+    if (index == 0) return;
+    s.udp.group = next_group(s.udp.group, index, "udp.group");
+    if (!s.udp.rail_b.empty()) s.udp.rail_b = next_group(s.udp.rail_b, index, "udp.rail_b");
+    if (s.udp.control_port) s.udp.control_port = channel_port(s.udp.control_port, index, "udp.control_port");
+  }
   static std::string waiting_for(const Settings& s) {
     return fmt::format("datagrams on UDP multicast {} on {}{} (channel {}), control {}", s.udp.group, s.udp.interface,
                        s.udp.rail_b.empty() ? "" : " and rail B " + s.udp.rail_b, s.feed.channel,
@@ -160,6 +197,12 @@ struct VerbsEntry {
     return std::make_unique<Publisher>(options(s));
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // Channel index k: its own UD QP on group address + k, RC control on port + k.
+  static void to_channel(Settings& s, uint32_t index) {
+    if (index == 0) return;
+    s.verbs.group = next_group(s.verbs.group, index, "verbs.group");
+    s.verbs.control_port = channel_port(s.verbs.control_port, index, "verbs.control_port");
+  }
   static std::string waiting_for(const Settings& s) {
     return fmt::format("datagrams on RDMA multicast group {} with QKey {:#010x}{}{} (channel {}), control {}:{}", s.verbs.group,
                        s.verbs.qkey, s.verbs.device.empty() ? "" : " on " + s.verbs.device,

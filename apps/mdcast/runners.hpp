@@ -17,6 +17,9 @@ extern volatile std::sig_atomic_t g_stop;
 void install_signal_handlers();
 
 int run_publish(Settings& s);
+// publisher.threads, or one per publisher.cpus entry, or 1 (UsageError when
+// they do not fit feed.channels or each other).
+uint32_t publishing_threads(const Settings& s);
 int run_subscribe(Settings& s);
 
 // Whether a subscriber's loop (subscribe, record) should end at `now`, and
@@ -30,11 +33,18 @@ bool subscriber_done(const Agent& a, const Settings& s, uint64_t t0, uint64_t no
     outcome = "duration";
     return true;
   }
-  if (a.subscriber().subscribe_refused()) {
-    outcome = "error: " + a.subscriber().last_error();
-    return true;
+  // One agent, or several channels' (feed::SubscriberChannels).
+  bool never = true;
+  auto check = [&](const auto& sub) {
+    if (sub.subscribe_refused() && outcome.rfind("error:", 0) != 0) outcome = "error: " + sub.last_error();
+    never &= sub.counters().datagrams_received.get() == 0;
+  };
+  if constexpr (requires { a.agent(0); }) {
+    for (size_t i = 0; i < a.size(); ++i) check(a.agent(i).subscriber());
+  } else {
+    check(a.subscriber());
   }
-  const bool never = a.subscriber().counters().datagrams_received.get() == 0;
+  if (outcome.rfind("error:", 0) == 0) return true;
   if (now - a.last_data_ns() > s.sub.give_up_ns || (never && now - t0 > s.sub.wait_ns)) {
     outcome = "publisher-lost";
     return true;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
+
 #include <map>
 #include <toml++/toml.h>
 
@@ -149,6 +151,37 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   sc.request_timeout_ns = 100 * kNsPerMs;
   sc.max_datagram = wire::kMaxDatagram;
   return sc;
+}
+
+feed::ChannelMap channel_map(const Settings& s) {
+  if (uint32_t{s.feed.channel} + s.feed.channels - 1 > 0xffff)
+    fail_usage("feed.channel {} with feed.channels {} goes past channel id 65535", s.feed.channel, s.feed.channels);
+  try {
+    return feed::ChannelMap(s.feed.channels, s.feed.max_instruments, s.feed.channel_map);
+  } catch (const Error& e) {
+    throw UsageError(e);
+  }
+}
+
+std::string next_group(const std::string& group, uint32_t index, std::string_view key) {
+  const size_t end = group.find_first_of(":@");
+  const std::string addr = group.substr(0, end), rest = end == std::string::npos ? "" : group.substr(end);
+  in_addr a{};
+  if (inet_pton(AF_INET, addr.c_str(), &a) != 1) fail_usage("{} '{}': '{}' is not an IPv4 address", key, group, addr);
+  const uint32_t first = ntohl(a.s_addr), mine = first + index;
+  // 224.0.0.0/4; a channel's group must stay in it (and in the first's /8 scope).
+  if ((mine >> 28) != 0xe || (mine >> 24) != (first >> 24))
+    fail_usage("{} '{}' plus channel index {} leaves its multicast range: choose a lower first group", key, group, index);
+  a.s_addr = htonl(mine);
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a, text, sizeof text);
+  // GROUP:PORT[@IF]: the port and interface stay, each channel is its own group.
+  return std::string(text) + rest;
+}
+
+uint16_t channel_port(uint16_t port, uint32_t index, std::string_view key) {
+  if (uint32_t{port} + index > 0xffff) fail_usage("{} {} plus channel index {} passes port 65535", key, port, index);
+  return static_cast<uint16_t>(port + index);
 }
 
 media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed) {

@@ -12,6 +12,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/idle.hpp"
+#include "mdcast/feed/channels.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
@@ -36,7 +37,10 @@ std::string_view to_string(MediumKind m);
 struct FeedOptions {
   MediumKind medium = MediumKind::kAuto;
   std::string name = "mdcast";       // the feed's name: shm ring and control socket derive from it
-  uint16_t channel = 1;
+  uint16_t channel = 1;               // the feed's first channel id; channel index k is channel + k
+  uint32_t channels = 1;             // 1..16: each its own group/ring, sequence space and publishing agent
+  std::vector<feed::ChannelRange> channel_map;  // instruments placed by hand; the others by the stable hash
+  uint32_t channel_index = 0;        // not a key: which channel these settings are of (channel_settings)
   uint32_t max_instruments = 1024;
   uint32_t max_orders = 1u << 20;
   uint32_t max_levels = 256;
@@ -64,6 +68,8 @@ struct PublisherOptions {
   std::string result;                // write a result file here at the end
   uint64_t session = 0;
   uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
+  uint32_t threads = 0;              // publishing threads (0: one per CPU of `cpus`, else 1)
+  std::vector<int> cpus;             // pin publishing thread t to cpus[t]
 };
 
 struct SubscriberOptions {
@@ -82,6 +88,7 @@ struct SubscriberOptions {
   size_t window_bytes = 16u << 20;
   uint32_t sender_id = 0;
   std::string result;
+  int cpu = -1;                      // pin the subscriber's thread here (-1: not pinned)
 };
 
 struct ShmOptions {
@@ -130,6 +137,7 @@ struct DemoOptions {
   uint64_t cut_rail_a_ns = 0;        // udp A/B: subscriber 1 loses rail A for this long, from 2 s in
   bool keep = false;                 // keep the run directory
   bool progress = true;
+  std::vector<int> cpus;             // the publisher's threads first, then one per subscriber
 };
 
 struct Settings {
@@ -161,6 +169,8 @@ SettingInfo setting_info(const std::string& key);
 feed::PublisherConfig publisher_config(const Settings& s, uint64_t session);
 feed::ControlConfig control_config(const Settings& s);
 feed::SubscriberConfig subscriber_config(const Settings& s);
+// feed.channels and feed.channel_map as a map (UsageError when wrong).
+feed::ChannelMap channel_map(const Settings& s);
 // subscriber.inject_loss as a fault profile (inactive when 0).
 media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed);
 

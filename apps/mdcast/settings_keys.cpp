@@ -3,6 +3,7 @@
 // --help and --help-config come from a default Settings through it).
 #include <fmt/format.h>
 
+#include "mdcast/core/affinity.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/media/udp/udp_options.hpp"
 #include "settings_values.hpp"
@@ -35,6 +36,12 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.feed.channel = parse_uint<uint16_t>(v, 1, 65535);
     },
         [](const Settings& s) { return std::to_string(s.feed.channel); });
+    add("feed.channels", "N", "channels the feed is split over (1-16): each its own ring or group, sequence space and publishing agent; channel index k has id feed.channel + k",
+        [](Settings& s, const std::string& v) { s.feed.channels = parse_uint<uint32_t>(v, 1, feed::kMaxChannels); },
+        [](const Settings& s) { return std::to_string(s.feed.channels); });
+    add("feed.channel_map", "RANGES", "instruments placed on channel indexes by hand, FIRST[-LAST]:INDEX,... (the others by the stable hash)",
+        [](Settings& s, const std::string& v) { s.feed.channel_map = feed::ChannelMap::parse_ranges(v); },
+        [](const Settings& s) { return feed::ChannelMap::format_ranges(s.feed.channel_map); });
     add("feed.max_instruments", "N", "instrument id space of the books", [](Settings& s, const std::string& v) {
       s.feed.max_instruments = parse_uint<uint32_t>(v, 1, 1u << 20);
     },
@@ -120,12 +127,28 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.pub.wait_subscribers = parse_uint<uint32_t>(v, 0, 100000);
     },
         [](const Settings& s) { return std::to_string(s.pub.wait_subscribers); });
+    add("publisher.threads", "N", "publishing threads, each with its share of the channels (0: one per publisher.cpus entry, else 1)",
+        [](Settings& s, const std::string& v) { s.pub.threads = parse_uint<uint32_t>(v, 0, feed::kMaxChannels); },
+        [](const Settings& s) { return std::to_string(s.pub.threads); });
+    add("publisher.cpus", "CPUS", "pin publishing thread t to the t-th CPU of this list (0,1 or 2-5; empty: not pinned)",
+        [](Settings& s, const std::string& v) { s.pub.cpus = v.empty() ? std::vector<int>{} : parse_cpu_list(v); },
+        [](const Settings& s) { return format_cpu_list(s.pub.cpus); });
     add("publisher.result", "FILE", "write a result file at the end", [](Settings& s, const std::string& v) { s.pub.result = v; },
         [](const Settings& s) { return s.pub.result; });
     add("publisher.secrets", "FILE", "secrets file (identity, secret, entitlement per line; chmod 600): clients must prove an identity",
         [](Settings& s, const std::string& v) { s.pub.secrets = v; },
         [](const Settings& s) { return s.pub.secrets; });
     // [subscriber]
+    add("subscriber.cpu", "CPU", "pin the subscriber's thread to this CPU (none: not pinned)", [](Settings& s, const std::string& v) {
+      if (v == "none" || v.empty()) {
+        s.sub.cpu = -1;
+        return;
+      }
+      const std::vector<int> c = parse_cpu_list(v);
+      if (c.size() != 1) fail("'{}' is not one CPU (the subscriber is one thread)", v);
+      s.sub.cpu = c.front();
+    },
+        [](const Settings& s) { return s.sub.cpu < 0 ? std::string("none") : std::to_string(s.sub.cpu); });
     add("subscriber.instruments", "IDS", "all | id list such as 0-9,20", [](Settings& s, const std::string& v) {
       if (v == "all") {
         s.sub.all_instruments = true;
@@ -323,6 +346,9 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.demo.cut_rail_a_ns = parse_duration(v);
     },
         [](const Settings& s) { return format_duration(s.demo.cut_rail_a_ns); });
+    add("demo.cpus", "CPUS", "pin the demo's processes: the publisher's threads first, then subscriber 1, 2, ... (empty: not pinned)",
+        [](Settings& s, const std::string& v) { s.demo.cpus = v.empty() ? std::vector<int>{} : parse_cpu_list(v); },
+        [](const Settings& s) { return format_cpu_list(s.demo.cpus); });
     add("demo.keep", "BOOL", "keep the run directory", [](Settings& s, const std::string& v) { s.demo.keep = parse_bool(v); },
         [](const Settings& s) { return std::string(s.demo.keep ? "true" : "false"); });
     add("demo.progress", "BOOL", "live progress line", [](Settings& s, const std::string& v) { s.demo.progress = parse_bool(v); },

@@ -61,7 +61,9 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
                s.alive ? "" : "  [STALE: process gone; `mdcast stat --clean` removes it]");
     const auto& main = s.role == "publisher" ? kMainPub : kMainSub;
     for (const auto& [k, v] : s.values) {
-      const bool wanted = all || std::find(main.begin(), main.end(), k) != main.end();
+      // A feed over channels: each channel's main counters too ("pub@3.datagrams_sent").
+      const std::string plain = stats::split_channel(k).label;
+      const bool wanted = all || std::find(main.begin(), main.end(), plain) != main.end();
       if (!wanted) continue;
       std::string rate;
       auto it = prev.find(fmt::format("{}/{}", s.pid, k));

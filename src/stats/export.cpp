@@ -14,7 +14,7 @@ struct Family {
   std::string_view type;  // "counter" / "gauge"
   std::vector<std::pair<std::string_view, std::string>> helps;  // (role, help), distinct helps only
   std::vector<std::string> samples;
-  std::vector<uint64_t> pids;  // one sample per process
+  std::vector<uint64_t> pids;  // one sample per process (and channel): pid << 17 | channel
 };
 
 std::string strip_unit(std::string_view name, Unit u) {
@@ -44,6 +44,16 @@ std::string labels(const CountersSnapshot& s) {
 std::string format_value(double v) { return fmt::format("{}", v); }
 
 }  // namespace
+
+ChannelLabel split_channel(std::string_view label) {
+  const size_t dot = label.find('.');
+  const size_t at = label.substr(0, dot).find('@');
+  if (dot == std::string_view::npos || at == std::string_view::npos) return {std::string(label), {}};
+  const std::string_view id = label.substr(at + 1, dot - at - 1);
+  if (id.empty() || id.size() > 5 || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return {std::string(label), {}};
+  return {std::string(label.substr(0, at)) + std::string(label.substr(dot)), std::string(id)};
+}
 
 std::string prometheus_name(std::string_view label, const MetricInfo& m) {
   const size_t dot = label.find('.');
@@ -143,8 +153,21 @@ std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Cata
   for (const auto& s : snaps) {
     alive.samples.push_back(fmt::format("mdcast_process_alive{{{}}} {}", labels(s), s.alive ? 1 : 0));
     const std::string l = labels(s);
+    // Sections this process writes per channel: their totals are left out,
+    // so that sum() over the channel label does not count a channel twice.
+    std::vector<std::string> per_channel;
+    for (const auto& v : s.values)
+      if (const ChannelLabel c = split_channel(v.first); !c.channel.empty()) {
+        const std::string prefix = c.label.substr(0, c.label.find('.'));
+        if (std::find(per_channel.begin(), per_channel.end(), prefix) == per_channel.end()) per_channel.push_back(prefix);
+      }
     uint64_t unknown = 0;
-    for (const auto& [label, raw] : s.values) {
+    for (const auto& [raw_label, raw] : s.values) {
+      const ChannelLabel cl = split_channel(raw_label);
+      const std::string& label = cl.label;
+      if (cl.channel.empty() &&
+          std::find(per_channel.begin(), per_channel.end(), label.substr(0, label.find('.'))) != per_channel.end())
+        continue;
       const auto m = cat.find(s.role, s.medium, label);
       if (!m) {
         ++unknown;
@@ -154,15 +177,19 @@ std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Cata
       auto [it, added] = index.try_emplace(name, families.size());
       if (added) families.push_back({name, to_string(m->type), {}, {}, {}});
       Family& f = families[it->second];
-      if (std::find(f.pids.begin(), f.pids.end(), s.pid) != f.pids.end()) {
+      // One sample per process and channel (a channel id fits in 16 bits).
+      const uint64_t key = (s.pid << 17) | (cl.channel.empty() ? 0 : 0x10000 | std::stoul(cl.channel));
+      if (std::find(f.pids.begin(), f.pids.end(), key) != f.pids.end()) {
         ++st.duplicate_samples;
         continue;
       }
       const std::string help = std::string(m->help) + std::string(unit_note(m->unit));
       if (std::none_of(f.helps.begin(), f.helps.end(), [&](const auto& h) { return h.second == help; }))
         f.helps.emplace_back(m->section ? m->section->role : std::string_view{}, help);
-      f.pids.push_back(s.pid);
-      f.samples.push_back(fmt::format("{}{{{}}} {}", name, l, format_value(prometheus_value(raw, m->unit))));
+      f.pids.push_back(key);
+      f.samples.push_back(fmt::format("{}{{{}{}}} {}", name, l,
+                                      cl.channel.empty() ? std::string() : ",channel=\"" + cl.channel + "\"",
+                                      format_value(prometheus_value(raw, m->unit))));
     }
     if (unknown) {
       st.unknown_labels += unknown;

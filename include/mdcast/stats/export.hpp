@@ -39,6 +39,16 @@ namespace mdcast::stats {
 // "mdcast_sub_gaps_total", "mdcast_app_latency_p99_seconds", or "" when
 // the label has no "section." prefix. Characters outside [a-zA-Z0-9_] become '_'.
 [[nodiscard]] std::string prometheus_name(std::string_view label, const MetricInfo& m);
+
+// A process of a feed over several channels writes each channel's counters
+// under "<prefix>@<channel id>.<name>" and their totals under the plain
+// label. Splits "pub@3.datagrams_sent" into {"pub.datagrams_sent", "3"};
+// a label without a channel comes back whole, with an empty channel.
+struct ChannelLabel {
+  std::string label;
+  std::string channel;
+};
+[[nodiscard]] ChannelLabel split_channel(std::string_view label);
 // The value in the metric's base unit (seconds for durations).
 [[nodiscard]] double prometheus_value(uint64_t raw, Unit u) noexcept;
 

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# A feed over 4 channels (2 publishing threads) over shm, then 2 channels over
+# UDP multicast on loopback: a subscriber of every channel that drops 2 % of
+# what it receives recovers on each channel and its books are the
+# publisher's; a subscriber of instruments on 2 of the 4 channels joins only
+# those 2 and gets exactly its instruments; `mdcast stat` shows each channel.
+source "$(dirname "$0")/lib.sh"
+
+MAP="0-24:0,25-49:1,50-74:2,75-99:3"   # channel ids 1-4 (index + feed.channel 1)
+start_bg pub publish --name "$NAME" --channels 4 --channel-map "$MAP" --threads 2 --rate 40k --duration 3s \
+  --instruments 100 --idle block --wait-subscribers 6 --result "$WORK/pub.toml"
+for k in 0 1 2 3; do NAME_K="$NAME.$k"; i=0
+  until [ -e "/dev/shm/mdcast-$NAME_K.ring" ] || [ -e "/dev/hugepages/mdcast-$NAME_K.ring" ]; do
+    sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || fail "ring of channel index $k never appeared"
+  done
+done
+start_bg all subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle block --inject-loss 0.02 \
+  --result "$WORK/all.toml"
+start_bg two subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle block --instruments 25-30,80-85 \
+  --result "$WORK/two.toml"
+# Live counters per channel while it runs.
+sleep 1.5
+"$MDCAST" stat "$PID_pub" > "$WORK/stat.txt"
+for c in 1 2 3 4; do grep -q "pub@$c.messages_published" "$WORK/stat.txt" || fail "mdcast stat shows no channel $c"; done
+"$MDCAST" stat --prometheus "$PID_pub" > "$WORK/stat.prom"
+grep -q 'mdcast_pub_messages_published_total{.*channel="3"}' "$WORK/stat.prom" || fail "no channel label in the Prometheus export"
+wait_pid "$PID_all" 60 || fail "the subscriber of every channel exited non-zero"
+wait_pid "$PID_two" 60 || fail "the subscriber of 2 channels exited non-zero"
+wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
+
+"$MDCAST" verify "$WORK/pub.toml" "$WORK/all.toml" "$WORK/two.toml" | tee "$WORK/verify.log"
+published=$(toml_get "$WORK/pub.toml" messages)
+[ "$published" -gt 50000 ] || fail "only $published messages published"
+[ "$(toml_get "$WORK/all.toml" messages)" = "$published" ] || fail "the subscriber of every channel missed messages"
+for c in 1 2 3 4; do
+  sent=$(toml_get "$WORK/pub.toml" "pub@$c.datagrams_sent")
+  rec=$(toml_get "$WORK/all.toml" "sub@$c.datagrams_recovered")
+  [ "$sent" -gt 1000 ] || fail "channel $c carried only $sent datagrams"
+  [ "$rec" -gt 0 ] || [ "$(toml_get "$WORK/all.toml" "sub@$c.snapshots_applied")" -gt 0 ] || fail "channel $c: 2 % dropped, nothing recovered"
+  note "channel $c: $sent datagrams, $rec recovered by the lossy subscriber"
+done
+# The subscriber of instruments 25-30 and 80-85 took channels 2 and 4 alone,
+# and delivered exactly the messages of those instruments (their books'
+# sequences at the publisher).
+grep -q '^"sub@2\.' "$WORK/two.toml" && grep -q '^"sub@4\.' "$WORK/two.toml" || fail "channels 2 and 4 not joined"
+! grep -q '^"sub@[13]\.' "$WORK/two.toml" || fail "joined a channel none of its instruments is on"
+python3 - "$WORK/pub.toml" "$WORK/two.toml" <<'PY' || fail "the subscriber of 2 channels did not get exactly its instruments"
+import sys, tomllib
+pub = tomllib.load(open(sys.argv[1], "rb")); two = tomllib.load(open(sys.argv[2], "rb"))
+mine = set(range(25, 31)) | set(range(80, 86))
+want = sum(v[0] for k, v in pub["books"].items() if int(k) in mine)
+got_books = {int(k) for k in two["books"]}
+assert got_books <= mine and got_books, got_books
+assert two["messages"] == want, (two["messages"], want)
+print(f"-- the subscriber of 2 channels delivered {want} messages of its 12 instruments")
+PY
+
+# UDP: 2 channels, each its own group (the first + 1) and announced control port.
+GROUP="239.77.12.$((1 + $$ % 200)):$((20000 + $$ % 20000))"
+udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0 --idle block --channels 2)
+start_bg upub publish "${udp[@]}" --threads 2 --rate 20k --duration 2s --wait-subscribers 2 --linger 2s \
+  --result "$WORK/upub.toml"
+sleep 0.3
+start_bg usub subscribe "${udp[@]}" --inject-loss 0.02 --result "$WORK/usub.toml"
+wait_pid "$PID_usub" 60 || fail "udp subscriber exited non-zero"
+wait_pid "$PID_upub" 30 || fail "udp publisher exited non-zero"
+"$MDCAST" verify "$WORK/upub.toml" "$WORK/usub.toml"
+[ "$(toml_get "$WORK/usub.toml" messages)" = "$(toml_get "$WORK/upub.toml" messages)" ] || fail "udp subscriber missed messages"
+for c in 1 2; do
+  [ "$(toml_get "$WORK/usub.toml" "udp@$c.announce_followed")" = 1 ] || fail "udp channel $c: announced control address not taken"
+done
+note "4 shm channels and 2 UDP channels: exact delivery, books identical"
