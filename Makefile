@@ -7,7 +7,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all demo test deps release debug asan tsan fuzz-build \
+.PHONY: bench-channels all demo test deps release debug asan tsan fuzz-build \
         test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench bench-verbs bench-micro clean
 
 all: release
@@ -67,6 +67,14 @@ bench-verbs: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./scripts/bench-verbs.sh build/release $(BENCH_ARGS)
+
+# Publisher throughput over 1, 2 ... channels, one pinned thread each (docs/performance.md):
+# make bench-channels BENCH_CHANNELS="1,4,8,16 3 3s" on a machine with 16 cores.
+BENCH_CHANNELS ?= 1,2 3 3s
+bench-channels: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target mdcast
+	./bench/channel_scaling.sh build/release/apps/mdcast/mdcast $(BENCH_CHANNELS)
 
 # Microbenchmarks (Google Benchmark, bench/README.md): median and spread of 5 repetitions.
 bench-micro: deps

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "app_counters.hpp"
@@ -67,6 +68,9 @@ struct Lane {
 struct Start {
   std::atomic<uint32_t> media_built{0}, agents_built{0}, finished{0};
   std::atomic<bool> file_ready{false}, go{false}, failed{false};
+  // The main thread is done with every channel's counters (its last
+  // refresh mirrored the media's): only then may a thread tear its channels down.
+  std::atomic<bool> release{false};
   std::atomic<uint64_t> t0{0};
   // Set by the main thread before file_ready: where channel index k's engine counters live.
   std::vector<feed::PublisherAgentCounters> where;
@@ -84,9 +88,13 @@ bool wait_for(const Start& st, Pred&& ready) {
 template <class E>
 void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const feed::ChannelMap& map, uint64_t session) {
   using Medium = typename E::Publisher;
+  // Outside the try: whatever happens, the media (whose counters the main
+  // thread mirrors) live until it releases them. Teardown: the agents
+  // (channels), then the media not yet handed to them.
+  std::vector<std::unique_ptr<Medium>> media;
+  std::optional<feed::PublisherChannels<Medium>> held;
   try {
     if (lane.cpu >= 0) pin_this_thread(lane.cpu);
-    std::vector<std::unique_ptr<Medium>> media;
     for (uint32_t k : lane.channels) {
       media.push_back(with_context(fmt::format("channel {}", s.feed.channel + k),
                                    [&] { return E::publisher(channel_settings<E>(s, k), session); }));
@@ -96,7 +104,7 @@ void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const feed::
     st.media_built.fetch_add(1, std::memory_order_release);
     if (!wait_for(st, [&] { return st.file_ready.load(std::memory_order_acquire); })) return;
 
-    feed::PublisherChannels<Medium> channels(map);
+    auto& channels = held.emplace(map);
     for (size_t i = 0; i < lane.channels.size(); ++i) {
       const uint32_t k = lane.channels[i];
       feed::PublisherConfig pc = publisher_config(s, session);
@@ -181,6 +189,7 @@ void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const feed::
     st.failed.store(true, std::memory_order_release);
   }
   st.finished.fetch_add(1, std::memory_order_release);
+  while (!st.release.load(std::memory_order_acquire)) sleep_ns(kNsPerMs);
 }
 
 template <class E>
@@ -208,15 +217,18 @@ int publish(Settings& s) {
 
   Start st;
   st.where.resize(n);
-  // Joins every thread however this ends: they watch st.failed and g_stop.
+  // Ends and joins every thread however this ends: they watch st.failed and
+  // g_stop, and wait for st.release before tearing their channels down.
   struct Joiner {
     std::vector<std::unique_ptr<Lane>>& lanes;
     Start& st;
-    ~Joiner() {
-      st.failed.store(true, std::memory_order_release);
+    void join(bool stop) {
+      if (stop) st.failed.store(true, std::memory_order_release);
+      st.release.store(true, std::memory_order_release);
       for (auto& l : lanes)
         if (l->thread.joinable()) l->thread.join();
     }
+    ~Joiner() { join(true); }
   } joiner{lanes, st};
   for (uint32_t t = 0; t < threads; ++t)
     lanes[t]->thread = std::thread([&, t] { run_lane<E>(*lanes[t], t, st, s, map, session); });
@@ -228,8 +240,8 @@ int publish(Settings& s) {
   auto all = [&](const std::atomic<uint32_t>& c) { return c.load(std::memory_order_acquire) + 0 >= threads; };
   const auto finished_early = [&] { return st.finished.load(std::memory_order_acquire) > 0; };
   if (!wait_for(st, [&] { return all(st.media_built) || finished_early(); }) || finished_early()) {
+    joiner.join(true);
     if (g_stop) return exit_code::kInterrupted;
-    for (auto& l : lanes) l->thread.join();
     throw Error(first_error());
   }
 
@@ -256,6 +268,12 @@ int publish(Settings& s) {
       mirrored.back().add_sections(sections);
     }
   stats::CountersFile cf("publisher", s.feed.name, std::string(E::kName), sections);
+  // The threads write their engine counters into cf: on any way out they
+  // stop before it goes.
+  struct StopFirst {
+    Joiner& j;
+    ~StopFirst() { j.join(true); }
+  } stop_first{joiner};
   auto* app = cf.section<AppPubCounters>(2);
   for (uint32_t k = 0; k < n; ++k)
     st.where[k] = many ? feed::PublisherAgentCounters{cf.section<feed::PublisherCounters>(pub_at[k]),
@@ -264,8 +282,8 @@ int publish(Settings& s) {
                                                       cf.section<feed::ControlCounters>(1)};
   st.file_ready.store(true, std::memory_order_release);
   if (!wait_for(st, [&] { return all(st.agents_built) || finished_early(); }) || finished_early()) {
+    joiner.join(true);
     if (g_stop) return exit_code::kInterrupted;
-    for (auto& l : lanes) l->thread.join();
     throw Error(first_error());
   }
 
@@ -328,8 +346,8 @@ int publish(Settings& s) {
     refresh(monotonic_ns(), t0);
     sleep_ns(100 * kNsPerMs);
   }
-  for (auto& l : lanes) l->thread.join();
   refresh(monotonic_ns(), t0);
+  joiner.join(false);
   for (auto& l : lanes)
     if (!l->error.empty()) {
       cf.set_state(stats::ProcessState::kFailed);

@@ -32,7 +32,7 @@
 
 namespace mdcast::app {
 
-volatile std::sig_atomic_t g_stop = 0;
+std::atomic<int> g_stop{0};
 
 void install_signal_handlers() {
   set_low_timer_slack();

@@ -3,6 +3,7 @@
 // and a clean end on SIGINT/SIGTERM.
 #pragma once
 
+#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <string>
@@ -12,8 +13,10 @@
 
 namespace mdcast::app {
 
-// Set by SIGINT/SIGTERM; loops end cleanly (result file written).
-extern volatile std::sig_atomic_t g_stop;
+// Set by SIGINT/SIGTERM; loops end cleanly (result file written). Atomic,
+// not a volatile sig_atomic_t: a publisher's threads all read it.
+extern std::atomic<int> g_stop;
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may store only to a lock-free atomic");
 void install_signal_handlers();
 
 int run_publish(Settings& s);

@@ -70,3 +70,11 @@ for c in 1 2; do
   [ "$(toml_get "$WORK/usub.toml" "udp@$c.announce_followed")" = 1 ] || fail "udp channel $c: announced control address not taken"
 done
 note "4 shm channels and 2 UDP channels: exact delivery, books identical"
+
+# The channel-scaling benchmark runs and reports a ratio (its numbers are for
+# docs/performance.md, not for this test).
+if [ "$(nproc)" -ge 2 ]; then
+  bash "$(dirname "$0")/../../bench/channel_scaling.sh" "$MDCAST" 1,2 1 300ms > "$WORK/scaling.log" 2>&1 ||
+    { cat "$WORK/scaling.log"; fail "bench/channel_scaling.sh failed"; }
+  grep -qE '^ +2 +[0-9,]+ .* [0-9.]+x$' "$WORK/scaling.log" || { cat "$WORK/scaling.log"; fail "no 2-channel row"; }
+fi
