@@ -274,6 +274,9 @@ int run_record(Settings& s, const RecordArgs& a) {
   const uint64_t need = !a.min_free.empty() ? parse_size(a.min_free) : std::max<uint64_t>(rotate, uint64_t{256} << 20);
   check_room(need, dir, fmt::format("recording {}.*.pcap", a.out),
              "record elsewhere (--out), or lower --min-free / --rotate-size");
+  if (s.feed.channels > 1)
+    fail_recording_usage("record takes one channel, and the feed has {} (feed.channels): one recorder per channel "
+                         "is not built yet", s.feed.channels);
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     auto medium = E::subscriber(s);

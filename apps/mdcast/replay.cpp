@@ -574,6 +574,9 @@ int run_replay(Settings& s, const ReplayArgs& a) {
   (void)resolve_files(a.files);
   (void)parse_speed(a.speed);
   (void)parse_from(a.from);
+  if (s.feed.channels > 1)
+    fail_recording_usage("replay publishes one channel (a recording is one channel's), not feed.channels {}",
+                         s.feed.channels);
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     const uint64_t session = pick_session(s);

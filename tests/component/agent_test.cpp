@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "delivery_check.hpp"
+#include "feed_drive.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/feed/paced_loop.hpp"
@@ -78,70 +79,15 @@ struct Sub {
 std::string report(const std::vector<Sub*>& subs) {
   std::string r;
   for (const Sub* s : subs) {
-    const auto& c = s->agent.subscriber().counters();
-    r += fmt::format("  {}:", s->name);
-    for (size_t i = 0; i < feed::SubscriberCounters::kCount; ++i)
-      if (c.at(i).get()) r += fmt::format(" {}={}", feed::SubscriberCounters::kInfo[i].name, c.at(i).get());
-    const auto& f = s->faulty.counters();
-    for (size_t i = 0; i < media::fault::FaultCounters::kCount; ++i)
-      if (f.at(i).get()) r += fmt::format(" fault.{}={}", media::fault::FaultCounters::kInfo[i].name, f.at(i).get());
-    r += "\n";
+    r += fmt::format("  {}:{}{}\n", s->name, nonzero(s->agent.subscriber().counters()),
+                     nonzero(s->faulty.counters(), "fault."));
   }
   return r;
 }
 
-// The feed, logged as the publisher accepted it (with the instrument
-// sequence it assigned), handed to run_paced in place of the agent itself.
-struct LoggedAgent {
-  PubAgent& agent;
-  PublishedLog& log;
-  uint64_t out_of_order = 0;
-  feed::PublishResult publish(wire::Message& m, uint64_t now) noexcept {
-    const auto r = agent.publish(m, now);
-    if (r == feed::PublishResult::kOk && !log.add(m)) ++out_of_order;
-    return r;
-  }
-  size_t do_work(uint64_t now) { return agent.do_work(now); }
-  [[nodiscard]] const feed::PublisherCore& core() const noexcept { return agent.core(); }
-};
 
-struct Messages {
-  book::Generator gen;
-  uint64_t left;
-  bool next(wire::Message& m) noexcept {
-    if (left == 0) return false;
-    --left;
-    gen.next(m);
-    return true;
-  }
-};
-
-// Every subscriber's duty cycle once per publishing round.
-struct DriveSubscribers {
-  std::vector<Sub*> subs;
-  bool on_round(uint64_t, uint64_t) noexcept {
-    for (Sub* s : subs) s->agent.do_work();
-    return true;
-  }
-};
-
-// After the last message: end the session and run every agent until each
-// subscriber has everything the publisher announced, or the deadline.
 bool finish(PubAgent& pub, const std::vector<Sub*>& subs) {
-  uint64_t now = monotonic_ns();
-  const uint64_t deadline = now + kDeadlineNs;
-  while (!pub.end_session(now)) pub.do_work(now = monotonic_ns());
-  for (;;) {
-    now = monotonic_ns();
-    pub.do_work(now);
-    bool all = true;
-    for (Sub* s : subs) {
-      s->agent.do_work();
-      all &= s->agent.finished();
-    }
-    if (all) return true;
-    if (now > deadline) return false;
-  }
+  return finish_all(pub, subs, [](Sub& s) -> SubAgent& { return s.agent; }, kDeadlineNs);
 }
 
 class AgentsOverMem : public ::testing::TestWithParam<uint64_t> {};
@@ -161,12 +107,12 @@ TEST_P(AgentsOverMem, LossyAndCleanSubscriberBothGetEverythingExactly) {
   const std::vector<Sub*> subs{&clean, &faulty};
 
   PublishedLog log(kInstruments);
-  LoggedAgent logged{pub, log};
+  Logged<PubAgent> logged{pub, log};
   book::GeneratorConfig g;
   g.seed = seed;
   g.instruments = kInstruments;
   Messages messages{book::Generator(g), kMessages};
-  DriveSubscribers drive{subs};
+  DriveAll drive{subs, [](Sub& s) -> SubAgent& { return s.agent; }};
   feed::Pace pace;
   pace.rate = 200'000;  // 25 ms of feed: flush timers and heartbeats play their part
   pace.start_ns = monotonic_ns();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "delivery_check.hpp"
+#include "feed_drive.hpp"
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/feed/channel_agents.hpp"
@@ -106,65 +107,15 @@ std::string report(const std::vector<ChannelSub*>& subs) {
   std::string r;
   for (const ChannelSub* s : subs)
     for (size_t i = 0; i < s->sub->size(); ++i) {
-      const auto& c = s->sub->agent(i).subscriber().counters();
-      r += fmt::format("  {} channel index {}:", s->name, s->sub->index(i));
-      for (size_t j = 0; j < feed::SubscriberCounters::kCount; ++j)
-        if (c.at(j).get()) r += fmt::format(" {}={}", feed::SubscriberCounters::kInfo[j].name, c.at(j).get());
-      r += "\n";
+      r += fmt::format("  {} channel index {}:{}\n", s->name, s->sub->index(i),
+                       nonzero(s->sub->agent(i).subscriber().counters()));
     }
   return r;
 }
 
-// The feed as the publisher accepted it, handed to run_paced in place of the channels.
-struct Logged {
-  Pub& pub;
-  PublishedLog& log;
-  uint64_t out_of_order = 0;
-  feed::PublishResult publish(wire::Message& m, uint64_t now) noexcept {
-    const auto r = pub.publish(m, now);
-    if (r == feed::PublishResult::kOk && !log.add(m)) ++out_of_order;
-    return r;
-  }
-  size_t do_work(uint64_t now) { return pub.do_work(now); }
-  void flush(uint64_t now) noexcept { pub.flush(now); }
-  [[nodiscard]] bool has_open() const noexcept { return pub.has_open(); }
-  [[nodiscard]] uint64_t flush_interval_ns() const noexcept { return pub.flush_interval_ns(); }
-};
-
-struct Messages {
-  book::Generator gen;
-  uint64_t left;
-  bool next(wire::Message& m) noexcept {
-    if (left == 0) return false;
-    --left;
-    gen.next(m);
-    return true;
-  }
-};
-
-struct DriveSubscribers {
-  std::vector<ChannelSub*> subs;
-  bool on_round(uint64_t, uint64_t) noexcept {
-    for (ChannelSub* s : subs) s->sub->do_work();
-    return true;
-  }
-};
 
 bool finish(Pub& pub, const std::vector<ChannelSub*>& subs) {
-  uint64_t now = monotonic_ns();
-  const uint64_t deadline = now + kDeadlineNs;
-  while (!pub.end_session(now)) pub.do_work(now = monotonic_ns());
-  for (;;) {
-    now = monotonic_ns();
-    pub.do_work(now);
-    bool all = true;
-    for (ChannelSub* s : subs) {
-      s->sub->do_work();
-      all &= s->sub->finished();
-    }
-    if (all) return true;
-    if (now > deadline) return false;
-  }
+  return finish_all(pub, subs, [](ChannelSub& s) -> Sub& { return *s.sub; }, kDeadlineNs);
 }
 
 // Each channel a subscriber joined delivered exactly what that channel's
@@ -202,9 +153,9 @@ TEST_P(FourChannels, LossOnOneChannelIsRecoveredOnThatChannelAlone) {
   ASSERT_EQ(clean.sub->size(), kChannels) << "all instruments: every channel";
 
   PublishedLog log(kInstruments);
-  Logged logged{*pub, log};
+  Logged<Pub> logged{*pub, log};
   Messages messages{book::Generator(generator(seed)), kMessages};
-  DriveSubscribers drive{subs};
+  DriveAll drive{subs, [](ChannelSub& s) -> Sub& { return *s.sub; }};
   feed::Pace pace;
   pace.rate = 300'000;
   pace.start_ns = monotonic_ns();

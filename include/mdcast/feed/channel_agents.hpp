@@ -110,24 +110,15 @@ class PublisherChannels {
   // control client for quiet_ns, until_ns, or stop().
   template <class Stop>
   void linger(uint64_t until_ns, uint64_t quiet_ns, uint64_t nap_ns, Stop&& stop) {
-    uint64_t empty_since = 0;
-    while (!stop()) {
-      const uint64_t now = monotonic_ns();
-      if (now >= until_ns) return;
+    linger_rounds(until_ns, quiet_ns, nap_ns, stop, [this](uint64_t now) {
       size_t clients = 0;
       for (auto& c : channels_) {
         c.agent->publisher().poll(now);
         c.agent->poll_control(now);
         clients += c.agent->clients();
       }
-      if (clients == 0) {
-        if (!empty_since) empty_since = now;
-        if (now - empty_since > quiet_ns) return;
-      } else {
-        empty_since = 0;
-      }
-      sleep_ns(nap_ns);
-    }
+      return clients;
+    });
   }
 
   // ---- what it is

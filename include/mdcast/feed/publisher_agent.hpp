@@ -47,6 +47,25 @@ struct PublisherAgentCounters {
   ControlCounters* control = nullptr;
 };
 
+// The linger loop of one agent or several: round(now) serves recovery once
+// and returns the control clients still connected; ends when none has been
+// for quiet_ns, at until_ns, or when stop() says so.
+template <class Stop, class Round>
+void linger_rounds(uint64_t until_ns, uint64_t quiet_ns, uint64_t nap_ns, Stop& stop, Round&& round) {
+  uint64_t empty_since = 0;
+  while (!stop()) {
+    const uint64_t now = monotonic_ns();
+    if (now >= until_ns) return;
+    if (round(now) == 0) {
+      if (!empty_since) empty_since = now;
+      if (now - empty_since > quiet_ns) return;
+    } else {
+      empty_since = 0;
+    }
+    sleep_ns(nap_ns);
+  }
+}
+
 template <media::PublisherMedium Medium>
 class PublisherAgent {
  public:
@@ -106,20 +125,11 @@ class PublisherAgent {
   // `until_ns`, or until stop() says so. Sleeps `nap_ns` between rounds.
   template <class Stop>
   void linger(uint64_t until_ns, uint64_t quiet_ns, uint64_t nap_ns, Stop&& stop) {
-    uint64_t empty_since = 0;
-    while (!stop()) {
-      const uint64_t now = monotonic_ns();
-      if (now >= until_ns) return;
+    linger_rounds(until_ns, quiet_ns, nap_ns, stop, [this](uint64_t now) {
       pub_.poll(now);
       poll_control(now);
-      if (medium_.clients() == 0) {
-        if (!empty_since) empty_since = now;
-        if (now - empty_since > quiet_ns) return;
-      } else {
-        empty_since = 0;
-      }
-      sleep_ns(nap_ns);
-    }
+      return medium_.clients();
+    });
   }
 
   // ---- what it is
