@@ -31,7 +31,11 @@ wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
 "$MDCAST" verify "$WORK/pub.toml" "$WORK/all.toml" "$WORK/two.toml" | tee "$WORK/verify.log"
 published=$(toml_get "$WORK/pub.toml" messages)
 [ "$published" -gt 50000 ] || fail "only $published messages published"
-[ "$(toml_get "$WORK/all.toml" messages)" = "$published" ] || fail "the subscriber of every channel missed messages"
+# Every message, unless a snapshot replaced some (a slow sanitizer build may
+# fall a ring behind): the books are the check then (verify above).
+if [ "$(toml_get "$WORK/all.toml" sub.snapshots_applied)" = 0 ]; then
+  [ "$(toml_get "$WORK/all.toml" messages)" = "$published" ] || fail "the subscriber of every channel missed messages"
+fi
 for c in 1 2 3 4; do
   sent=$(toml_get "$WORK/pub.toml" "pub@$c.datagrams_sent")
   rec=$(toml_get "$WORK/all.toml" "sub@$c.datagrams_recovered")
@@ -51,7 +55,8 @@ mine = set(range(25, 31)) | set(range(80, 86))
 want = sum(v[0] for k, v in pub["books"].items() if int(k) in mine)
 got_books = {int(k) for k in two["books"]}
 assert got_books <= mine and got_books, got_books
-assert two["messages"] == want, (two["messages"], want)
+if two["counters"]["sub.snapshots_applied"] == 0:  # else a snapshot replaced some: the books are the check
+    assert two["messages"] == want, (two["messages"], want)
 print(f"-- the subscriber of 2 channels delivered {want} messages of its 12 instruments")
 PY
 
@@ -65,7 +70,9 @@ start_bg usub subscribe "${udp[@]}" --inject-loss 0.02 --result "$WORK/usub.toml
 wait_pid "$PID_usub" 60 || fail "udp subscriber exited non-zero"
 wait_pid "$PID_upub" 30 || fail "udp publisher exited non-zero"
 "$MDCAST" verify "$WORK/upub.toml" "$WORK/usub.toml"
-[ "$(toml_get "$WORK/usub.toml" messages)" = "$(toml_get "$WORK/upub.toml" messages)" ] || fail "udp subscriber missed messages"
+if [ "$(toml_get "$WORK/usub.toml" sub.snapshots_applied)" = 0 ]; then
+  [ "$(toml_get "$WORK/usub.toml" messages)" = "$(toml_get "$WORK/upub.toml" messages)" ] || fail "udp subscriber missed messages"
+fi
 for c in 1 2; do
   [ "$(toml_get "$WORK/usub.toml" "udp@$c.announce_followed")" = 1 ] || fail "udp channel $c: announced control address not taken"
 done
