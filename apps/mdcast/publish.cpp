@@ -96,8 +96,8 @@ void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const feed::
   try {
     if (lane.cpu >= 0) pin_this_thread(lane.cpu);
     for (uint32_t k : lane.channels) {
-      media.push_back(with_context(fmt::format("channel {}", s.feed.channel + k),
-                                   [&] { return E::publisher(channel_settings<E>(s, k), session); }));
+      auto open = [&] { return E::publisher(channel_settings<E>(s, k), session); };
+      media.push_back(s.feed.channels > 1 ? with_context(fmt::format("channel {}", s.feed.channel + k), open) : open());
       lane.described.push_back(media.back()->describe());
       lane.groups.push_back(media.back()->counter_groups());
     }
@@ -396,9 +396,9 @@ int publish(Settings& s) {
 uint32_t publishing_threads(const Settings& s) {
   const uint32_t t = s.pub.threads ? s.pub.threads : s.pub.cpus.empty() ? 1 : static_cast<uint32_t>(s.pub.cpus.size());
   if (t > s.feed.channels)
-    fail_usage("{} publishing threads for {} channels: a thread publishes at least one channel (raise feed.channels "
+    fail_usage("{} publishing threads{} for {} channels: a thread publishes at least one channel (raise feed.channels "
                "or lower publisher.threads)",
-               t, s.feed.channels);
+               t, s.pub.threads ? "" : fmt::format(" (one per publisher.cpus entry)"), s.feed.channels);
   if (!s.pub.cpus.empty() && s.pub.cpus.size() != t)
     fail_usage("publisher.cpus lists {} CPUs for {} publishing threads: one CPU per thread", s.pub.cpus.size(), t);
   return t;

@@ -111,8 +111,8 @@ int subscribe(Settings& s) {
   };
   auto open = [&](uint32_t k) -> std::shared_ptr<Medium> {
     const Settings cs = channel_settings<E>(s, k);
-    auto inner = with_context(many ? fmt::format("channel {}", cs.feed.channel) : std::string(),
-                              [&] { return E::subscriber(cs); });
+    auto make = [&] { return E::subscriber(cs); };
+    auto inner = many ? with_context(fmt::format("channel {}", cs.feed.channel), make) : make();
     auto both = std::make_shared<Both>(std::move(inner), injected_faults(s, static_cast<uint64_t>(::getpid()) + k));
     return std::shared_ptr<Medium>(both, &both->faulty);
   };

@@ -33,6 +33,16 @@ grep -q "2000 msg/s" "$WORK/demo-cfg.log" || fail "the demo did not take the fil
 "$MDCAST" publish --name "$NAME-v" --duration 200ms --rate 1k --result "$WORK/v-pub.toml" >"$WORK/v-pub.log" 2>&1 \
   || { cat "$WORK/v-pub.log"; fail "publisher for the verify check failed"; }
 expect_error "v-pub.toml is a publisher's result file, not a subscriber's" verify "$WORK/v-pub.toml" "$WORK/v-pub.toml"
+# Channels: what cannot be split or placed is refused before anything is created.
+expect_error "feed.channels: '17' must be a whole number in \[1, 16\]" publish --name "$NAME" --channels 17
+expect_error "3 publishing threads for 2 channels" publish --name "$NAME" --channels 2 --threads 3
+expect_error "one per publisher.cpus entry" publish --name "$NAME" --channels 2 --cpu 0,0,0
+expect_error "names channel index 2, but the feed has 2 channels" publish --name "$NAME" --channels 2 --channel-map 0-5:2
+expect_error "overlap" publish --name "$NAME" --channels 2 --channel-map 0-5:0,5-9:1
+expect_error "is one address, but the feed has 2 channels" subscribe --name "$NAME" --channels 2 --control unix:@x
+expect_error "goes past channel id 65535" publish --name "$NAME" --channel 65535 --channels 2
+expect_error "channel 1: shm ring .* more than shm.max_bytes" publish --name "$NAME" --channels 2 --threads 2 --set shm.max_bytes=1MiB
+expect_error "record takes one channel" record --name "$NAME" --channels 2 --out "$WORK/rec"
 # A subscriber that heard nothing prints no latency of zero messages.
 "$MDCAST" subscribe --medium udp --udp-group "239.77.15.$((1 + $$ % 250)):$((20000 + $$ % 20000))" --wait 1s \
   >"$WORK/silent.log" 2>&1 && fail "a subscriber that heard nothing exited 0"
