@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/stream/stream_control.hpp"
 
@@ -153,6 +154,10 @@ void StreamControlServer::send(ClientId id, std::vector<std::byte> frame) {
     return;
   }
   Conn& c = it->second;
+  if (c.holding) {
+    c.held.push_back(std::move(frame));
+    return;
+  }
   const size_t size = frame.size();
   c.out.push_back(std::move(frame));
   c.out_bytes += size;
@@ -256,6 +261,8 @@ void StreamControlServer::cut(ClientId id, Conn& c, Cut why) {
   c.out_bytes = 0;
   c.out_off = 0;
   std::deque<std::vector<std::byte>>().swap(c.out);
+  std::vector<std::vector<std::byte>>().swap(c.held);
+  c.holding = false;
   c.in.clear();
   dying_.push_back(id);
 }
@@ -281,10 +288,20 @@ void StreamControlServer::evict_unadmitted() {
   cut(id, conns_.at(id), Cut::kEvicted);
 }
 
-void StreamControlServer::set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now) {
+void StreamControlServer::say_full(int fd, uint32_t rid) {
+  const auto f = wire::encode_control(
+      rid, wire::ErrorReply{wire::ErrorCode::kOverloaded,
+                            fmt::format("this publisher admits {} control clients (control.max_clients) and has "
+                                        "{}: try again later, or raise control.max_clients",
+                                        cfg_.max_clients, admitted_count_)});
+  (void)::send(fd, f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void StreamControlServer::set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now, uint32_t rid) {
   if (admitted == c.admitted || c.dead) return;
   if (admitted) {
     if (admitted_count_ >= cfg_.max_clients) {
+      if (c.out.empty()) say_full(c.fd.get(), rid);
       cut(id, c, Cut::kRefusedAdmission);
       return;
     }
@@ -318,6 +335,7 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
     UniqueFd owned(fd);
     if (admitted_count_ >= cfg_.max_clients) {
       stats_.refused.add();
+      say_full(fd, 0);
       continue;
     }
     if (family_ == AF_INET) {
@@ -355,8 +373,23 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
 
 // -------------------------------------------------------------- input ----
 
-void StreamControlServer::after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now) {
-  set_admitted(id, c, h.admitted(id), now);
+void StreamControlServer::after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now, uint32_t rid) {
+  const bool admit = h.admitted(id);
+  if (c.holding) {
+    c.holding = false;
+    if (admit) {
+      // No room after all: what the handler said (an acknowledgement) is
+      // never heard; the Error is.
+      std::vector<std::vector<std::byte>>().swap(c.held);
+    } else {
+      // Still on its way (a handshake step): its replies go out as usual.
+      for (auto& f : std::exchange(c.held, {})) {
+        send(id, std::move(f));
+        if (c.dead) return;
+      }
+    }
+  }
+  set_admitted(id, c, admit, now, rid);
   if (!c.dead) note_pending(id, c, h);
 }
 
@@ -403,13 +436,15 @@ void StreamControlServer::serve(ClientId id, Conn& c, ControlHandler& h, uint64_
       stats_.frames_in.add();
       c.last_frame_ns = now;
       c.partial_since = 0;
+      const uint32_t rid = frame.size() >= wire::ctl::kHeaderSize ? load_le<uint32_t>(frame.data() + wire::ctl::kRequestId) : 0;
+      c.holding = !c.admitted && admitted_count_ >= cfg_.max_clients;
       const bool keep = h.on_frame(id, frame, now, *this);
       if (c.dead) return;  // cut inside on_frame (its replies passed its share, or the budget)
       if (!keep) {
         cut(id, c, Cut::kHandler);
         return;
       }
-      after_frame(id, c, h, now);
+      after_frame(id, c, h, now, rid);
       if (c.dead) return;
     }
     // A frame begun: its clock runs from when it was first seen incomplete.

@@ -21,7 +21,12 @@
 //     connection over that closes the oldest of them (the oldest that sent
 //     nothing, if any: a subscriber authenticates within a round trip, an
 //     idle socket had its chance). Admitted clients are held to
-//     `max_clients`. Before admission only frames up to
+//     `max_clients`: past it a connection, or a frame that would admit its
+//     client, is answered an Error (kOverloaded, saying so) and closed;
+//     while every slot is taken, what the handler replies to an un-admitted
+//     client's frame waits until the frame's outcome is known, so a client
+//     refused for room never hears its Subscribe acknowledged. Before
+//     admission only frames up to
 //     `max_frame_unadmitted` are legal, after it `max_frame_admitted`; a
 //     longer length prefix cuts the client as soon as it is read.
 //   * CPU when idle: a poll asks epoll only when a ReadinessRing (io_uring,
@@ -172,6 +177,8 @@ class StreamControlServer final : public ReplySink {
     bool in_ready = false;        // in ready_: has input to handle (socket or buffered frames)
     bool pending = false;         // the handler has more of a streamed reply
     bool in_writable = false;     // in writable_: on_writable due
+    bool holding = false;         // replies go to held (a frame that may not admit it, every slot taken)
+    std::vector<std::vector<std::byte>> held;
   };
   enum class Cut { kSlow, kMemory, kBadStream, kOversize, kHandler, kPeer, kEvicted, kRefusedAdmission,
                    kTimeoutUnadmitted, kTimeoutPartial, kTimeoutIdle };
@@ -179,8 +186,11 @@ class StreamControlServer final : public ReplySink {
   void accept_all(ControlHandler& h, uint64_t now, size_t& work);
   void serve_ready(ControlHandler& h, uint64_t now, size_t& work);
   void serve(ClientId id, Conn& c, ControlHandler& h, uint64_t now, size_t& work);
-  void after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now);
-  void set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now);
+  void after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now, uint32_t rid = 0);
+  void set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now, uint32_t rid = 0);
+  // Tells a client there is no room (an Error frame written straight to its
+  // socket, which holds nothing else yet), before it is closed.
+  void say_full(int fd, uint32_t rid);
   void note_pending(ClientId id, Conn& c, ControlHandler& h);
   void serve_writable(ControlHandler& h, uint64_t now, size_t& work);
   void sweep(ControlHandler& h, uint64_t now);
