@@ -175,6 +175,7 @@ void ControlLoad::close_all() noexcept {
   }
   idle_retry_ = 0;
   next_open_ = cfg_.clients;
+  stats_.pending = 0;
 }
 
 void ControlLoad::send(uint32_t i, std::vector<std::byte> frame, uint64_t& counter) {
@@ -369,6 +370,7 @@ void ControlLoad::poll(uint64_t now, int timeout_ms) {
     }
   }
   send_due(monotonic_ns());
+  stats_.pending = (cfg_.clients - next_open_) + handshakes_ + idle_retry_;
 }
 
 std::string raise_open_files(uint64_t needed) {
@@ -382,9 +384,9 @@ std::string raise_open_files(uint64_t needed) {
   if (::setrlimit(RLIMIT_NOFILE, &rl) != 0)
     return fmt::format("cannot raise the open-files limit (RLIMIT_NOFILE) from {} to {}: {}", was, soft, errno_text(errno));
   if (hard_short)
-    return fmt::format("the open-files hard limit (RLIMIT_NOFILE) is {}, below the {} descriptors needed: raised the "
-                       "soft limit from {} to {}; raise the hard limit (ulimit -Hn as root, LimitNOFILE= for a service)",
-                       rl.rlim_max, needed, was, soft);
+    return fmt::format("the open-files hard limit (RLIMIT_NOFILE) is {}, below the {} descriptors needed{}: raise "
+                       "the hard limit (ulimit -Hn as root, LimitNOFILE= for a service)",
+                       rl.rlim_max, needed, was < soft ? fmt::format(" (the soft limit is raised from {} to it)", was) : "");
   return "";
 }
 

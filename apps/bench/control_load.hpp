@@ -55,6 +55,7 @@ struct ControlLoadStats {
   uint64_t refused = 0;           // an Error for the Subscribe, or closed before its acknowledgement
   uint64_t cut = 0;               // closed by the publisher after the acknowledgement
   uint64_t active = 0;            // subscribed and connected now
+  uint64_t pending = 0;           // not settled yet: not opened, connecting or waiting for the acknowledgement
   uint64_t sent_subscribe = 0, sent_status = 0, sent_retransmit = 0, sent_snapshot = 0, sent_session_query = 0;
   uint64_t sent_bytes = 0;
   uint64_t send_dropped = 0;      // frames not sent: the client's socket and buffer were full
