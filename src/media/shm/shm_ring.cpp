@@ -115,9 +115,13 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
     dir = hp && hp->huge_pages && hp->free_bytes >= huge_bytes ? "/dev/hugepages" : "/dev/shm";
   }
   huge_ = dir == "/dev/hugepages";
+  // A hugetlbfs file maps in whole huge pages only, wherever it is mounted.
+  bool huge_fs = huge_;
+  if (!huge_fs)
+    if (const auto fs = filesystem_space(dir)) huge_fs = fs->huge_pages;
   const auto layout = [&] {
-    reader_offset_ = static_cast<size_t>(huge_ ? huge_reader_offset : round_up(*lane_end, 4096));
-    return huge_ ? huge_bytes : static_cast<size_t>(reader_offset_ + reader_bytes);
+    reader_offset_ = static_cast<size_t>(huge_fs ? huge_reader_offset : round_up(*lane_end, 4096));
+    return huge_fs ? huge_bytes : static_cast<size_t>(reader_offset_ + reader_bytes);
   };
   size_t bytes = layout();
   path_ = ring_path(dir, opts.name);
@@ -138,7 +142,7 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   } catch (const Error&) {
     if (!huge_ || !opts.dir.empty()) throw;
     // Huge pages ran out between the check and the mapping: use /dev/shm.
-    huge_ = false;
+    huge_ = huge_fs = false;
     bytes = layout();
     path_ = ring_path("/dev/shm", opts.name);
     mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
