@@ -43,6 +43,7 @@ void ControlService::on_disconnect(ClientId c) {
     counters_->snapshot_streams.set(jobs_total_);
     clients_.erase(it);
     counters_->client_disconnects.add();
+    pacing_dirty_ = true;
   }
   counters_->clients_connected.set(clients_.size());
 }
@@ -157,6 +158,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Subscrib
     }
   }
   cl.subscribed = true;
+  pacing_dirty_ = true;
   cl.sender_id = s.sender_id;
   cl.entitlement = ent;
   cl.subscribed_set = std::move(set);
@@ -181,6 +183,9 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Unsubscr
 }
 
 bool ControlService::handle(ClientId, Client& cl, const StatusReport& r, uint64_t now) {
+  // The slowest raising its capacity (or leaving it unknown) is seen at the next tick.
+  if (cl.subscribed && slowest_ != 0 && cl.last_report.capacity == slowest_ && r.capacity != slowest_)
+    pacing_dirty_ = true;
   cl.last_report = r;
   cl.report_time = now;
   counters_->status_reports.add();
