@@ -139,6 +139,13 @@ void collect_control_metrics(Rep& rep) {
         put(k + ".one_way_ns.p99.9", static_cast<double>(h.percentile(99.9)));
         put(k + ".one_way_ns.max", static_cast<double>(h.max()));
       }
+      const Histogram& late = cp.lat.pub.lateness;
+      if (late.count()) {
+        put(k + ".pub_late_ns.p50", static_cast<double>(late.percentile(50)));
+        put(k + ".pub_late_ns.p99", static_cast<double>(late.percentile(99)));
+        put(k + ".pub_late_ns.p99.9", static_cast<double>(late.percentile(99.9)));
+        put(k + ".pub_late_ns.max", static_cast<double>(late.max()));
+      }
     }
     // CPU from the run whose publisher sleeps when nothing is due.
     if (cp.cost.completed) {
@@ -171,6 +178,11 @@ void collect_control_metrics(Rep& rep) {
       ratio("p50", static_cast<double>(hb.percentile(50)), static_cast<double>(ha.percentile(50)));
       ratio("p99", static_cast<double>(hb.percentile(99)), static_cast<double>(ha.percentile(99)));
     }
+    const Histogram &la = a->lat.pub.lateness, &lb = b->lat.pub.lateness;
+    if (la.count() && lb.count()) {
+      ratio("pub_late_p99", static_cast<double>(lb.percentile(99)), static_cast<double>(std::max<uint64_t>(1, la.percentile(99))));
+      ratio("pub_late_p99.9", static_cast<double>(lb.percentile(99.9)), static_cast<double>(std::max<uint64_t>(1, la.percentile(99.9))));
+    }
   }
   if (a->cost.completed && b->cost.completed) {
     ratio("pub_cpu_ns_per_msg", cpu_ns_per_msg(b->cost), cpu_ns_per_msg(a->cost));
@@ -182,25 +194,30 @@ void collect_control_metrics(Rep& rep) {
 void print_control(const Summary& S, const std::vector<Rep>& reps, const Plan& plan) {
   fmt::print("control plane @ {} msg/s offered, {}-byte messages, 1 latency subscriber, with 0 and {} control clients\n",
              rate_key(plan.control_rate), plan.message_bytes, plan.control_clients);
-  fmt::print("  {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>13} {:>8} {:>12} {:>12}\n", "clients", "p50", "p90", "p99",
-             "p99.9", "max", "pub CPU/msg", "of it control", "pub CPU", "ctl frames/s", "longest poll");
+  fmt::print("  {:>7}  {:>33}  {:>23}  {:>11} {:>11} {:>7} {:>8} {:>9}\n", "", "one-way latency", "published late",
+             "pub CPU", "of it", "pub", "control", "longest");
+  fmt::print("  {:>7}  {:>8} {:>8} {:>8} {:>7}  {:>7} {:>7} {:>7}  {:>11} {:>11} {:>7} {:>8} {:>9}\n", "clients", "p50",
+             "p99", "p99.9", "max", "p50", "p99", "p99.9", "per msg", "control", "CPU", "frames/s", "poll");
   for (const uint32_t n : {0u, plan.control_clients}) {
     const std::string k = fmt::format("control.{}", n);
-    auto g = [&](const std::string& x) { return S.median(k + "." + x); };
-    const double cpu = g("pub_cpu_pct");
-    const double frames = g("pub_control_frames_per_s");
-    fmt::print("  {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>13} {:>8} {:>12} {:>12}  {} {}\n", n,
-               ns_str(g("one_way_ns.p50")), ns_str(g("one_way_ns.p90")), ns_str(g("one_way_ns.p99")),
-               ns_str(g("one_way_ns.p99.9")), ns_str(g("one_way_ns.max")), ns_str(g("pub_cpu_ns_per_msg")),
-               ns_str(g("pub_control_ns_per_msg")), std::isnan(cpu) ? "-" : fmt::format("{:.1f} %", cpu),
-               std::isnan(frames) ? "-" : fmt::format("{:.0f}", frames), ns_str(g("pub_longest_control_poll_ns")),
-               S.range(k + ".one_way_ns.p50", ns_str), S.range(k + ".pub_cpu_ns_per_msg", ns_str));
+    auto g = [&](const std::string& x) { return ns_str(S.median(k + "." + x)); };
+    const double cpu = S.median(k + ".pub_cpu_pct"), frames = S.median(k + ".pub_control_frames_per_s");
+    const std::string p50 = S.range(k + ".one_way_ns.p50", ns_str);
+    const std::string ranges =
+        p50.empty() ? "" : fmt::format("p50 {} p99 {} CPU {}", p50, S.range(k + ".one_way_ns.p99", ns_str),
+                                       S.range(k + ".pub_cpu_ns_per_msg", ns_str));
+    fmt::print("  {:>7}  {:>8} {:>8} {:>8} {:>7}  {:>7} {:>7} {:>7}  {:>11} {:>11} {:>7} {:>8} {:>9}  {}\n", n,
+               g("one_way_ns.p50"), g("one_way_ns.p99"), g("one_way_ns.p99.9"), g("one_way_ns.max"), g("pub_late_ns.p50"),
+               g("pub_late_ns.p99"), g("pub_late_ns.p99.9"), g("pub_cpu_ns_per_msg"), g("pub_control_ns_per_msg"),
+               std::isnan(cpu) ? "-" : fmt::format("{:.1f} %", cpu), std::isnan(frames) ? "-" : fmt::format("{:.0f}", frames),
+               g("pub_longest_control_poll_ns"), ranges);
   }
   const auto x = [](double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.2f}x", v); };
-  fmt::print("  with {} clients / without: one-way p50 {} {}, p99 {} {}; publisher CPU per message {} {} (outside "
-             "control polls {})\n",
+  fmt::print("  with {} clients / without: one-way p50 {} {}, p99 {} {}; published late p99 {} {}, p99.9 {}; publisher "
+             "CPU per message {} {} (outside control polls {})\n",
              plan.control_clients, x(S.median("control.ratio.p50")), S.range("control.ratio.p50", x),
-             x(S.median("control.ratio.p99")), S.range("control.ratio.p99", x),
+             x(S.median("control.ratio.p99")), S.range("control.ratio.p99", x), x(S.median("control.ratio.pub_late_p99")),
+             S.range("control.ratio.pub_late_p99", x), x(S.median("control.ratio.pub_late_p99.9")),
              x(S.median("control.ratio.pub_cpu_ns_per_msg")), S.range("control.ratio.pub_cpu_ns_per_msg", x),
              x(S.median("control.ratio.pub_data_path_ns_per_msg")));
   // What the clients did and what the publisher counted, in the first run.
@@ -241,9 +258,11 @@ void print_control(const Summary& S, const std::vector<Rep>& reps, const Plan& p
   }
   if (const ControlRunFigures* k = loaded->cost.control ? &*loaded->cost.control : nullptr)
     fmt::print("  CPU run: {}{}\n", admitted_text(*k), k->all_admitted() ? ", all through the window" : "");
-  fmt::print("  (the clients' and the publisher's lines: run {}, latency run. p50 ... max: one-way latency, the publisher "
-             "spinning; pub CPU/msg: the publisher process's CPU time per message in the window of a second run of the "
-             "same feed whose publisher sleeps between 1 ms bursts, of it control: the time in its control polls)\n\n",
+  fmt::print("  (medians; [min-max] of one-way p50, p99 and CPU per message over the runs. The clients' and the "
+             "publisher's lines: run {}'s latency run. One-way latency and published late (how long after its place on "
+             "the timeline a message left): the latency run, its publisher spinning; pub CPU per msg, of it control (the "
+             "time in control polls), pub CPU: a second run of the same feed whose publisher sleeps between 1 ms "
+             "bursts; control frames/s and the longest control poll: the latency run's window)\n\n",
              run + 1);
 }
 

@@ -214,6 +214,13 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     uint64_t warm_end;
     std::optional<Mark> w0;
     uint32_t rounds = 0;
+    // Publish lateness (control section, spinning publisher): how long after
+    // its place on the timeline each message of the window was published,
+    // taken as the round after its burst begins. What a stall of the
+    // publishing thread (a long control poll) costs, seen from the publisher.
+    Histogram* late = nullptr;
+    uint64_t late_start = 0, late_already = 0, late_seen = 0, prev_round = 0;
+    double ns_per_msg = 0;
     Mark mark(uint64_t now, uint64_t published) const {
       const auto& c = a.core().counters();
       const UsageMark use = usage_mark(&dtlb);
@@ -225,7 +232,17 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
         w0 = mark(now, published);
         // From here the longest control poll is the window's (connects and priming before it).
         a.control().mutable_counters().longest_poll_ns.set(0);
+        late_seen = published;
       }
+      if (late && w0) {
+        // The previous round's burst published late_seen .. published - 1.
+        for (uint64_t k = late_seen; k < published && k < late_seen + 256; ++k) {
+          const auto due = late_start + static_cast<uint64_t>(static_cast<double>(k - late_already) * ns_per_msg);
+          late->record(prev_round > due ? prev_round - due : 0);
+        }
+        late_seen = published;
+      }
+      prev_round = now;
       if ((++rounds & 63) == 0) me.progress.store(published, std::memory_order_relaxed);
       return !b.stopping();
     }
@@ -237,6 +254,13 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   pace.already = published;
   pace.idle = spec.pub_idle;
   pace.burst_ns = spec.burst_ns;
+  if (spec.control_figures && spec.pub_idle == IdleMode::kSpin && spec.rate > 0) {
+    me.latency.reset();
+    hooks.late = &me.latency;  // the publisher's board has no delivery latency of its own
+    hooks.late_start = t0;
+    hooks.late_already = published;
+    hooks.ns_per_msg = 1e9 / spec.rate;
+  }
   const feed::PaceResult pr = feed::run_paced(agent, src, pace, hooks);
   if (pr.refused != feed::PublishResult::kOk) return me.fail("a message was refused by the publisher: a bug");
   published = pr.published;

@@ -56,6 +56,10 @@ void json_run(JsonWriter& j, const RunResult& r) {
                                                                 static_cast<double>(r.pub.window_datagrams)
                                                           : std::nan(""));
   j.field("preempted", static_cast<int64_t>(r.pub.preempted));
+  if (r.pub.lateness.count()) {
+    j.key("published_late_ns");
+    json_percentiles(j, r.pub.lateness);
+  }
   json_usage(j, r.pub.usage, r.pub.window_messages, r.pub.perf_why);
   j.key("ring").begin_object();
   j.field("slot_bytes", r.pub.ring_slot_bytes).field("datagrams_swept", r.pub.ring_swept);

@@ -126,6 +126,7 @@ struct PublisherResult {
   long preempted = 0;
   Usage usage;                   // the window: CPU, faults, dTLB misses
   std::string perf_why;          // why dTLB misses were not counted
+  Histogram lateness;            // control section: how late each message of the window was published (ns)
   // The engine ring's pages the window's datagrams were written to (board.hpp).
   uint64_t ring_slot_bytes = 0, ring_swept = 0, ring_pages_4k = 0, ring_page_bytes = 0, ring_pages_kernel = 0;
 };

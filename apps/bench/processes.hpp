@@ -150,6 +150,7 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
   res.pub.rate = res.pub.window_s > 0 ? static_cast<double>(pb.window_messages) / res.pub.window_s : 0;
   res.pub.preempted = kids[0].usage().ru_nivcsw;
   res.pub.usage = pb.usage;
+  res.pub.lateness = pb.latency;
   res.pub.perf_why = pb.perf_why;
   res.pub.ring_slot_bytes = pb.ring_slot_bytes;
   res.pub.ring_swept = pb.ring_swept;

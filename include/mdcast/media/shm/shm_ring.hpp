@@ -361,7 +361,8 @@ class RingWriter {
   [[gnu::cold]] void wake_sleepers() noexcept;
   void clear_idle_summary() noexcept;
   void reap_dead_readers() noexcept;
-  bool reap_if_dead(size_t slot) noexcept;  // false: the slot is free
+  // false: the slot is free. full: the start time too (a /proc read), not only the pid.
+  bool reap_if_dead(size_t slot, bool full) noexcept;
   [[nodiscard]] std::byte* sleeper_word(size_t w) const noexcept { return mem_.data() + reader_offset_ + 8 * w; }
 
   std::string path_;
@@ -381,6 +382,7 @@ class RingWriter {
   size_t reader_slots_ = 0;
   size_t reap_next_ = 0;   // the slot the reaper looks at next (round robin)
   size_t reap_word_ = 0;   // the sleeper word it looks at next
+  size_t reap_full_ = 0;   // the slot it checks in full next
   uint64_t newest_ = 0;
   uint64_t lane_pos_ = 0;
   uint64_t last_reap_ = 0;
