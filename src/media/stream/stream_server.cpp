@@ -31,6 +31,9 @@ constexpr int kEventsPerWait = 64;
 // Reads per client per serve: a client that keeps its socket full is read
 // again at its next turn (epoll is level-triggered), never drained in one go.
 constexpr int kMaxReadsPerServe = 4;
+// Clients a sweep looks at per poll: a pass over a thousand clients (~80 us)
+// is spread over polls, so that no poll stalls the feed for all of them.
+constexpr size_t kSweepPerPoll = 128;
 // Freed reply memory after which the allocator is asked to give pages back
 // (glibc keeps freed heap; four slow clients left 0.5 GB resident behind).
 constexpr size_t kTrimAfterBytes = 8u << 20;
@@ -354,6 +357,7 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
     // also wakes the ring is its detail: one epoll_wait is cheaper than relying on it.
     rescan_ = true;
     auto [it, fresh] = conns_.try_emplace(id);
+    sweep_ids_.push_back(id);
     Conn& c = it->second;
     c.fd = std::move(owned);
     c.connected_ns = c.unadmitted_since = c.last_frame_ns = now;
@@ -514,9 +518,32 @@ void StreamControlServer::serve_writable(ControlHandler& h, uint64_t now, size_t
 }
 
 void StreamControlServer::sweep(ControlHandler& h, uint64_t now) {
-  last_sweep_ = now;
-  swept_ = true;
-  for (auto& [id, c] : conns_) {
+  if (sweep_pos_ == sweep_ids_.size()) {
+    // A new pass over every client, kSweepPerPoll a poll; the ids of those
+    // gone since the last pass leave the list now (walking conns_ itself
+    // instead cost ~100 us of cache misses per thousand clients).
+    last_sweep_ = now;
+    swept_ = true;
+    std::erase(sweep_ids_, ClientId{0});
+    sweep_pos_ = 0;
+#if defined(__GLIBC__)
+    if (freed_since_trim_ >= kTrimAfterBytes) {
+      freed_since_trim_ = 0;
+      ::malloc_trim(0);
+    }
+#endif
+  }
+  // Live clients count towards the share of a poll; one gone is met once.
+  for (size_t live = 0; sweep_pos_ < sweep_ids_.size() && live < kSweepPerPoll; ++sweep_pos_) {
+    const ClientId id = sweep_ids_[sweep_pos_];
+    if (id == 0) continue;
+    const auto it = conns_.find(id);
+    if (it == conns_.end()) {
+      sweep_ids_[sweep_pos_] = 0;
+      continue;
+    }
+    ++live;
+    Conn& c = it->second;
     if (c.dead) continue;
     // Admission may change outside a frame (the handler's own timers).
     set_admitted(id, c, h.admitted(id), now);
@@ -531,12 +558,6 @@ void StreamControlServer::sweep(ControlHandler& h, uint64_t now) {
       note_pending(id, c, h);  // a streamed reply the handler began outside a frame
     }
   }
-#if defined(__GLIBC__)
-  if (freed_since_trim_ >= kTrimAfterBytes) {
-    freed_since_trim_ = 0;
-    ::malloc_trim(0);
-  }
-#endif
 }
 
 size_t StreamControlServer::poll(ControlHandler& h, uint64_t now) {
@@ -576,7 +597,7 @@ size_t StreamControlServer::poll(ControlHandler& h, uint64_t now) {
   }
   serve_ready(h, now, work);
   serve_writable(h, now, work);
-  if (!swept_ || elapsed(now, last_sweep_) >= cfg_.sweep_interval_ns) sweep(h, now);
+  if (sweep_pos_ < sweep_ids_.size() || !swept_ || elapsed(now, last_sweep_) >= cfg_.sweep_interval_ns) sweep(h, now);
   // Cut clients: those marked during this poll, or by a reply queued between polls.
   for (size_t i = 0; i < dying_.size(); ++i) drop(dying_[i], h);
   work += dying_.size();

@@ -37,8 +37,9 @@
 //   * time: un-admitted longer than `unadmitted_timeout_ns`, a frame begun
 //     and not finished for `partial_frame_timeout_ns`, an admitted client
 //     silent for `idle_timeout_ns` (subscribers report status every 250 ms):
-//     closed. Deadlines are checked in one pass over the clients every
-//     `sweep_interval_ns` of the `now` given to poll, without a syscall.
+//     closed. Deadlines are checked in a pass over the clients begun every
+//     `sweep_interval_ns` of the `now` given to poll, without a syscall, 128
+//     clients a poll (a pass over a thousand does not stall one poll).
 // Every refusal and cut is counted (ControlServerStats).
 //
 // Single-threaded: poll and send run on the publisher's thread. Control
@@ -222,6 +223,8 @@ class StreamControlServer final : public ReplySink {
   uint64_t poll_no_ = 0;
   uint64_t last_sweep_ = 0;
   bool swept_ = false;
+  std::vector<ClientId> sweep_ids_;  // every client (0: gone, dropped at the next pass), in the order swept
+  size_t sweep_pos_ = 0;             // the next of them the pass in progress looks at
   size_t freed_since_trim_ = 0;
   ControlServerStats stats_;
 };
