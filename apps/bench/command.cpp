@@ -4,6 +4,8 @@
 //   - mdcast over the medium: one-way latency at fixed offered rates,
 //     the highest rate of 64-byte messages delivered with no loss at all,
 //     fan-out to 1..N subscribers with the publisher's CPU time per message,
+//   - with --control-clients N: latency and the publisher's CPU per message
+//     with 0 and with N real control connections (control_bench.hpp),
 // each optionally repeated (median and spread). docs/performance.md says
 // what every number means. This file is the subcommand's flags and its
 // course; plan.cpp decides what runs, run.cpp runs it, report.cpp and
@@ -19,6 +21,7 @@
 
 #include "cli.hpp"
 #include "exit_codes.hpp"
+#include "control_load.hpp"
 #include "json.hpp"
 #include "measure/cpu.hpp"
 #include "medium.hpp"
@@ -53,7 +56,13 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   b->add_option("--rates", a.rates, "offered rates of the latency runs (default 100k,1M; Soft-RoCE 1k,5k)");
   b->add_option("--fanout", a.fanout, "subscriber counts of the fan-out runs (default 1,2,4,8; udp 1,2,4; --quick 1,2; Soft-RoCE 1,2,4)");
   b->add_option("--fanout-rate", a.fanout_rate, "offered rate of the fan-out runs (default 1M; udp 2M; --quick 200k; Soft-RoCE 50k, --quick 20k)");
-  b->add_option("--sections", a.sections, "run only these: c2c,raw,latency,throughput,fanout");
+  b->add_option("--sections", a.sections, "run only these: c2c,raw,latency,throughput,fanout,control");
+  b->add_option("--control-clients", a.control_clients,
+                "control section: publish latency and CPU with 0 and with N real control connections (subscribe, "
+                "status every 100 ms, some retransmits and snapshots) from one load process; default 1024 when "
+                "--sections names control")
+      ->check(CLI::Range(1u, kMaxControlClients));
+  b->add_option("--control-rate", a.control_rate, "offered rate of the control section's runs (default 100k)");
   b->add_option("--flow", a.flow, "latency runs: opaque 64-byte messages, or the synthetic order flow with books on")
       ->check(CLI::IsMember({"opaque", "orders"}));
   b->add_option("--warmup", a.warmup, "warm-up before each measured window (default 1s; --quick 200ms)");
@@ -84,6 +93,14 @@ int run_bench(Settings& s, const BenchArgs& a) {
   host.online = sysconf(_SC_NPROCESSORS_ONLN);
   host.load_start = load_average();
   std::vector<std::string> warnings = start_warnings(host, plan);
+  if (plan.control) {
+    if (medium->name() == "verbs")
+      fail("--control-clients: the verbs medium's control plane is RC queue pairs, not a stream socket; the load "
+           "client speaks the shm medium's Unix socket and UDP's TCP port");
+    // The publisher holds a descriptor per client, the load process one each too.
+    if (std::string why = raise_open_files(uint64_t{plan.control_clients} + 256); !why.empty())
+      warnings.push_back(std::move(why));
+  }
 
   fmt::print("mdcast bench: medium {} ({}), CPUs {} of {}, {}{}\n", medium->name(), medium->describe(),
              format_cpu_list(cpus), host.online, a.quick ? "quick run" : "full run",
@@ -121,6 +138,9 @@ int run_bench(Settings& s, const BenchArgs& a) {
     for (const auto& l : r.lat) ran &= (!l.raw || l.raw->ok) && (!l.md || l.md->completed);
     for (const auto& f : r.fan) ran &= f.r.completed;
     if (r.tp) ran &= !r.tp->probes.empty() && r.tp->probes[0].r.completed;
+    // Clients refused or cut: the run with clients is not what was asked for.
+    for (const auto& c : r.ctl)
+      for (const RunResult* x : {&c.lat, &c.cost}) ran &= x->completed && (!x->control || x->control->all_admitted());
   }
   // A run that did not complete is a setup problem (the machine, a medium), not lost data.
   return ran ? exit_code::kOk : exit_code::kSetup;

@@ -21,7 +21,9 @@ struct BenchArgs {
   std::string rates;                 // latency rates; empty: 100k,1M
   std::string fanout;                // subscriber counts; empty: 1,2,4,8
   std::string fanout_rate;           // empty: 1M
-  std::string sections;              // empty: all
+  std::string sections;              // empty: all (control only with --control-clients)
+  uint32_t control_clients = 0;      // the control section's clients; 0: 1024 when --sections names it
+  std::string control_rate;          // its offered rate; empty: 100k
   std::string flow = "opaque";       // opaque | orders (latency runs)
   std::string warmup, duration;      // per measured run; empty: defaults (--quick: shorter)
   std::string control_poll = "100us";  // least time between control-plane polls (as feed.control_poll); 0: every idle round

@@ -50,6 +50,12 @@ struct RunBoard {
   std::atomic<uint64_t> deadline{0};  // everyone gives up here
   ProcBoard pub;
   ProcBoard subs[kMaxSubscribers];
+  // With control clients: the load process, what it saw, what the
+  // publisher's control plane counted, and where the publisher listens.
+  ProcBoard load;
+  LoadFigures load_figures;
+  PublisherControlFigures pub_control;
+  char control_address[128]{};
 
   [[nodiscard]] bool stopping() const noexcept { return g_stop || abort.load(std::memory_order_relaxed); }
   // A child, ready, keeps its side of the control plane going (serve(now))
@@ -96,12 +102,56 @@ class MessageSource {
 
 // ---------------------------------------------------------------- publisher --
 
+// The publisher's control plane, for a run with control clients: where it
+// listens (the load client connects there), and its counters.
+template <class Medium>
+void publish_control_address(Medium& medium, RunBoard& b) noexcept {
+  if constexpr (requires { medium.server().address(); }) {
+    const std::string& a = medium.server().address();
+    const size_t n = std::min(a.size(), sizeof b.control_address - 1);
+    std::memcpy(b.control_address, a.data(), n);
+    b.control_address[n] = 0;
+  }
+}
+template <class Agent>
+uint64_t control_frames_in(Agent& a) noexcept {
+  if constexpr (requires { a.medium().server().stats(); }) return a.medium().server().stats().frames_in.get();
+  return 0;
+}
+template <class Agent>
+void record_publisher_control(Agent& a, PublisherControlFigures& f) noexcept {
+  if constexpr (requires { a.medium().server().stats(); }) {
+    const auto& srv = a.medium().server();
+    const auto& st = srv.stats();
+    f.measured = true;
+    f.max_clients = srv.config().max_clients;
+    f.clients_open = srv.clients();
+    f.accepted = st.accepted.get();
+    f.refused = st.refused.get();
+    f.refused_admission = st.refused_admission.get();
+    f.evicted_unadmitted = st.evicted_unadmitted.get();
+    f.accept_failures = st.accept_failures.get();
+    f.cut = st.slow_disconnects.get() + st.memory_cutoffs.get() + st.bad_stream_disconnects.get() +
+            st.handler_disconnects.get() + st.timeouts_unadmitted.get() + st.timeouts_partial_frame.get() +
+            st.timeouts_idle.get();
+  }
+  const auto& c = a.control().counters();
+  f.subscribed = a.subscribed_clients();
+  f.status_reports = c.status_reports.get();
+  f.retransmit_requests = c.retransmit_requests.get();
+  f.snapshot_requests = c.snapshot_requests.get();
+  f.session_queries = c.session_queries.get();
+  f.overloaded = c.requests_overloaded.get();
+  f.longest_poll_ns = c.longest_poll_ns.get();
+}
+
 template <class Medium>
 int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunBoard& b) {
   ProcBoard& me = b.pub;
   feed::PublisherConfig pc = publisher_config(s, s.pub.session);
   pc.flush_interval_ns = spec.flush_interval_ns;
   feed::PublisherAgent<Medium> agent(medium, pc, {}, {}, {spec.control_poll_ns});
+  publish_control_address(medium, b);
   MessageSource src(s, spec);
   const DtlbCounter dtlb;
   std::memcpy(me.perf_why, dtlb.why(), std::min(sizeof me.perf_why, std::strlen(dtlb.why()) + 1));
@@ -152,7 +202,7 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   }
 
   struct Mark {
-    uint64_t messages, datagrams, bytes, cpu, time, control_ns, newest;
+    uint64_t messages, datagrams, bytes, cpu, time, control_ns, newest, control_frames, control_polls;
     UsageMark use;
   };
   // The window marks, taken from the loop's hook as the clock passes them.
@@ -164,14 +214,35 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     uint64_t warm_end;
     std::optional<Mark> w0;
     uint32_t rounds = 0;
+    // Publish lateness (control section, spinning publisher): how long after
+    // its place on the timeline each message of the window was published,
+    // taken as the round after its burst begins. What a stall of the
+    // publishing thread (a long control poll) costs, seen from the publisher.
+    Histogram* late = nullptr;
+    uint64_t late_start = 0, late_already = 0, late_seen = 0, prev_round = 0;
+    double ns_per_msg = 0;
     Mark mark(uint64_t now, uint64_t published) const {
       const auto& c = a.core().counters();
       const UsageMark use = usage_mark(&dtlb);
       return Mark{published, c.datagrams_sent.get(), c.bytes_sent.get(), use.cpu_ns, now,
-                  a.control_time_ns(), a.core().ring().newest(), use};
+                  a.control_time_ns(), a.core().ring().newest(), control_frames_in(a), a.control_polls(), use};
     }
     bool on_round(uint64_t now, uint64_t published) noexcept {
-      if (!w0 && now >= warm_end) w0 = mark(now, published);
+      if (!w0 && now >= warm_end) {
+        w0 = mark(now, published);
+        // From here the longest control poll is the window's (connects and priming before it).
+        a.control().mutable_counters().longest_poll_ns.set(0);
+        late_seen = published;
+      }
+      if (late && w0) {
+        // The previous round's burst published late_seen .. published - 1.
+        for (uint64_t k = late_seen; k < published && k < late_seen + 256; ++k) {
+          const auto due = late_start + static_cast<uint64_t>(static_cast<double>(k - late_already) * ns_per_msg);
+          late->record(prev_round > due ? prev_round - due : 0);
+        }
+        late_seen = published;
+      }
+      prev_round = now;
       if ((++rounds & 63) == 0) me.progress.store(published, std::memory_order_relaxed);
       return !b.stopping();
     }
@@ -183,11 +254,21 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   pace.already = published;
   pace.idle = spec.pub_idle;
   pace.burst_ns = spec.burst_ns;
+  if (spec.control_figures && spec.pub_idle == IdleMode::kSpin && spec.rate > 0) {
+    me.latency.reset();
+    hooks.late = &me.latency;  // the publisher's board has no delivery latency of its own
+    hooks.late_start = t0;
+    hooks.late_already = published;
+    hooks.ns_per_msg = 1e9 / spec.rate;
+  }
   const feed::PaceResult pr = feed::run_paced(agent, src, pace, hooks);
   if (pr.refused != feed::PublishResult::kOk) return me.fail("a message was refused by the publisher: a bug");
   published = pr.published;
   const Mark w1 = hooks.mark(pr.end_ns, published);
+  record_publisher_control(agent, b.pub_control);
   if (hooks.w0) {
+    b.pub_control.frames_window = w1.control_frames - hooks.w0->control_frames;
+    b.pub_control.polls_window = w1.control_polls - hooks.w0->control_polls;
     const Mark& w0 = *hooks.w0;
     me.window_messages = w1.messages - w0.messages;
     me.window_datagrams = w1.datagrams - w0.datagrams;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "control_bench.hpp"
 #include "measure/json_writer.hpp"
 #include "measure/stats.hpp"
 
@@ -55,6 +56,10 @@ void json_run(JsonWriter& j, const RunResult& r) {
                                                                 static_cast<double>(r.pub.window_datagrams)
                                                           : std::nan(""));
   j.field("preempted", static_cast<int64_t>(r.pub.preempted));
+  if (r.pub.lateness.count()) {
+    j.key("published_late_ns");
+    json_percentiles(j, r.pub.lateness);
+  }
   json_usage(j, r.pub.usage, r.pub.window_messages, r.pub.perf_why);
   j.key("ring").begin_object();
   j.field("slot_bytes", r.pub.ring_slot_bytes).field("datagrams_swept", r.pub.ring_swept);
@@ -80,6 +85,10 @@ void json_run(JsonWriter& j, const RunResult& r) {
   j.end_array();
   j.key("one_way_ns");
   json_percentiles(j, merged_latency(r));
+  if (r.control) {
+    j.key("control");
+    json_control(j, *r.control);
+  }
   j.end_object();
 }
 
@@ -119,6 +128,7 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
   j.field("probe_duration_s", static_cast<double>(plan.probe_window.duration_ns) / 1e9);
   j.field("fanout_duration_s", static_cast<double>(plan.fan_window.duration_ns) / 1e9);
   j.field("c2c_round_trips", plan.c2c_round_trips).field("control_poll_ns", plan.control_poll_ns);
+  if (plan.control) j.field("control_clients", plan.control_clients).field("control_rate", plan.control_rate);
   j.end_object();
   j.array("warnings", warnings);
 
@@ -190,6 +200,22 @@ std::string to_json(const std::vector<Rep>& reps, const Summary& S, const Plan& 
       j.end_array();
       j.end_object();
     }
+    j.key("control").begin_array();
+    for (const auto& c : rep.ctl) {
+      j.begin_object();
+      j.field("clients", c.clients).field("offered_rate", plan.control_rate);
+      j.key("one_way_ns");
+      json_percentiles(j, merged_latency(c.lat));
+      j.field("publisher_cpu_ns_per_msg", cpu_ns_per_msg(c.cost));
+      j.field("publisher_control_ns_per_msg", control_ns_per_msg(c.cost));
+      j.field("publisher_cpu_pct", c.cost.pub.usage.cpu_pct());
+      j.key("latency_run");
+      json_run(j, c.lat);
+      j.key("cpu_run");
+      json_run(j, c.cost);
+      j.end_object();
+    }
+    j.end_array();
     j.key("fanout").begin_array();
     for (const auto& f : rep.fan) {
       j.begin_object();

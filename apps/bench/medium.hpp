@@ -12,9 +12,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "control_figures.hpp"
 #include "measure/usage.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/idle.hpp"
@@ -85,6 +87,12 @@ struct RunSpec {
   // client on the publisher, one on a subscriber). 0: every idle round, as
   // runners.cpp does.
   uint64_t control_poll_ns = 0;
+  // This many control clients (control_load.hpp) connected to the
+  // publisher and active throughout the window; 0: none.
+  uint32_t control_clients = 0;
+  // Report the publisher's control figures (RunResult::control) even
+  // without clients: the control section's run to compare with.
+  bool control_figures = false;
 };
 
 struct SubscriberResult {
@@ -118,6 +126,7 @@ struct PublisherResult {
   long preempted = 0;
   Usage usage;                   // the window: CPU, faults, dTLB misses
   std::string perf_why;          // why dTLB misses were not counted
+  Histogram lateness;            // control section: how late each message of the window was published (ns)
   // The engine ring's pages the window's datagrams were written to (board.hpp).
   uint64_t ring_slot_bytes = 0, ring_swept = 0, ring_pages_4k = 0, ring_page_bytes = 0, ring_pages_kernel = 0;
 };
@@ -128,6 +137,7 @@ struct RunResult {
   PublisherResult pub;
   std::vector<SubscriberResult> subs;
   uint32_t busy_processes = 0;   // processes that spin (for the crowding warning)
+  std::optional<ControlRunFigures> control;  // RunSpec::control_clients > 0
 
   // Every subscriber got every message, none was ever lapped, no snapshot.
   [[nodiscard]] bool lossless() const noexcept {

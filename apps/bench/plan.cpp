@@ -35,9 +35,16 @@ Plan make_plan(const Settings& s, const BenchArgs& a, const PlanDefaults& d) {
       else if (x == "latency") p.latency = true;
       else if (x == "throughput") p.throughput = true;
       else if (x == "fanout") p.fanout = true;
-      else fail("--sections: '{}' is not one of c2c, raw, latency, throughput, fanout", x);
+      else if (x == "control") p.control = true;
+      else fail("--sections: '{}' is not one of c2c, raw, latency, throughput, fanout, control", x);
     }
   }
+  if (a.control_clients > kMaxControlClients)
+    fail("--control-clients: {} is more than the {} the load client opens", a.control_clients, kMaxControlClients);
+  p.control = p.control || a.control_clients > 0;
+  p.control_clients = a.control_clients > 0 ? a.control_clients : 1024;
+  if (!a.control_rate.empty()) p.control_rate = parse_rate(a.control_rate);
+  if (p.control_rate <= 0) fail("--control-rate must be positive");
   for (const auto& r : split(a.rates.empty() ? d.rates : a.rates)) {
     const double v = parse_rate(r);
     if (v <= 0) fail("--rates: '{}' must be a positive rate", r);

@@ -16,6 +16,12 @@ namespace mdcast::app::bench {
 
 struct Plan {
   bool c2c = true, raw = true, latency = true, throughput = true, fanout = true;
+  // The control-plane section: the feed at control_rate with 0, then
+  // control_clients control clients (control_bench.hpp); on when
+  // --control-clients is given or --sections names it.
+  bool control = false;
+  uint32_t control_clients = 0;
+  double control_rate = 100e3;
   std::vector<double> rates;
   std::vector<uint32_t> fanout_counts;
   double fanout_rate = 1e6;
@@ -27,6 +33,9 @@ struct Plan {
   uint64_t flush_interval_ns = 0;  // batching runs (throughput, fan-out)
   uint64_t control_poll_ns = 0;
 };
+
+// The most control clients one load process opens (a descriptor each).
+inline constexpr uint32_t kMaxControlClients = 65536;
 
 // Throws Error naming the flag whose value is out of range.
 Plan make_plan(const Settings& s, const BenchArgs& a, const PlanDefaults& d);

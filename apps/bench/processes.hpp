@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "control_bench.hpp"
 #include "feed_children.hpp"
 #include "medium.hpp"
 #include "supervise.hpp"
@@ -48,11 +49,27 @@ inline Settings run_settings(const Settings& base, uint32_t run) {
 // setup_ns: how long a child may take to become ready (joining a multicast
 // group and connecting the control plane take longer on RDMA than on shm).
 template <class Entry>
-RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Placement& where,
+RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const Placement& where,
                              size_t medium_overhead_per_datagram, Progress& p, uint64_t setup_ns = 30 * kNsPerSec) {
   RunResult res;
   if (spec.subscribers == 0 || spec.subscribers > RunBoard::kMaxSubscribers)
     fail("{} subscribers: the bench runs 1 to {}", spec.subscribers, RunBoard::kMaxSubscribers);
+  // Control clients are subscribers too: the publisher's cap on admitted
+  // clients has to hold them and the bench's own (said in the report).
+  Settings s = run_s;
+  if (spec.control_clients || spec.control_figures) res.control.emplace();
+  if (spec.control_clients) {
+    if constexpr (!requires(typename Entry::Publisher& m) { m.server().address(); })
+      fail("--control-clients: the {} medium's control plane is not a stream socket; the load client speaks the "
+           "shm medium's Unix socket and UDP's TCP port",
+           Entry::kName);
+    res.control->clients = spec.control_clients;
+    const size_t need = size_t{spec.control_clients} + spec.subscribers;
+    if (s.control_server.max_clients < need) {
+      s.control_server.max_clients = need;
+      res.control->max_clients_raised = true;
+    }
+  }
   res.busy_processes =
       (spec.pub_idle == IdleMode::kSpin ? 1u : 0u) + (spec.sub_idle == IdleMode::kSpin ? spec.subscribers : 0u);
   Shared<RunBoard> b;
@@ -92,6 +109,20 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
       res.error = setup_failed(b->subs[i], kids[i + 1]);
       return res;
     }
+  if (spec.control_clients) {
+    // A CPU of its own when there is one; else the last subscriber's (the
+    // publisher's stays the publisher's).
+    const bool own = where.cpus.size() > size_t{spec.subscribers} + 1;
+    res.control->load_cpu = where.cpu_for(own ? spec.subscribers + 1 : spec.subscribers);
+    res.control->load_shares_cpu = !own;
+    kids.push_back(ChildProcess::spawn("control load", res.control->load_cpu,
+                                       [&] { return control_load_child(s, spec, *b); }));
+    if (!await_ready(b->load, kids.back())) {
+      b->abort = 1;
+      res.error = setup_failed(b->load, kids.back());
+      return res;
+    }
+  }
 
   const uint64_t total = spec.window.warmup_ns + spec.window.duration_ns;
   // Priming, the timeline, then draining and recovery: generous, it only
@@ -119,6 +150,7 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
   res.pub.rate = res.pub.window_s > 0 ? static_cast<double>(pb.window_messages) / res.pub.window_s : 0;
   res.pub.preempted = kids[0].usage().ru_nivcsw;
   res.pub.usage = pb.usage;
+  res.pub.lateness = pb.latency;
   res.pub.perf_why = pb.perf_why;
   res.pub.ring_slot_bytes = pb.ring_slot_bytes;
   res.pub.ring_swept = pb.ring_swept;
@@ -149,6 +181,12 @@ RunResult run_feed_processes(const Settings& s, const RunSpec& spec, const Place
     r.usage = sb.usage;
     r.perf_why = sb.perf_why;
     res.subs.push_back(std::move(r));
+  }
+  if (res.control) {
+    res.control->load_ok = spec.control_clients == 0 || b->load.get() == ProcState::kDone;
+    res.control->load_outcome = spec.control_clients ? std::string(b->load.outcome) : "";
+    res.control->load = b->load_figures;
+    res.control->pub = b->pub_control;
   }
   res.completed = finished;
   if (!finished) res.error = g_stop ? "interrupted" : "timed out";

@@ -6,11 +6,10 @@
 #include <cmath>
 #include <utility>
 
+#include "control_bench.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app::bench {
-
-namespace {
 
 std::string ns_str(double v) {
   if (std::isnan(v)) return "-";
@@ -24,6 +23,8 @@ std::string rate_str(double v) {
   if (v >= 1e3) return fmt::format("{:.0f} k/s", v / 1e3);
   return fmt::format("{:.0f} /s", v);
 }
+
+namespace {
 
 void print_percentile_row(const Summary& S, const std::string& label, const std::string& key, const std::string& extra) {
   auto g = [&](const char* p) { return ns_str(S.median(key + "." + p)); };
@@ -314,6 +315,11 @@ void add_end_warnings(std::vector<std::string>& out, const std::vector<Rep>& rep
       for (const auto& p : rep.tp->probes) preempted += preempted_total(p.r);
       if (rep.tp->best < 0) w.push_back("throughput: no lossless rate found");
     }
+    for (const auto& c : rep.ctl) {
+      check(fmt::format("control {} (latency run)", c.clients), c.lat);
+      check(fmt::format("control {} (CPU run)", c.clients), c.cost);
+    }
+    control_warnings(rep, ncpus, w);
     for (const auto& f : rep.fan) {
       check(fmt::format("fan-out {}", f.n), f.r);
       const bool held = f.r.completed && min_sub_rate(f.r) >= 0.97 * fanout_rate;
@@ -442,6 +448,7 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
     fmt::print("  (publishing in 1 ms bursts; batching on, flush interval {}: latency includes batching delay)\n\n",
                format_duration(plan.flush_interval_ns));
   }
+  if (plan.control) print_control(S, reps, plan);
   print_usage(S, reps, plan, m);
   fmt::print("targets (2-core build VM, idle, median of 3)                   target                          measured\n");
   for (const auto& t : targets(S, plan, m))

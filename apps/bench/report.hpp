@@ -29,6 +29,10 @@ struct Target {
 // The design targets of this medium against the medians.
 std::vector<Target> targets(const Summary& S, const Plan& plan, const MediumBench& m);
 
+// Durations in ns/us/ms, rates in /s, k/s, M/s ("-" for NaN), as every table writes them.
+std::string ns_str(double v);
+std::string rate_str(double v);
+
 // "ok", or why a throughput probe did not pass.
 std::string probe_verdict(const Probe& p);
 

@@ -15,7 +15,7 @@ Runner::Runner(MediumBench& medium, const Plan& plan, size_t ncpus, Progress& pr
   steps_ = (plan.c2c ? 1 : 0) +
            (plan.latency ? plan.rates.size() * (plan.raw ? 2 : 1) : 0) +
            (plan.throughput ? (plan.raw ? 1 : 0) + 2 + static_cast<size_t>(plan.probe_steps) : 0) +
-           (plan.fanout ? plan.fanout_counts.size() : 0);
+           (plan.fanout ? plan.fanout_counts.size() : 0) + (plan.control ? 4 : 0);
 }
 
 Rep Runner::run_once(unsigned rep_index, const std::vector<int>& cpus) {
@@ -64,6 +64,27 @@ Rep Runner::run_once(unsigned rep_index, const std::vector<int>& cpus) {
       spec.sample_per_datagram = true;
       f.r = m_.run(spec, progress_);
       rep.fan.push_back(std::move(f));
+    }
+  }
+  if (plan_.control) {
+    // The same feed without clients, then with them: one message per
+    // datagram at the offered rate, one subscriber.
+    for (const uint32_t n : {0u, plan_.control_clients}) {
+      ControlPoint cp;
+      cp.clients = n;
+      RunSpec spec = run_spec("control", 1, plan_.control_rate, plan_.lat_window);
+      spec.flush_interval_ns = 0;
+      spec.control_clients = n;
+      spec.control_figures = true;
+      phase(fmt::format("mdcast over {}: {} control clients, one-way latency @ {} msg/s", m_.name(), n,
+                        rate_key(plan_.control_rate)));
+      cp.lat = m_.run(spec, progress_);
+      phase(fmt::format("mdcast over {}: {} control clients, publisher CPU per message @ {} msg/s (1 ms bursts)",
+                        m_.name(), n, rate_key(plan_.control_rate)));
+      spec.pub_idle = IdleMode::kBackoff;  // as the fan-out runs: it sleeps when nothing is due
+      spec.burst_ns = kNsPerMs;
+      cp.cost = m_.run(spec, progress_);
+      rep.ctl.push_back(std::move(cp));
     }
   }
   collect_metrics(rep);

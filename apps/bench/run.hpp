@@ -45,12 +45,22 @@ struct FanoutPoint {
   bool crowded = false;
 };
 
+// The control-plane section's runs with `clients` control clients (0:
+// none): the same feed twice, as the latency runs measure it (a spinning
+// publisher: one-way latency) and as the fan-out runs do (a publisher that
+// sleeps between 1 ms bursts: its CPU time is its cost).
+struct ControlPoint {
+  uint32_t clients = 0;
+  RunResult lat, cost;
+};
+
 struct Rep {
   std::optional<CoreToCoreResult> c2c;
   std::string c2c_error;
   std::vector<LatencyPoint> lat;
   std::optional<Throughput> tp;
   std::vector<FanoutPoint> fan;
+  std::vector<ControlPoint> ctl;
   std::vector<std::pair<std::string, double>> metrics;  // flat, for the summary
 };
 

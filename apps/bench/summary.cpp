@@ -1,5 +1,7 @@
 #include "summary.hpp"
 
+#include "control_bench.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -46,6 +48,7 @@ void add_usage(std::vector<std::pair<std::string, double>>& m, const std::string
 }  // namespace
 
 void collect_metrics(Rep& rep) {
+  collect_control_metrics(rep);
   auto& m = rep.metrics;
   if (rep.c2c) add_percentiles(m, "c2c.one_way_ns", rep.c2c->one_way_ns);
   for (const auto& l : rep.lat) {

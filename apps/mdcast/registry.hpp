@@ -76,6 +76,7 @@ struct ShmEntry {
     o.cancelled = [] { return g_stop != 0; };
     o.group = s.shm.group;
     o.max_bytes = s.shm.max_bytes;
+    o.readers = s.shm.readers;
     o.publisher_user = s.shm.publisher_user;
     o.control_server = s.control_server;
     return o;

@@ -98,6 +98,7 @@ struct ShmOptions {
   std::string dir;
   std::string group;                      // publisher: readers' group ("" = this user only)
   uint64_t max_bytes = uint64_t{4} << 30; // publisher: largest ring it creates
+  size_t readers = 1024;                  // publisher: reader slots (subscribers that can block), media::shm::kDefaultReaderSlots
   std::string publisher_user;             // subscriber: whose ring it trusts ("" = its own user)
 };
 

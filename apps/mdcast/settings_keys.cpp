@@ -218,6 +218,9 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("shm.max_bytes", "SIZE", "publisher: largest ring it creates (a larger one is refused before anything is allocated)",
         [](Settings& s, const std::string& v) { s.shm.max_bytes = parse_size(v); },
         [](const Settings& s) { return format_size(s.shm.max_bytes); });
+    add("shm.readers", "N", "publisher: reader slots, 16 bytes each: subscribers that can block when idle (the others back off)",
+        [](Settings& s, const std::string& v) { s.shm.readers = parse_uint<size_t>(v, 0, 65536); },
+        [](const Settings& s) { return std::to_string(s.shm.readers); });
     add("shm.publisher_user", "USER", "subscriber: user (name or uid) whose ring it trusts; empty: its own user",
         [](Settings& s, const std::string& v) { s.shm.publisher_user = v; },
         [](const Settings& s) { return s.shm.publisher_user; });

@@ -41,13 +41,13 @@ MappedMemory MappedMemory::anonymous(size_t bytes, Pages pages) {
   return {static_cast<std::byte*>(p), n, false};
 }
 
-MappedMemory MappedMemory::shared(int fd, size_t bytes, bool writable, const std::string& what) {
+MappedMemory MappedMemory::shared(int fd, size_t bytes, bool writable, const std::string& what, uint64_t offset) {
   const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
   // Populated now, at setup: otherwise the first lap over a shm ring takes a
   // page fault per slot on the data path (~17 us per datagram in a PVM guest
   // against ~13 ns warm: BM_ShmRingFirstLap vs BM_ShmRingWrite/104).
-  void* p = mmap(nullptr, bytes, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) fail_errno("mmap of {} ({} bytes)", what, bytes);
+  void* p = mmap(nullptr, bytes, prot, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(offset));
+  if (p == MAP_FAILED) fail_errno("mmap of {} ({} bytes at offset {})", what, bytes, offset);
   return {static_cast<std::byte*>(p), bytes, false};
 }
 

@@ -14,6 +14,8 @@
 // delays a client that proves itself: only failures wait.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mdcast/feed/control_service.hpp"
 #include "mdcast/wire/auth.hpp"
 
@@ -110,6 +112,7 @@ bool ControlService::handle_auth(ClientId c, Client& cl, std::span<const std::by
     a.entry = nullptr;
     a.stage = Stage::kParked;
     a.until = now + backoff_.on_failure(now);
+    next_refusal_ = std::min(next_refusal_, a.until);
     a.rid = rid;
     a.sink = &out;
     counters_->auth_failed.add();
@@ -137,8 +140,14 @@ void ControlService::send_refusal(ClientId c, Client& cl) {
 void ControlService::tick_auth(uint64_t now) {
   if (!cfg_.secrets) return;
   counters_->auth_delay_ns.set(backoff_.current(now));
-  for (auto& [id, cl] : clients_)
-    if (cl.auth.stage == Stage::kParked && now >= cl.auth.until) send_refusal(id, cl);
+  if (now < next_refusal_) return;
+  uint64_t next = UINT64_MAX;
+  for (auto& [id, cl] : clients_) {
+    if (cl.auth.stage != Stage::kParked) continue;
+    if (now >= cl.auth.until) send_refusal(id, cl);
+    else next = std::min(next, cl.auth.until);
+  }
+  next_refusal_ = next;
 }
 
 }  // namespace mdcast::feed

@@ -43,6 +43,7 @@ void ControlService::on_disconnect(ClientId c) {
     counters_->snapshot_streams.set(jobs_total_);
     clients_.erase(it);
     counters_->client_disconnects.add();
+    pacing_dirty_ = true;
   }
   counters_->clients_connected.set(clients_.size());
 }
@@ -157,6 +158,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Subscrib
     }
   }
   cl.subscribed = true;
+  pacing_dirty_ = true;
   cl.sender_id = s.sender_id;
   cl.entitlement = ent;
   cl.subscribed_set = std::move(set);
@@ -180,7 +182,15 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Unsubscr
   return true;
 }
 
-bool ControlService::handle(ClientId, Client& cl, const StatusReport& r, uint64_t now) {
+bool ControlService::handle(ClientId c, Client& cl, const StatusReport& r, uint64_t now) {
+  // Only clients that report a capacity take part in pacing: the scan looks at them alone.
+  if (r.capacity != 0 && !cl.capacity_listed) {
+    cl.capacity_listed = true;
+    capacity_reporters_.push_back(c);
+  }
+  // The slowest raising its capacity (or leaving it unknown) is seen at the next tick.
+  if (cl.subscribed && slowest_ != 0 && cl.last_report.capacity == slowest_ && r.capacity != slowest_)
+    pacing_dirty_ = true;
   cl.last_report = r;
   cl.report_time = now;
   counters_->status_reports.add();
@@ -201,11 +211,19 @@ bool ControlService::handle(ClientId, Client& cl, const StatusReport& r, uint64_
 void ControlService::update_pacing(uint64_t now) {
   const PacingConfig& p = core_.config().pacing;
   uint64_t slowest = 0;
-  for (const auto& [id, cl] : clients_) {
-    if (!cl.subscribed || cl.report_time == 0 || now - cl.report_time > p.report_ttl_ns) continue;
-    if (cl.last_report.capacity == 0) continue;
-    if (slowest == 0 || cl.last_report.capacity < slowest) slowest = cl.last_report.capacity;
-  }
+  std::erase_if(capacity_reporters_, [&](ClientId id) {
+    const auto it = clients_.find(id);
+    if (it == clients_.end()) return true;
+    Client& cl = it->second;
+    if (cl.last_report.capacity == 0) {
+      cl.capacity_listed = false;
+      return true;
+    }
+    if (cl.subscribed && cl.report_time != 0 && now - cl.report_time <= p.report_ttl_ns &&
+        (slowest == 0 || cl.last_report.capacity < slowest))
+      slowest = cl.last_report.capacity;
+    return false;
+  });
   slowest_ = slowest;
   counters_->slowest_capacity.set(slowest);
   if (p.mode == PacingMode::kSlowest) {

@@ -46,7 +46,11 @@ void ControlService::new_poll(uint64_t now) noexcept {
 void ControlService::tick(uint64_t now) {
   new_poll(now);
   tick_auth(now);
-  update_pacing(now);
+  if (pacing_dirty_ || now - last_pacing_scan_ >= kPacingScanNs) {
+    update_pacing(now);
+    last_pacing_scan_ = now;
+    pacing_dirty_ = false;
+  }
   if (streaming_.empty()) return;
   // Clients in turn, starting one further each tick, so that when the
   // poll's budget runs out it is not always the same ones who wait.

@@ -63,7 +63,7 @@ with open(sys.argv[1], "wb") as f:
     hdr = struct.pack("<QII", 0x3252485343444d4d, 2, 4096)
     f.write(hdr + b"\0" * (4096 + 16 * 4096 - len(hdr)))
 PY
-expect_error "layout version 2, this mdcast reads version 4" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
+expect_error "layout version 2, this mdcast reads version 5" subscribe --name "$NAME-old" --shm-dir "$WORK" --wait 0
 # A ring file anyone may write is not believed, whatever it says.
 cp "$WORK/mdcast-$NAME-old.ring" "$WORK/mdcast-$NAME-open.ring"
 chmod 0666 "$WORK/mdcast-$NAME-open.ring"

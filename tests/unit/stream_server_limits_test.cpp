@@ -157,6 +157,57 @@ TEST(StreamServerConnections, AdmittedClientsHaveTheirOwnCap) {
   EXPECT_EQ(h.disconnects, std::vector<ClientId>{2});
 }
 
+// A client refused for room is told so (kOverloaded, naming the setting)
+// and never hears the acknowledgement the handler gave its Subscribe; one
+// connecting while every slot is taken is told the same at once.
+TEST(StreamServerConnections, AClientRefusedForRoomHearsWhyAndNoAcknowledgement) {
+  const std::string name = unique_name("full");
+  StreamServerConfig cfg;
+  cfg.max_clients = 1;
+  StreamControlServer server(address_of(name), cfg);
+  FakeHandler h;
+  h.admit_all = false;
+  Clock clk;
+  Sock a(raw_connect(name)), b(raw_connect(name));
+  server.poll(h, clk.tick());
+  ASSERT_TRUE(a.send_all(subscribe(1)));
+  server.poll(h, clk.tick());
+  ASSERT_TRUE(b.send_all(subscribe(7)));
+  server.poll(h, clk.tick());
+  EXPECT_EQ(server.stats().refused_admission.get(), 1u);
+  auto frames_of = [](const Sock& s) {
+    wire::FrameAssembler in;
+    std::vector<Bytes> got;
+    (void)s.drain(in, got);
+    return got;
+  };
+  const auto got = frames_of(b);
+  ASSERT_EQ(got.size(), 1u) << "the Error only: the acknowledgement the handler sent is dropped";
+  std::string why;
+  const auto f = wire::parse_control(got[0], &why);
+  ASSERT_TRUE(f) << why;
+  EXPECT_EQ(f->request_id, 7u);
+  const auto* e = std::get_if<wire::ErrorReply>(&f->body);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->code, wire::ErrorCode::kOverloaded);
+  EXPECT_NE(e->text.find("control.max_clients"), std::string::npos) << e->text;
+  EXPECT_TRUE(b.closed_by_peer());
+  // The admitted one got its acknowledgement as usual.
+  const auto acked = frames_of(a);
+  ASSERT_EQ(acked.size(), 1u);
+  EXPECT_EQ(static_cast<wire::CtlType>(acked[0][4]), wire::CtlType::kSubscribeAck);
+  // Full: a new connection is told at once.
+  Sock c(raw_connect(name));
+  server.poll(h, clk.tick());
+  const auto told = frames_of(c);
+  ASSERT_EQ(told.size(), 1u);
+  const auto g = wire::parse_control(told[0], &why);
+  ASSERT_TRUE(g) << why;
+  EXPECT_NE(std::get_if<wire::ErrorReply>(&g->body), nullptr);
+  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_EQ(server.stats().refused.get(), 1u);
+}
+
 TEST(StreamServerFrames, ALongerPrefixThanAllowedCutsAtOnce) {
   const std::string name = unique_name("oversize");
   StreamServerConfig cfg;

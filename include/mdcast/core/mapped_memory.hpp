@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -16,8 +17,9 @@ class MappedMemory {
   MappedMemory() noexcept = default;
   // Anonymous, zeroed, private. Throws Error on failure (with size and errno).
   static MappedMemory anonymous(size_t bytes, Pages pages = Pages::kHugeIfAvailable);
-  // Shared mapping of an open file descriptor (the caller keeps or closes the fd).
-  static MappedMemory shared(int fd, size_t bytes, bool writable, const std::string& what);
+  // Shared mapping of an open file descriptor (the caller keeps or closes the
+  // fd), from `offset` (a multiple of the file's page size).
+  static MappedMemory shared(int fd, size_t bytes, bool writable, const std::string& what, uint64_t offset = 0);
 
   MappedMemory(MappedMemory&& o) noexcept;
   MappedMemory& operator=(MappedMemory&& o) noexcept;

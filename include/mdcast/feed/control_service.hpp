@@ -74,7 +74,15 @@ class ControlService final : public media::ControlHandler {
   // Periodic upkeep, once per control poll: ages status reports, updates
   // slowest-subscriber pacing, answers refused proofs whose delay has passed,
   // continues snapshot streams (within the poll's budget, clients in turn).
+  // What needs a pass over clients runs only when it can change something:
+  // pacing over the clients that report a capacity, every kPacingScanNs
+  // (reports age out within it) or at the next tick after a client left,
+  // subscribed, or the slowest raised its report (a lower report acts at
+  // once); the refusals when the earliest is due. A poll costs the same for
+  // one client or a thousand (10 000 polls a second made that a pass over
+  // 1024 clients each, 3.5 us, in every poll).
   void tick(uint64_t now);
+  static constexpr uint64_t kPacingScanNs = 100 * kNsPerMs;
 
   // What the last on_frame or on_writable call did, for a transport that
   // counts requests as well as frames.
@@ -126,6 +134,7 @@ class ControlService final : public media::ControlHandler {
     uint32_t errors = 0;
     wire::StatusReport last_report{};
     uint64_t report_time = 0;
+    bool capacity_listed = false;  // in capacity_reporters_
     ServerAuth auth;  // control_auth.cpp
 
     ReplySink* sink = nullptr;  // of the last frame: where tick() continues its stream
@@ -204,7 +213,11 @@ class ControlService final : public media::ControlHandler {
   SecretKey dummy_key_;
   AuthBackoff backoff_;
   Work work_;
-  uint64_t slowest_ = 0;  // lowest live capacity report, as of the last tick or a lower report since
+  uint64_t slowest_ = 0;  // lowest live capacity report, as of the last scan or a lower report since
+  uint64_t last_pacing_scan_ = 0;
+  bool pacing_dirty_ = true;            // a client left or (un)subscribed since the last scan
+  std::vector<ClientId> capacity_reporters_;  // clients whose last report said a capacity: all pacing looks at
+  uint64_t next_refusal_ = UINT64_MAX;  // the earliest parked client's answer is due then
 
   // Snapshot copies: the current one, and the ones streams still read (oldest first).
   std::shared_ptr<const SnapshotCache> current_;

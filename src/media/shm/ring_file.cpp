@@ -88,7 +88,7 @@ void clear_leftover(const std::string& path, uid_t me, bool target) {
 MappedMemory create_ring_file(const std::string& path, const std::string& dir, uint64_t bytes,
                               std::optional<gid_t> group) {
   check_room(bytes, dir, "shm ring " + path,
-             "lower shm.slots (--shm-slots) or shm.max_datagram, or put the ring elsewhere (shm.dir)");
+             "lower shm.slots (--shm-slots), shm.max_datagram or shm.readers, or put the ring elsewhere (shm.dir)");
   // Exclusive: a file someone created in between is never ours to use.
   UniqueFd f(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!f) {

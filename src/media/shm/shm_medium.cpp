@@ -24,6 +24,7 @@ RingOptions ring_options(const Options& o) {
   r.huge_pages = o.huge_pages;
   r.group = o.group;
   r.max_bytes = o.max_bytes;
+  r.readers = o.readers;
   return r;
 }
 

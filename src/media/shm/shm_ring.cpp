@@ -9,6 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <vector>
 
@@ -28,12 +31,28 @@ long futex(void* addr, int op, uint32_t val, const timespec* ts) noexcept {
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
 }
 
-std::atomic<uint32_t>& slot_pid(std::byte* base, size_t i) noexcept {
-  return *reinterpret_cast<std::atomic<uint32_t>*>(base + kReaderSlotsOffset + i * kReaderSlotSize);
+// Slot i of a reader region of `slots` slots at `region`.
+std::atomic<uint32_t>& slot_pid(std::byte* region, size_t slots, size_t i) noexcept {
+  return *reinterpret_cast<std::atomic<uint32_t>*>(region + reader_slots_offset(slots) + i * kReaderSlotSize);
 }
-uint64_t& slot_start(std::byte* base, size_t i) noexcept {
-  return *reinterpret_cast<uint64_t*>(base + kReaderSlotsOffset + i * kReaderSlotSize + 8);
+std::atomic<uint64_t>& slot_start(std::byte* region, size_t slots, size_t i) noexcept {
+  return word(region + reader_slots_offset(slots) + i * kReaderSlotSize + 8);
 }
+
+// What the reaper looks at per upkeep (every 100 ms, on the publishing
+// thread): kill(pid, 0) for up to 32 occupied slots (~0.4 us each), sleepers
+// first (a dead one costs a futex wake per datagram), then round robin (a
+// dead reader's slot is lost to the next one); and for one slot the start
+// time too (a /proc read, ~10 us), which tells a reused pid from the reader
+// that had it. With all 1024 default slots taken a dead reader is found
+// within 32 upkeeps (~3 s), a reused pid within 1024 (~100 s); an upkeep
+// costs ~25 us at worst. A /proc read for every slot, as before, stalled
+// the feed for ~10 us per reader every 100 ms.
+constexpr size_t kReapKillsPerTouch = 32;
+constexpr size_t kReapSleepersPerTouch = 4;
+constexpr size_t kReapScanPerTouch = 1024;
+
+uint64_t round_up(uint64_t v, uint64_t to) noexcept { return (v + to - 1) / to * to; }
 
 // a * b + c, or nullopt when it does not fit in 64 bits.
 std::optional<uint64_t> mul_add(uint64_t a, uint64_t b, uint64_t c) {
@@ -54,6 +73,11 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   if (control_address.size() >= sizeof(RingHeaderView::control))
     fail("control address '{}' too long for the ring header ({} characters at most)", control_address,
          sizeof(RingHeaderView::control) - 1);
+  if (opts.readers > kMaxReaderSlots)
+    fail("shm.readers {} is more than the {} reader slots a ring can have (readers past the slots still read, "
+         "backing off when idle instead of blocking)",
+         opts.readers, kMaxReaderSlots);
+  reader_slots_ = opts.readers;
   max_datagram_ = opts.max_datagram;
   slot_size_ = feed::RetransmitRing::slot_size_for(opts.max_datagram);
   slots_ = opts.slots;
@@ -66,17 +90,25 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   const auto ring = data && *data < (uint64_t{1} << 56)
                         ? std::optional<uint64_t>(feed::RetransmitRing::packed_memory_for(static_cast<size_t>(*data)))
                         : std::nullopt;
-  const auto total = ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + *ring + 63) / 64 * 64) : std::nullopt;
+  const auto lane_end = ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + *ring + 63) / 64 * 64) : std::nullopt;
+  // The reader region starts on a page of its own, so a reader maps it
+  // writable apart from the ring (hugetlbfs maps whole huge pages only).
+  const uint64_t reader_bytes = reader_region_bytes(reader_slots_);
+  const auto total = lane_end && *lane_end < (uint64_t{1} << 62)
+                         ? std::optional<uint64_t>(round_up(*lane_end, 4096) + reader_bytes)
+                         : std::nullopt;
   const std::string file = ring_path(opts.dir.empty() ? "/dev/shm" : opts.dir, opts.name);
   if (!total || *total > opts.max_bytes)
-    fail("shm ring {} would need {} ({} records of {} bytes and their index), more than shm.max_bytes ({}): lower shm.slots "
-         "(--shm-slots) or shm.max_datagram, or raise shm.max_bytes if this host has the memory",
-         file, total ? format_bytes(*total) : std::string("more than 16 EiB"), slots_, slot_size_,
+    fail("shm ring {} would need {} ({} records of {} bytes and their index, {} reader slots), more than "
+         "shm.max_bytes ({}): lower shm.slots (--shm-slots), shm.max_datagram or shm.readers, or raise "
+         "shm.max_bytes if this host has the memory",
+         file, total ? format_bytes(*total) : std::string("more than 16 EiB"), slots_, slot_size_, reader_slots_,
          format_bytes(opts.max_bytes));
   ring_bytes_ = static_cast<size_t>(*ring);
   lane_offset_ = (kRingOffset + ring_bytes_ + 63) / 64 * 64;
-  const size_t bytes = static_cast<size_t>(*total);
-  const size_t huge_bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  // On hugetlbfs the region starts on a huge page (at most one more page).
+  const uint64_t huge_reader_offset = round_up(*lane_end, kHugePage);
+  const size_t huge_bytes = static_cast<size_t>(round_up(huge_reader_offset + reader_bytes, kHugePage));
 
   std::string dir = opts.dir;
   if (dir.empty()) {
@@ -84,6 +116,15 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
     dir = hp && hp->huge_pages && hp->free_bytes >= huge_bytes ? "/dev/hugepages" : "/dev/shm";
   }
   huge_ = dir == "/dev/hugepages";
+  // A hugetlbfs file maps in whole huge pages only, wherever it is mounted.
+  bool huge_fs = huge_;
+  if (!huge_fs)
+    if (const auto fs = filesystem_space(dir)) huge_fs = fs->huge_pages;
+  const auto layout = [&] {
+    reader_offset_ = static_cast<size_t>(huge_fs ? huge_reader_offset : round_up(*lane_end, 4096));
+    return huge_fs ? huge_bytes : static_cast<size_t>(reader_offset_ + reader_bytes);
+  };
+  size_t bytes = layout();
   path_ = ring_path(dir, opts.name);
   const std::optional<gid_t> group =
       opts.group.empty() ? std::nullopt : std::optional<gid_t>(detail::group_id(opts.group));
@@ -98,11 +139,12 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   detail::clear_leftover(path_, me, true);
 
   try {
-    mem_ = detail::create_ring_file(path_, dir, huge_ ? huge_bytes : bytes, group);
+    mem_ = detail::create_ring_file(path_, dir, bytes, group);
   } catch (const Error&) {
     if (!huge_ || !opts.dir.empty()) throw;
     // Huge pages ran out between the check and the mapping: use /dev/shm.
-    huge_ = false;
+    huge_ = huge_fs = false;
+    bytes = layout();
     path_ = ring_path("/dev/shm", opts.name);
     mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
   }
@@ -133,6 +175,9 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   h.data_offset = feed::RetransmitRing::packed_data_offset(data_bytes_);
   h.data_bytes = data_bytes_;
   h.index_entries = feed::RetransmitRing::packed_index_entries(data_bytes_);
+  h.reader_offset = reader_offset_;
+  h.reader_bytes = reader_bytes;
+  h.reader_slots = reader_slots_;
   std::memcpy(mem_.data(), &h, sizeof h);
   std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mem_.data())).store(kRingMagic, std::memory_order_release);
 }
@@ -141,7 +186,9 @@ RingWriter::RingWriter(RingWriter&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), slot_size_(o.slot_size_), slots_(o.slots_),
       ring_bytes_(o.ring_bytes_), data_bytes_(o.data_bytes_), lane_offset_(o.lane_offset_), lane_slot_size_(o.lane_slot_size_),
       max_datagram_(o.max_datagram_), ring_lo_(o.ring_lo_), ring_hi_(o.ring_hi_), copy_ring_(o.copy_ring_),
-      huge_(o.huge_), newest_(o.newest_), lane_pos_(o.lane_pos_), last_reap_(o.last_reap_) {
+      huge_(o.huge_), reader_offset_(o.reader_offset_), reader_slots_(o.reader_slots_), reap_next_(o.reap_next_),
+      reap_word_(o.reap_word_), reap_full_(o.reap_full_),
+      newest_(o.newest_), lane_pos_(o.lane_pos_), last_reap_(o.last_reap_) {
   o.path_.clear();
 }
 
@@ -149,23 +196,108 @@ RingWriter::~RingWriter() {
   if (!path_.empty()) ::unlink(path_.c_str());
 }
 
-void RingWriter::wake_readers() noexcept {
-  // Shared (not PRIVATE) futex: the word lives in a file mapping shared by processes.
-  futex(mem_.data() + kEventOffset, FUTEX_WAKE, INT32_MAX, nullptr);
+void RingWriter::wake_sleepers() noexcept {
+  const size_t words = sleeper_words(reader_slots_);
+  const size_t per = sleeper_words_per_group(reader_slots_);
+  uint64_t groups = word(mem_.data() + kSleepersOffset).load(std::memory_order_seq_cst);
+  while (groups != 0) {
+    const size_t g = static_cast<size_t>(__builtin_ctzll(groups));
+    groups &= groups - 1;
+    for (size_t w = g * per; w < std::min(words, (g + 1) * per); ++w)
+      if (word(sleeper_word(w)).load(std::memory_order_seq_cst) != 0) {
+        // Shared (not PRIVATE) futex: the word lives in a file mapping shared by processes.
+        futex(mem_.data() + kEventOffset, FUTEX_WAKE, INT32_MAX, nullptr);
+        return;
+      }
+  }
+}
+
+// Summary bits whose group has nobody asleep any more. A reader sets its
+// sleeper bit, then (if not already set) its group's summary bit, both
+// sequentially consistent, before it loads the event word; this clears a
+// summary bit and then looks at the group's words again, and puts the bit
+// back if one is set: a reader whose summary bit was set before the clear
+// had set its own bit before that too, so the second look sees it. Only
+// this thread announces, and it does not while it is here, so no announce
+// finds the summary cleared under a sleeper. (Readers leave summary bits to
+// the writer for that reason: a reader clearing one could race another
+// reader of its group going to sleep, and the writer would miss it.)
+void RingWriter::clear_idle_summary() noexcept {
+  auto& summary = word(mem_.data() + kSleepersOffset);
+  const size_t words = sleeper_words(reader_slots_);
+  const size_t per = sleeper_words_per_group(reader_slots_);
+  const auto asleep = [&](size_t g) {
+    for (size_t w = g * per; w < std::min(words, (g + 1) * per); ++w)
+      if (word(sleeper_word(w)).load(std::memory_order_seq_cst) != 0) return true;
+    return false;
+  };
+  uint64_t groups = summary.load(std::memory_order_seq_cst);
+  while (groups != 0) {
+    const size_t g = static_cast<size_t>(__builtin_ctzll(groups));
+    groups &= groups - 1;
+    if (asleep(g)) continue;
+    const uint64_t bit = uint64_t{1} << g;
+    summary.fetch_and(~bit, std::memory_order_seq_cst);
+    if (asleep(g)) summary.fetch_or(bit, std::memory_order_seq_cst);
+  }
+}
+
+// A reader killed while blocked leaves its sleeper bit set, which would cost
+// a futex wake per datagram from then on, and a dead reader's slot is lost
+// to the next one: both are given back here, a few slots per upkeep.
+bool RingWriter::reap_if_dead(size_t i, bool full) noexcept {
+  std::byte* region = mem_.data() + reader_offset_;
+  auto& pid_word = slot_pid(region, reader_slots_, i);
+  const uint32_t pid = pid_word.load(std::memory_order_acquire);
+  if (pid == 0) return false;
+  // A reader still writing its start time is judged by its pid alone.
+  const uint32_t p = pid & ~kReaderSlotSetup;
+  bool dead = ::kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH;
+  if (!dead && full && (pid & kReaderSlotSetup) == 0)
+    dead = !process_alive(p, slot_start(region, reader_slots_, i).load(std::memory_order_relaxed));
+  if (dead) {
+    // Its bit first: once the slot is free, a new reader may take it and sleep.
+    word(sleeper_word(i / 64)).fetch_and(~(uint64_t{1} << (i % 64)), std::memory_order_seq_cst);
+    uint32_t expect = pid;
+    pid_word.compare_exchange_strong(expect, 0, std::memory_order_acq_rel);
+  }
+  return true;
+}
+
+void RingWriter::reap_dead_readers() noexcept {
+  if (reader_slots_ == 0) return;
+  size_t kills = 0;
+  // Sleepers first, from where the last upkeep stopped.
+  const size_t words = sleeper_words(reader_slots_);
+  for (size_t n = 0; n < words && kills < kReapSleepersPerTouch; ++n) {
+    const size_t w = reap_word_;
+    reap_word_ = reap_word_ + 1 == words ? 0 : reap_word_ + 1;
+    uint64_t bits = word(sleeper_word(w)).load(std::memory_order_relaxed);
+    for (; bits != 0 && kills < kReapSleepersPerTouch; bits &= bits - 1) {
+      const size_t i = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+      if (i < reader_slots_) kills += reap_if_dead(i, false);
+    }
+  }
+  const size_t scan = std::min(reader_slots_, kReapScanPerTouch);
+  for (size_t n = 0; n < scan && kills < kReapKillsPerTouch; ++n) {
+    const size_t i = reap_next_;
+    reap_next_ = reap_next_ + 1 == reader_slots_ ? 0 : reap_next_ + 1;
+    kills += reap_if_dead(i, false);
+  }
+  // One slot in full: a pid that a new process reuses is caught here.
+  for (size_t n = 0; n < scan; ++n) {
+    const size_t i = reap_full_;
+    reap_full_ = reap_full_ + 1 == reader_slots_ ? 0 : reap_full_ + 1;
+    if (reap_if_dead(i, true)) break;
+  }
 }
 
 void RingWriter::touch(uint64_t now_ns) noexcept {
   word(mem_.data() + kAliveOffset).store(now_ns, std::memory_order_relaxed);
   if (now_ns - last_reap_ < 100'000'000) return;
   last_reap_ = now_ns;
-  // A reader killed while blocked leaves its sleep bit set, which would cost
-  // a futex wake per datagram from then on: clear bits of dead readers.
-  for (size_t i = 0; i < kReaderSlots; ++i) {
-    const uint32_t pid = slot_pid(mem_.data(), i).load(std::memory_order_acquire);
-    if (pid == 0 || process_alive(pid, slot_start(mem_.data(), i))) continue;
-    word(mem_.data() + kSleepersOffset).fetch_and(~(uint64_t{1} << i), std::memory_order_relaxed);
-    slot_pid(mem_.data(), i).store(0, std::memory_order_release);
-  }
+  reap_dead_readers();
+  clear_idle_summary();
 }
 
 RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : path_(path) {
@@ -198,7 +330,10 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
                     h.lane_offset >= h.ring_offset + h.ring_bytes && h.lane_offset <= (uint64_t{1} << 62) &&
                     h.lane_slot_size >= kLaneHeader + h.max_datagram && h.lane_slot_size <= (1u << 20) &&
                     h.lane_slots >= 1 && h.lane_slots <= 4096 &&
-                    h.file_bytes >= h.lane_offset + h.lane_slots * h.lane_slot_size;
+                    h.file_bytes >= h.lane_offset + h.lane_slots * h.lane_slot_size &&
+                    h.reader_slots <= kMaxReaderSlots && h.reader_bytes == reader_region_bytes(h.reader_slots) &&
+                    h.reader_offset % 4096 == 0 && h.reader_offset >= h.lane_offset + h.lane_slots * h.lane_slot_size &&
+                    h.reader_offset <= (uint64_t{1} << 62) && h.file_bytes >= h.reader_offset + h.reader_bytes;
   if (!sane)
     fail("shm ring {} has an inconsistent header (slot size {}, slots {}, file {} bytes, header says {})", path,
          h.slot_size, h.slots, st.st_size, h.file_bytes);
@@ -227,23 +362,41 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
     c_.base = newest_in_index();
     c_.base_ns = monotonic_ns();
   }
-  if (f.writable) {
-    // The header page, writable, for blocking waits (a reader slot + sleep bit).
+  if (f.writable && h.reader_slots > 0) {
+    // The header page and the reader region, writable, for blocking waits
+    // (a reader slot, its sleeper bit, the summary and the event word).
     ctl_ = MappedMemory::shared(f.fd.get(), kRingHeaderSize, true, "shm ring header " + path);
+    try {
+      rdr_ = MappedMemory::shared(f.fd.get(), static_cast<size_t>(h.reader_bytes), true, "shm ring reader slots " + path,
+                                  h.reader_offset);
+    } catch (const Error&) {
+      // A region not on a page this file system maps alone: this reader
+      // backs off instead of blocking (the ring reads the same).
+      ctl_ = MappedMemory();
+      return;
+    }
+    const auto slots = static_cast<size_t>(h.reader_slots);
     const auto pid = static_cast<uint32_t>(::getpid());
-    for (size_t i = 0; i < kReaderSlots; ++i) {
+    const uint64_t start = process_start_time(pid);
+    for (size_t i = 0; i < slots; ++i) {
       uint32_t expect = 0;
-      if (slot_pid(ctl_.data(), i).compare_exchange_strong(expect, pid)) {
-        slot_start(ctl_.data(), i) = process_start_time(pid);
-        slot_ = static_cast<int>(i);
-        break;
-      }
+      auto& pw = slot_pid(rdr_.data(), slots, i);
+      if (pw.load(std::memory_order_relaxed) != 0 ||
+          !pw.compare_exchange_strong(expect, pid | kReaderSlotSetup, std::memory_order_acq_rel))
+        continue;
+      // The start time before the plain pid: the reaper judges a slot by
+      // both only once they belong together.
+      slot_start(rdr_.data(), slots, i).store(start, std::memory_order_relaxed);
+      pw.store(pid, std::memory_order_release);
+      slot_ = static_cast<int>(i);
+      break;
     }
   }
 }
 
 RingReader::RingReader(RingReader&& o) noexcept
-    : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), slot_(std::exchange(o.slot_, -1)),
+    : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), rdr_(std::move(o.rdr_)),
+      slot_(std::exchange(o.slot_, -1)),
       hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), pos_(o.pos_), off_(o.off_),
       lane_next_(o.lane_next_) {}
 
@@ -253,6 +406,7 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     path_ = std::move(o.path_);
     mem_ = std::move(o.mem_);
     ctl_ = std::move(o.ctl_);
+    rdr_ = std::move(o.rdr_);
     slot_ = std::exchange(o.slot_, -1);
     hdr_ = o.hdr_;
     owner_ = o.owner_;
@@ -268,16 +422,26 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
 RingReader::~RingReader() { release_slot(); }
 
 void RingReader::release_slot() noexcept {
-  if (slot_ >= 0 && ctl_) slot_pid(ctl_.data(), static_cast<size_t>(slot_)).store(0, std::memory_order_release);
+  if (slot_ >= 0 && rdr_)
+    slot_pid(rdr_.data(), static_cast<size_t>(hdr_.reader_slots), static_cast<size_t>(slot_))
+        .store(0, std::memory_order_release);
   slot_ = -1;
 }
 
 bool RingReader::wait(uint64_t timeout_ns) noexcept {
   if (slot_ < 0) return false;
-  auto& sleepers = word(ctl_.data() + kSleepersOffset);
+  const auto slot = static_cast<size_t>(slot_);
+  auto& mine = word(rdr_.data() + 8 * (slot / 64));
+  auto& summary = word(ctl_.data() + kSleepersOffset);
   auto& event = word(ctl_.data() + kEventOffset);
-  const uint64_t bit = uint64_t{1} << slot_;
-  sleepers.fetch_or(bit, std::memory_order_seq_cst);
+  const uint64_t bit = uint64_t{1} << (slot % 64);
+  const uint64_t group = uint64_t{1} << (slot / 64 / sleeper_words_per_group(static_cast<size_t>(hdr_.reader_slots)));
+  // Our bit, then our group's summary bit (set already: nothing to write;
+  // the writer, clearing it meanwhile, looks at our word after it and puts
+  // it back), then the event word: the writer announces (event, then the
+  // summary and the words), so one of us sees the other.
+  mine.fetch_or(bit, std::memory_order_seq_cst);
+  if ((summary.load(std::memory_order_seq_cst) & group) == 0) summary.fetch_or(group, std::memory_order_seq_cst);
   const uint64_t e = event.load(std::memory_order_seq_cst);
   // Sleep only if nothing is there for us: our record (committed, or a lap
   // not yet judged corrupt), or the lane. The record itself, not the
@@ -290,7 +454,7 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     futex(ctl_.data() + kEventOffset, FUTEX_WAIT, static_cast<uint32_t>(e), &ts);
   }
-  sleepers.fetch_and(~bit, std::memory_order_relaxed);
+  mine.fetch_and(~bit, std::memory_order_relaxed);
   return true;
 }
 

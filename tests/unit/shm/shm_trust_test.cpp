@@ -247,7 +247,7 @@ TEST(ShmTrust, SessionsAreSixtyFourBitsInTheHeader) {
   RingWriter w(opts(unique_name("session")), uint64_t{0x1234'5678'9abc'def0}, 1, "unix:@x");
   RingReader r(w.path());
   EXPECT_EQ(r.header().session, uint64_t{0x1234'5678'9abc'def0});
-  EXPECT_EQ(r.header().version, 4u);
+  EXPECT_EQ(r.header().version, 5u);
 }
 
 TEST(ShmTrust, ARingOverTheCapIsRefusedBeforeAnythingIsAllocated) {

@@ -56,6 +56,9 @@ struct Options {
   std::string group;
   // Publisher: rings larger than this are refused before anything is allocated.
   uint64_t max_bytes = uint64_t{4} << 30;
+  // Publisher: subscribers that can block when idle (a reader slot each, 16
+  // bytes); the others read too, backing off instead (RingOptions::readers).
+  size_t readers = kDefaultReaderSlots;
   // Subscriber: the user (name or uid) whose ring it trusts; "" = its own.
   std::string publisher_user;
   // Where a subscriber reports what it refused (a control peer that is not

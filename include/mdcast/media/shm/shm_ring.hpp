@@ -7,12 +7,12 @@
 // own memory. Publishing costs the same for one reader or a hundred, and a
 // reader that dies leaves nothing behind that could block anyone.
 //
-// File layout (version 4, little-endian, 64-byte aligned):
+// File layout (version 5, little-endian, 64-byte aligned):
 //   [0, 4096)         header: magic, layout version, geometry, writer pid and
 //                     start time, session (64-bit), channel, control socket
-//                     name, the file's size; on their own cache lines the
-//                     event word (futex), a liveness stamp, sleeper bits,
-//                     reader slots
+//                     name, the file's size, where the reader slots are; on
+//                     their own cache lines the event word (futex), a
+//                     liveness stamp, the sleeper summary
 //   [4032, +ring)     the retransmit ring, packed (feed/retransmit_ring.hpp):
 //                     control block (the horizon word first) in the header
 //                     page's last line, the sequence index from 4096, then,
@@ -21,6 +21,12 @@
 //   [.., +lane)       the lane: a small ring of unsequenced datagrams
 //                     (heartbeats), slots {u64 marker, u64 data_newest,
 //                     u64 length, u64 0, datagram} indexed by position
+//   [.., +readers)    page-aligned (huge-page aligned on hugetlbfs, so it can
+//                     be mapped on its own): the sleeper words (bit i: reader
+//                     slot i is blocked in futex_wait), then the reader slots
+//                     {u32 pid, u32 0, u64 start time}, as many as the
+//                     publisher was told (RingOptions::readers, 16 bytes and
+//                     one bit each). Version 4 had 64 slots in the header.
 //
 // A reader walks the records in order, its byte position beside its next
 // sequence. At record position P it waits for the sequence word to say s
@@ -155,7 +161,7 @@ inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
 #endif
 }
 
-constexpr uint64_t kRingMagic = 0x34524853'43444d4dull;  // "MMDCSHR4"
+constexpr uint64_t kRingMagic = 0x35524853'43444d4dull;  // "MMDCSHR5"
 // Magics of every layout: "MMDCSHR" and the version digit. Older ones are
 // refused with a message naming both versions.
 constexpr uint64_t kRingMagicStem = 0x00524853'43444d4dull;
@@ -164,7 +170,7 @@ constexpr uint64_t kRingMagicStemMask = 0x00ffffff'ffffffffull;
   const uint64_t digit = m >> 56;
   return (m & kRingMagicStemMask) == kRingMagicStem && digit >= '1' && digit <= '9';
 }
-constexpr uint32_t kRingLayoutVersion = 4;
+constexpr uint32_t kRingLayoutVersion = 5;
 constexpr size_t kRingHeaderSize = 4096;
 // The retransmit ring's 64-byte control block is the header page's last line,
 // so its index and its records start on page boundaries, and the horizon
@@ -178,11 +184,38 @@ constexpr size_t kLaneSlots = 64;   // heartbeats a reader may fall behind by wi
 constexpr size_t kPublishedOffset = 1024;  // u64 newest data sequence published: what readers poll
 constexpr size_t kEventOffset = 1088;      // u64 datagrams + heartbeats published; its low half is the futex word
 constexpr size_t kAliveOffset = 1152;      // u64 writer liveness stamp
-constexpr size_t kSleepersOffset = 1216;   // u64 bit i: reader slot i is blocked in futex_wait
+// u64 sleeper summary: bit g, some reader of group g may be blocked (a group
+// is sleeper_words_per_group() sleeper words). Readers set bits; only the
+// writer clears them (touch()), so the writer, which alone announces, never
+// misses a sleeper: see RingWriter::touch.
+constexpr size_t kSleepersOffset = 1216;
 constexpr size_t kLanePosOffset = 1280;    // u64 next lane position
-constexpr size_t kReaderSlotsOffset = 1344;
-constexpr size_t kReaderSlots = 64;        // readers that can block; more fall back to backing off
+
+// Readers that can block (each needs a slot); more read all the same but
+// back off instead of sleeping. The default serves 1024 subscribers for
+// 16 KiB + 128 bytes. The most: the writer's wake check looks at the words
+// of a group whose summary bit is set, at most 16 of them (64 groups of
+// 1024 slots), which keeps an announce with sleepers around at a few loads.
+constexpr size_t kDefaultReaderSlots = 1024;
+constexpr size_t kMaxReaderSlots = 65536;
 constexpr size_t kReaderSlotSize = 16;     // u32 pid, u32 0, u64 process start time
+// While a reader writes its start time the pid word carries this bit: the
+// writer's reaper judges such a slot by its pid alone (see RingWriter::touch).
+constexpr uint32_t kReaderSlotSetup = 0x8000'0000u;
+constexpr size_t kSleeperGroups = 64;      // bits of the summary word
+// Sleeper words (64 slots each) for n slots, and how many one summary bit covers.
+[[nodiscard]] constexpr size_t sleeper_words(size_t slots) noexcept { return (slots + 63) / 64; }
+[[nodiscard]] constexpr size_t sleeper_words_per_group(size_t slots) noexcept {
+  return (sleeper_words(slots) + kSleeperGroups - 1) / kSleeperGroups;
+}
+// The reader region: sleeper words, padded to a cache line, then the slots.
+[[nodiscard]] constexpr size_t reader_slots_offset(size_t slots) noexcept {
+  return (sleeper_words(slots) * 8 + 63) / 64 * 64;
+}
+[[nodiscard]] constexpr size_t reader_region_bytes(size_t slots) noexcept {
+  return (reader_slots_offset(slots) + slots * kReaderSlotSize + 63) / 64 * 64;
+}
+static_assert(sleeper_words_per_group(kMaxReaderSlots) == 16);
 
 // A writer that is faster than one datagram a nanosecond does not exist (a
 // record is at least 64 bytes): a position that claims more is corruption.
@@ -203,6 +236,9 @@ struct RingOptions {
   std::string group;
   // Rings larger than this are refused before anything is allocated.
   uint64_t max_bytes = uint64_t{4} << 30;
+  // Reader slots: readers that can block in futex_wait (--idle block), up to
+  // kMaxReaderSlots; the others read too, backing off when idle.
+  size_t readers = kDefaultReaderSlots;
 };
 
 // Where a ring named `name` lives in `dir`.
@@ -240,6 +276,9 @@ struct RingHeaderView {
   uint64_t data_offset;   // records, from ring_offset
   uint64_t data_bytes;
   uint64_t index_entries; // index, from ring_offset + 64
+  uint64_t reader_offset; // the reader region (sleeper words, then slots), page-aligned
+  uint64_t reader_bytes;
+  uint64_t reader_slots;
 };
 static_assert(sizeof(RingHeaderView) <= kPublishedOffset, "the header fields end before the shared words");
 
@@ -310,12 +349,21 @@ class RingWriter {
     // seq_cst (a locked xadd on x86) orders this store before the sleepers
     // load: a reader that announced itself after it will see the new event.
     word(mem_.data() + kEventOffset).fetch_add(1, std::memory_order_seq_cst);
-    if (word(mem_.data() + kSleepersOffset).load(std::memory_order_relaxed) != 0) wake_readers();
+    if (word(mem_.data() + kSleepersOffset).load(std::memory_order_relaxed) != 0) [[unlikely]]
+      wake_sleepers();
   }
   std::byte* lane_slot(uint64_t p) const noexcept {
     return mem_.data() + lane_offset_ + (p % kLaneSlots) * lane_slot_size_;
   }
-  void wake_readers() noexcept;
+  // A summary bit is set: wakes the readers if a word of its group says
+  // someone sleeps (a bit the writer has not cleared yet costs loads, not a
+  // system call).
+  [[gnu::cold]] void wake_sleepers() noexcept;
+  void clear_idle_summary() noexcept;
+  void reap_dead_readers() noexcept;
+  // false: the slot is free. full: the start time too (a /proc read), not only the pid.
+  bool reap_if_dead(size_t slot, bool full) noexcept;
+  [[nodiscard]] std::byte* sleeper_word(size_t w) const noexcept { return mem_.data() + reader_offset_ + 8 * w; }
 
   std::string path_;
   MappedMemory mem_;
@@ -330,6 +378,11 @@ class RingWriter {
   const std::byte* ring_hi_ = nullptr;
   feed::RetransmitRing copy_ring_;  // write()'s view of ring_memory()
   bool huge_ = false;
+  size_t reader_offset_ = 0;
+  size_t reader_slots_ = 0;
+  size_t reap_next_ = 0;   // the slot the reaper looks at next (round robin)
+  size_t reap_word_ = 0;   // the sleeper word it looks at next
+  size_t reap_full_ = 0;   // the slot it checks in full next
   uint64_t newest_ = 0;
   uint64_t lane_pos_ = 0;
   uint64_t last_reap_ = 0;
@@ -410,9 +463,12 @@ class RingReader {
 
   // Blocks until the writer publishes something this reader has not seen, or
   // timeout. Returns false if this reader cannot block (no writable header
-  // or no free reader slot): the caller then backs off instead.
+  // or no free reader slot: header().reader_slots are taken): the caller
+  // then backs off instead.
   bool wait(uint64_t timeout_ns) noexcept;
   [[nodiscard]] bool can_block() const noexcept { return slot_ >= 0; }
+  // Its reader slot, -1: none.
+  [[nodiscard]] int slot() const noexcept { return slot_; }
 
  private:
   // Everything but the owners below: trivially copied by the moves.
@@ -490,6 +546,7 @@ class RingReader {
   std::string path_;
   MappedMemory mem_;   // the whole ring, read-only
   MappedMemory ctl_;   // the header page, writable when the file allows (blocking waits)
+  MappedMemory rdr_;   // the reader region (sleeper words, slots), writable with ctl_
   int slot_ = -1;      // reader slot, -1: none
   RingHeaderView hdr_{};
   uid_t owner_ = 0;

@@ -21,7 +21,12 @@
 //     connection over that closes the oldest of them (the oldest that sent
 //     nothing, if any: a subscriber authenticates within a round trip, an
 //     idle socket had its chance). Admitted clients are held to
-//     `max_clients`. Before admission only frames up to
+//     `max_clients`: past it a connection, or a frame that would admit its
+//     client, is answered an Error (kOverloaded, saying so) and closed;
+//     while every slot is taken, what the handler replies to an un-admitted
+//     client's frame waits until the frame's outcome is known, so a client
+//     refused for room never hears its Subscribe acknowledged. Before
+//     admission only frames up to
 //     `max_frame_unadmitted` are legal, after it `max_frame_admitted`; a
 //     longer length prefix cuts the client as soon as it is read.
 //   * CPU when idle: a poll asks epoll only when a ReadinessRing (io_uring,
@@ -32,8 +37,9 @@
 //   * time: un-admitted longer than `unadmitted_timeout_ns`, a frame begun
 //     and not finished for `partial_frame_timeout_ns`, an admitted client
 //     silent for `idle_timeout_ns` (subscribers report status every 250 ms):
-//     closed. Deadlines are checked in one pass over the clients every
-//     `sweep_interval_ns` of the `now` given to poll, without a syscall.
+//     closed. Deadlines are checked in a pass over the clients begun every
+//     `sweep_interval_ns` of the `now` given to poll, without a syscall, 128
+//     clients a poll (a pass over a thousand does not stall one poll).
 // Every refusal and cut is counted (ControlServerStats).
 //
 // Single-threaded: poll and send run on the publisher's thread. Control
@@ -172,6 +178,8 @@ class StreamControlServer final : public ReplySink {
     bool in_ready = false;        // in ready_: has input to handle (socket or buffered frames)
     bool pending = false;         // the handler has more of a streamed reply
     bool in_writable = false;     // in writable_: on_writable due
+    bool holding = false;         // replies go to held (a frame that may not admit it, every slot taken)
+    std::vector<std::vector<std::byte>> held;
   };
   enum class Cut { kSlow, kMemory, kBadStream, kOversize, kHandler, kPeer, kEvicted, kRefusedAdmission,
                    kTimeoutUnadmitted, kTimeoutPartial, kTimeoutIdle };
@@ -179,8 +187,11 @@ class StreamControlServer final : public ReplySink {
   void accept_all(ControlHandler& h, uint64_t now, size_t& work);
   void serve_ready(ControlHandler& h, uint64_t now, size_t& work);
   void serve(ClientId id, Conn& c, ControlHandler& h, uint64_t now, size_t& work);
-  void after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now);
-  void set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now);
+  void after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now, uint32_t rid = 0);
+  void set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now, uint32_t rid = 0);
+  // Tells a client there is no room (an Error frame written straight to its
+  // socket, which holds nothing else yet), before it is closed.
+  void say_full(int fd, uint32_t rid);
   void note_pending(ClientId id, Conn& c, ControlHandler& h);
   void serve_writable(ControlHandler& h, uint64_t now, size_t& work);
   void sweep(ControlHandler& h, uint64_t now);
@@ -212,6 +223,8 @@ class StreamControlServer final : public ReplySink {
   uint64_t poll_no_ = 0;
   uint64_t last_sweep_ = 0;
   bool swept_ = false;
+  std::vector<ClientId> sweep_ids_;  // every client (0: gone, dropped at the next pass), in the order swept
+  size_t sweep_pos_ = 0;             // the next of them the pass in progress looks at
   size_t freed_since_trim_ = 0;
   ControlServerStats stats_;
 };
