@@ -62,6 +62,9 @@ if (ulimit -Sn 48 && ulimit -Hn 48 && exec "$MDCAST" bench --sections control --
 fi
 grep -q "open-files hard limit (RLIMIT_NOFILE) is 48, below the 320 descriptors needed: raise" "$WORK/short.log" \
   || { cat "$WORK/short.log"; fail "the open-files shortfall is not named with its numbers"; }
-grep -q "not every client was admitted throughout" "$WORK/short.log" \
+# Reported either as a run whose clients were not all admitted, or (a slow
+# sanitizer build, where the load client gives up before the window) client
+# by client with the errno that stopped it.
+grep -qE "not every client was admitted throughout|client [0-9]+: socket: Too many open files" "$WORK/short.log" \
   || { cat "$WORK/short.log"; fail "clients that could not connect are not reported"; }
 echo "PASS"
