@@ -126,7 +126,7 @@ class ControlLoad {
   uint32_t idle_retry_ = 0;   // clients back in kIdle waiting to retry
   uint64_t start_ = 0;        // the schedules' origin (first poll)
   uint64_t statuses_ = 0, retransmits_ = 0, snapshots_ = 0, queries_ = 0;  // due so far
-  uint32_t status_cursor_ = 0, retransmit_cursor_ = 0, snapshot_cursor_ = 0, query_cursor_ = 0;
+  uint32_t retransmit_cursor_ = 0, snapshot_cursor_ = 0, query_cursor_ = 0;
   uint64_t session_ = 0, newest_ = 0;  // what the publisher last said of its session
   std::vector<std::byte> rbuf_;
   std::vector<std::string> problems_;

@@ -112,7 +112,7 @@ TEST_P(AgentsOverMem, LossyAndCleanSubscriberBothGetEverythingExactly) {
   g.seed = seed;
   g.instruments = kInstruments;
   Messages messages{book::Generator(g), kMessages};
-  DriveAll drive{subs, [](Sub& s) -> SubAgent& { return s.agent; }};
+  auto drive = drive_all(subs, [](Sub& s) -> SubAgent& { return s.agent; });
   feed::Pace pace;
   pace.rate = 200'000;  // 25 ms of feed: flush timers and heartbeats play their part
   pace.start_ns = monotonic_ns();

@@ -155,7 +155,7 @@ TEST_P(FourChannels, LossOnOneChannelIsRecoveredOnThatChannelAlone) {
   PublishedLog log(kInstruments);
   Logged<Pub> logged{*pub, log};
   Messages messages{book::Generator(generator(seed)), kMessages};
-  DriveAll drive{subs, [](ChannelSub& s) -> Sub& { return *s.sub; }};
+  auto drive = drive_all(subs, [](ChannelSub& s) -> Sub& { return *s.sub; });
   feed::Pace pace;
   pace.rate = 300'000;
   pace.start_ns = monotonic_ns();

@@ -59,6 +59,11 @@ struct DriveAll {
   }
 };
 
+template <class S, class AgentOf>
+DriveAll<S, AgentOf> drive_all(const std::vector<S*>& subs, AgentOf agent_of) {
+  return {subs, agent_of};
+}
+
 // After the last message: end the session and run every agent until each
 // subscriber has everything the publisher announced, or timeout_ns passed.
 template <class Pub, class S, class AgentOf>

@@ -74,7 +74,7 @@ TEST(ChannelMap, RefusesWhatCannotBeRight) {
   const ChannelRange empty[] = {{6, 5, 0}};
   EXPECT_THROW(ChannelMap(2, 10, empty), Error);
   for (const char* text : {"5", "a-b:1", "1-:0", "1:x", ":1", "1-2:3:4", "-1:0"})
-    EXPECT_THROW(ChannelMap::parse_ranges(text), Error) << text;
+    EXPECT_THROW((void)ChannelMap::parse_ranges(text), Error) << text;
   EXPECT_TRUE(ChannelMap::parse_ranges("").empty());
 }
 
@@ -84,8 +84,8 @@ TEST(ChannelsPerThread, RoundRobinAndEveryThreadBusy) {
   EXPECT_EQ(t[0], (std::vector<uint32_t>{0, 2, 4}));
   EXPECT_EQ(t[1], (std::vector<uint32_t>{1, 3}));
   EXPECT_EQ(feed::channels_per_thread(4, 4).size(), 4u);
-  EXPECT_THROW(feed::channels_per_thread(2, 3), Error);
-  EXPECT_THROW(feed::channels_per_thread(2, 0), Error);
+  EXPECT_THROW((void)feed::channels_per_thread(2, 3), Error);
+  EXPECT_THROW((void)feed::channels_per_thread(2, 0), Error);
 }
 
 TEST(Affinity, CpuListsParseAndFormat) {
@@ -94,9 +94,9 @@ TEST(Affinity, CpuListsParseAndFormat) {
   const int c = allowed.front();
   EXPECT_EQ(parse_cpu_list(std::to_string(c)), std::vector<int>{c});
   EXPECT_EQ(format_cpu_list({0, 2, 3}), "0,2,3");
-  EXPECT_THROW(parse_cpu_list("x"), Error);
-  EXPECT_THROW(parse_cpu_list("0,,1"), Error);
-  EXPECT_THROW(parse_cpu_list("100000"), Error) << "not a CPU of this process";
+  EXPECT_THROW((void)parse_cpu_list("x"), Error);
+  EXPECT_THROW((void)parse_cpu_list("0,,1"), Error);
+  EXPECT_THROW((void)parse_cpu_list("100000"), Error) << "not a CPU of this process";
 }
 
 TEST(Affinity, PlacementWarnsWhenBusyThreadsShare) {
