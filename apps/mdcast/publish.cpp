@@ -5,6 +5,11 @@
 // loop is the library's (feed::run_paced); this file starts, waits and
 // reports.
 //
+// A publisher of several channels over shm or UDP listens on one control
+// endpoint for all of them (media::ControlFrontDoor, served by the main
+// thread between counter refreshes); each channel's control server adopts
+// the connections routed to it.
+//
 // Each thread builds its channels' media itself, after pinning, so that what
 // they allocate (rings, queues) is first touched on the thread's own core
 // and memory node. The main thread creates the counters file once every
@@ -76,6 +81,40 @@ struct Start {
   std::vector<feed::PublisherAgentCounters> where;
 };
 
+// The one control endpoint of a publisher of several channels, where the
+// medium has one (E::kSharedControl), on the main thread.
+struct SharedControl {
+  std::optional<media::ControlFrontDoor> door;
+  std::vector<std::shared_ptr<media::ConnectionInbox>> inboxes;  // by channel index
+
+  template <class E>
+  void open(const Settings& s, uint32_t channels) {
+    if (!E::kSharedControl || channels < 2) return;
+    media::FrontDoorConfig fc;
+    // As many connections may wait to name their channel as every channel's
+    // server would hold un-admitted, for as long.
+    fc.max_pending = s.control_server.max_unadmitted * channels;
+    fc.first_frame_timeout_ns = s.control_server.unadmitted_timeout_ns;
+    door.emplace(E::shared_control(s), fc);
+    for (uint32_t k = 0; k < channels; ++k) inboxes.push_back(door->add_channel(static_cast<uint16_t>(s.feed.channel + k)));
+  }
+  // Channel index k's settings, with the shared endpoint where there is one.
+  template <class E>
+  Settings channel(const Settings& s, uint32_t k) const {
+    Settings c = channel_settings<E>(s, k);
+    if (door) {
+      c.feed.control = door->address();
+      c.feed.control_inbox = inboxes[k];
+    }
+    return c;
+  }
+  // Waits about ns, serving the endpoint meanwhile.
+  void wait(uint64_t ns) {
+    if (door) door->poll(monotonic_ns(), ns);
+    else sleep_ns(ns);
+  }
+};
+
 template <class Pred>
 bool wait_for(const Start& st, Pred&& ready) {
   while (!ready()) {
@@ -86,7 +125,8 @@ bool wait_for(const Start& st, Pred&& ready) {
 }
 
 template <class E>
-void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const feed::ChannelMap& map, uint64_t session) {
+void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const SharedControl& shared,
+              const feed::ChannelMap& map, uint64_t session) {
   using Medium = typename E::Publisher;
   // Outside the try: whatever happens, the media (whose counters the main
   // thread mirrors) live until it releases them. Teardown: the agents
@@ -96,7 +136,7 @@ void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const feed::
   try {
     if (lane.cpu >= 0) pin_this_thread(lane.cpu);
     for (uint32_t k : lane.channels) {
-      auto open = [&] { return E::publisher(channel_settings<E>(s, k), session); };
+      auto open = [&] { return E::publisher(shared.channel<E>(s, k), session); };
       media.push_back(s.feed.channels > 1 ? with_context(fmt::format("channel {}", s.feed.channel + k), open) : open());
       lane.described.push_back(media.back()->describe());
       lane.groups.push_back(media.back()->counter_groups());
@@ -215,6 +255,9 @@ int publish(Settings& s) {
     for (const std::string& w : placement_warnings(busy)) fmt::print(stderr, "mdcast publish: warning: {}\n", w);
   }
 
+  // Before the threads (their media take its inboxes); gone after them.
+  SharedControl shared;
+  shared.open<E>(s, n);
   Start st;
   st.where.resize(n);
   // Ends and joins every thread however this ends: they watch st.failed and
@@ -231,7 +274,7 @@ int publish(Settings& s) {
     ~Joiner() { join(true); }
   } joiner{lanes, st};
   for (uint32_t t = 0; t < threads; ++t)
-    lanes[t]->thread = std::thread([&, t] { run_lane<E>(*lanes[t], t, st, s, map, session); });
+    lanes[t]->thread = std::thread([&, t] { run_lane<E>(*lanes[t], t, st, s, shared, map, session); });
   auto first_error = [&] {
     for (auto& l : lanes)
       if (!l->error.empty()) return l->error;
@@ -267,6 +310,10 @@ int publish(Settings& s) {
       mirrored.emplace_back(l->groups[i], many ? "@" + std::to_string(id) : std::string());
       mirrored.back().add_sections(sections);
     }
+  // The shared control endpoint's, under "door".
+  MirroredCounters door_counters(shared.door ? std::vector<media::CounterGroup>{media::counter_group("door", shared.door->stats())}
+                                             : std::vector<media::CounterGroup>{});
+  door_counters.add_sections(sections);
   stats::CountersFile cf("publisher", s.feed.name, std::string(E::kName), sections);
   // The threads write their engine counters into cf: on any way out they
   // stop before it goes.
@@ -300,6 +347,7 @@ int publish(Settings& s) {
   auto refresh = [&](uint64_t now, uint64_t t0) {
     cf.touch(now);
     for (auto& m : mirrored) m.refresh(cf);
+    door_counters.refresh(cf);
     if (many) {
       std::vector<Counter*> pubs, ctls;
       for (uint32_t k = 0; k < n; ++k) {
@@ -336,7 +384,7 @@ int publish(Settings& s) {
       if (now > give_up)
         fail("only {} of {} subscriptions arrived within 60 s", subscribed(), s.pub.wait_subscribers);
       refresh(now, 0);
-      sleep_ns(kNsPerMs);
+      shared.wait(kNsPerMs);
     }
   }
   const uint64_t t0 = monotonic_ns();
@@ -344,7 +392,7 @@ int publish(Settings& s) {
   st.go.store(true, std::memory_order_release);
   while (st.finished.load(std::memory_order_acquire) < threads) {
     refresh(monotonic_ns(), t0);
-    sleep_ns(100 * kNsPerMs);
+    shared.wait(100 * kNsPerMs);
   }
   refresh(monotonic_ns(), t0);
   joiner.join(false);
@@ -377,6 +425,7 @@ int publish(Settings& s) {
     dump_counters(*pub, "pub.", r.counters);
     dump_counters(*ctl, "ctl.", r.counters);
   }
+  door_counters.dump(r.counters);
   std::sort(r.books.begin(), r.books.end(), [](const auto& a, const auto& b) { return a.instrument < b.instrument; });
   r.seconds = static_cast<double>(end_ns - t0) / 1e9;
   if (!s.pub.result.empty()) write_result(s.pub.result, r);

@@ -43,17 +43,19 @@ std::string next_group(const std::string& group, uint32_t index, std::string_vie
 uint16_t channel_port(uint16_t port, uint32_t index, std::string_view key);
 
 // The settings of channel index k of the feed: its channel id, and the
-// medium's own addresses (E::to_channel). feed.control names one address,
-// which channels cannot share.
+// medium's own addresses (E::to_channel). Over a medium whose channels
+// share one control endpoint (E::kSharedControl: shm, udp), feed.control is
+// that endpoint; over the others each channel has its own, so feed.control,
+// one address, cannot serve several.
 template <class E>
 Settings channel_settings(const Settings& s, uint32_t index) {
   Settings c = s;
   c.feed.channel = static_cast<uint16_t>(s.feed.channel + index);
   c.feed.channel_index = index;
-  if (s.feed.channels > 1 && !s.feed.control.empty())
-    fail_usage("feed.control '{}' is one address, but the feed has {} channels, each with its own control endpoint: "
-               "leave feed.control unset (each channel's is derived from feed.name and the ports)",
-               s.feed.control, s.feed.channels);
+  if (!E::kSharedControl && s.feed.channels > 1 && !s.feed.control.empty())
+    fail_usage("feed.control '{}' is one address, but over {} each of the {} channels has its own control endpoint: "
+               "leave feed.control unset",
+               s.feed.control, E::kName, s.feed.channels);
   E::to_channel(c, index);
   return c;
 }
@@ -79,14 +81,23 @@ struct ShmEntry {
     o.readers = s.shm.readers;
     o.publisher_user = s.shm.publisher_user;
     o.control_server = s.control_server;
+    o.control_inbox = s.feed.control_inbox;
     return o;
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
-  // Channel index k of a feed over several has its own ring (and control
-  // socket), "<name>.<k>".
+  // A publisher's channels share one control socket, an unguessable
+  // abstract name (feed.control if set) that every ring names.
+  static constexpr bool kSharedControl = true;
+  static std::string shared_control(const Settings& s) {
+    media::shm::Options o;
+    o.name = s.feed.name;
+    o.control = s.feed.control;
+    return media::shm::new_control_address(o);
+  }
+  // Channel index k of a feed over several has its own ring, "<name>.<k>".
   static std::string ring_name(const Settings& s) {
     return s.feed.channels > 1 ? fmt::format("{}.{}", s.feed.name, s.feed.channel_index) : s.feed.name;
   }
@@ -127,13 +138,19 @@ struct UdpEntry {
     o.cut_a_after_ns = s.udp.cut_a_after_ns;
     o.cut_a_for_ns = s.udp.cut_a_for_ns;
     o.control_server = s.control_server;
+    o.control_inbox = s.feed.control_inbox;
     return o;
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {
     return std::make_unique<Publisher>(options(s), session);
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
-  // Channel index k: group address + k on each rail, control port + k.
+  // A publisher's channels share one TCP control endpoint (feed.control, else
+  // udp.control_port on rail A's interface), which every channel announces.
+  static constexpr bool kSharedControl = true;
+  static std::string shared_control(const Settings& s) { return media::udp::control_listen_address(options(s)); }
+  // Channel index k: group address + k on each rail (and, were its
+  // control not shared, control port + k).
   static void to_channel(Settings& s, uint32_t index) {
     if (index == 0) return;
     s.udp.group = next_group(s.udp.group, index, "udp.group");
@@ -198,6 +215,11 @@ struct VerbsEntry {
     return std::make_unique<Publisher>(options(s));
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
+  // RC control keeps an rdma_cm listener per channel (port + k): handing a
+  // connection request to its channel's thread (rdma_migrate_id onto that
+  // thread's event channel) is not built.
+  static constexpr bool kSharedControl = false;
+  static std::string shared_control(const Settings&) { return {}; }
   // Channel index k: its own UD QP on group address + k, RC control on port + k.
   static void to_channel(Settings& s, uint32_t index) {
     if (index == 0) return;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct FeedOptions {
   uint32_t channels = 1;             // 1..16: each its own group/ring, sequence space and publishing agent
   std::vector<feed::ChannelRange> channel_map;  // instruments placed by hand; the others by the stable hash
   uint32_t channel_index = 0;        // not a key: which channel these settings are of (channel_settings)
+  // Not a key: a publisher of several channels hands each channel's medium
+  // the inbox of its shared control endpoint (control is then that endpoint).
+  std::shared_ptr<media::ConnectionInbox> control_inbox;
   uint32_t max_instruments = 1024;
   uint32_t max_orders = 1u << 20;
   uint32_t max_levels = 256;

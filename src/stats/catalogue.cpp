@@ -24,6 +24,7 @@ constexpr sv kCtlGauges[] = {"clients_connected", "slowest_capacity", "longest_p
                              "snapshot_streams", "snapshot_cache_bytes"};
 constexpr sv kSubGauges[] = {"next_sequence", "highest_sequence"};
 constexpr sv kStreamGauges[] = {"clients", "unadmitted", "queued_bytes", "io_uring"};
+constexpr sv kDoorGauges[] = {"pending"};
 constexpr sv kVerbsSinkGauges[] = {"send_only_join"};
 constexpr sv kVerbsRxGauges[] = {"posted_low"};
 constexpr sv kVerbsServerGauges[] = {"clients_connected"};
@@ -61,6 +62,8 @@ Catalogue Catalogue::library() {
   // Each medium's counter_groups(), under the prefixes it gives them.
   c.add(section<media::ControlServerStats>("control", kPub, "shm", "media::ControlServerStats", kStreamGauges));
   c.add(section<media::shm::ReaderCounters>("shm", kSub, "shm", "media::shm::ReaderCounters"));
+  // The one control endpoint of a publisher of several channels (shm, udp).
+  c.add(section<media::FrontDoorStats>("door", kPub, "", "media::FrontDoorStats", kDoorGauges));
   c.add(section<udp::SinkCounters>("udp", kPub, "udp", "media::udp::SinkCounters"));
   c.add(section<media::ControlServerStats>("control", kPub, "udp", "media::ControlServerStats", kStreamGauges));
   c.add(section<udp::SourceCounters>("udp", kSub, "udp", "media::udp::SourceCounters"));

@@ -4,7 +4,10 @@
 // fed in pseudo-random pieces, checking that
 //   - frames come out the same however the stream is split, and tile it;
 //   - a frame that parses re-encodes to the same bytes (the parser accepts
-//     nothing the encoders could not have produced, reserved bytes aside).
+//     nothing the encoders could not have produced, reserved bytes aside);
+//   - the shared endpoint's first-frame routing reads only the first 14
+//     bytes, and routes every Subscribe that parses to the channel it names
+//     (the door never turns away what the channel's service would accept).
 //
 // Input: byte 0 seeds the split pattern; byte 1 bit 0 says whether to fix
 // up the first frame's length and version (so mutations reach the bodies).
@@ -89,6 +92,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   check_frame(stream);
 
+  const FirstFrameRoute route = route_first_frame(stream);
+  if (s.size() < ctl::kRouteBytes) {
+    FUZZ_CHECK(route.kind == FirstFrameRoute::Kind::kNeedMore, "routed on %zu bytes", s.size());
+  } else {
+    const FirstFrameRoute head = route_first_frame(stream.first(ctl::kRouteBytes));
+    FUZZ_CHECK(head.kind == route.kind && head.channel == route.channel, "routing read past the first 14 bytes");
+    FUZZ_CHECK(route.kind != FirstFrameRoute::Kind::kNeedMore, "14 bytes and still no answer");
+    FUZZ_CHECK(route.kind != FirstFrameRoute::Kind::kBad || route.why[0] != '\0', "refused without a reason");
+  }
+
   // Reference: the whole stream at once.
   std::vector<std::vector<std::byte>> ref;
   bool ref_bad = false;
@@ -115,6 +128,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(ref_bad || a.buffered() == s.size() - covered, "buffered %zu, expected %zu", a.buffered(),
                s.size() - covered);
   }
+  if (!ref.empty())
+    if (const auto first = parse_control(ref[0], nullptr))
+      if (const auto* sub = std::get_if<Subscribe>(&first->body))
+        FUZZ_CHECK(route.kind == FirstFrameRoute::Kind::kChannel && route.channel == sub->channel,
+                   "a Subscribe for channel %u that parses was not routed to it", sub->channel);
 
   // The same stream in pieces of 1..64 bytes.
   FrameAssembler a(1u << 16);

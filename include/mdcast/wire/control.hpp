@@ -153,6 +153,22 @@ struct ControlFrame {
 // while it writes `why` (the parsers catch that).
 [[nodiscard]] bool check_frame_header(std::span<const std::byte> frame, std::string* why);
 
+// The channel a connection's first frame names, for a control endpoint
+// that serves several channels (media/stream/front_door.hpp). A subscriber's
+// first frame is Subscribe or AuthHello; both carry the channel at byte 12.
+// Reads the first kRouteBytes of the stream only (the rest of the frame may
+// not have arrived); never throws, never allocates.
+namespace ctl {
+constexpr size_t kRouteBytes = 14;
+}  // namespace ctl
+struct FirstFrameRoute {
+  enum class Kind : uint8_t { kNeedMore, kChannel, kBad };
+  Kind kind = Kind::kNeedMore;
+  uint16_t channel = 0;
+  const char* why = "";  // kBad: what is wrong, for the Error the client is told
+};
+[[nodiscard]] FirstFrameRoute route_first_frame(std::span<const std::byte> head) noexcept;
+
 // Encoders: each returns one complete frame.
 std::vector<std::byte> encode_control(uint32_t request_id, const Subscribe& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const SubscribeAck& b);

@@ -67,8 +67,16 @@ std::string new_control_address(const Options& o) {
 
 // ------------------------------------------------------------- publisher --
 
+namespace {
+std::string shared_or_new_address(const Options& o) {
+  if (o.control_inbox && o.control.empty())
+    fail("shm ring of feed '{}': a control inbox without the shared endpoint's address (Options::control)", o.name);
+  return new_control_address(o);
+}
+}  // namespace
+
 PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
-    : server_(new_control_address(o), o.control_server), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
+    : server_(shared_or_new_address(o), o.control_server, o.control_inbox), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
 
 feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
   if (c.max_datagram > ring_.max_datagram())

@@ -26,42 +26,6 @@ void tune(int fd, int family) {
 
 }  // namespace
 
-SocketAddress SocketAddress::parse(const std::string& a) {
-  SocketAddress out;
-  out.text = a;
-  if (a.rfind("unix:", 0) == 0) {
-    const std::string path = a.substr(5);
-    auto* un = reinterpret_cast<sockaddr_un*>(&out.storage);
-    un->sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof un->sun_path)
-      fail("control address '{}': a Unix socket name must have 1..{} characters", a, sizeof un->sun_path - 1);
-    std::memcpy(un->sun_path, path.data(), path.size());
-    if (path[0] == '@') un->sun_path[0] = '\0';  // abstract namespace
-    out.length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
-    out.family = AF_UNIX;
-    return out;
-  }
-  if (a.rfind("tcp:", 0) == 0) {
-    const std::string rest = a.substr(4);
-    const auto colon = rest.rfind(':');
-    if (colon == std::string::npos) fail("control address '{}': expected tcp:host:port", a);
-    const std::string host = rest.substr(0, colon);
-    const std::string port = rest.substr(colon + 1);
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
-    if (rc != 0 || !res) fail("control address '{}': cannot resolve: {}", a, gai_strerror(rc));
-    std::memcpy(&out.storage, res->ai_addr, res->ai_addrlen);
-    out.length = res->ai_addrlen;
-    out.family = AF_INET;
-    ::freeaddrinfo(res);
-    return out;
-  }
-  fail("control address '{}': expected unix:@name, unix:/path or tcp:host:port", a);
-}
-
 // ------------------------------------------------------------------ client --
 
 StreamControlClient::StreamControlClient(std::string address, bool use_io_uring)

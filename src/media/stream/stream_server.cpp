@@ -77,50 +77,29 @@ void StreamServerConfig::validate() const {
 StreamControlServer::StreamControlServer(const std::string& address, size_t client_reply_bytes, size_t max_clients)
     : StreamControlServer(address, legacy_config(client_reply_bytes, max_clients)) {}
 
-StreamControlServer::StreamControlServer(const std::string& address, const StreamServerConfig& cfg)
-    : cfg_(cfg), address_(address), rbuf_(64u << 10) {
+StreamControlServer::StreamControlServer(const std::string& address, const StreamServerConfig& cfg,
+                                         std::shared_ptr<ConnectionInbox> shared)
+    : cfg_(cfg), address_(address), inbox_(std::move(shared)), rbuf_(64u << 10) {
   cfg_.validate();
-  SocketAddress sa = SocketAddress::parse(address);
-  family_ = sa.family;
-  listen_ = UniqueFd(::socket(sa.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!listen_) fail_errno("control server {}: socket", address);
-  if (sa.family == AF_INET) {
-    const int one = 1;
-    ::setsockopt(listen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (!inbox_) {
+    listen_ = StreamListener(address, "control server");
+    address_ = listen_.address();
   }
-  if (sa.family == AF_UNIX) {
-    const auto* un = reinterpret_cast<const sockaddr_un*>(&sa.storage);
-    if (un->sun_path[0] != '\0') {
-      unlink_path_ = un->sun_path;
-      ::unlink(unlink_path_.c_str());
-    }
-  }
-  if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&sa.storage), sa.length) != 0)
-    fail_errno("control server {}: bind (another publisher with the same name?)", address);
-  if (::listen(listen_.get(), 128) != 0) fail_errno("control server {}: listen", address);
   epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_) fail_errno("control server {}: epoll_create1", address);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 0;  // the listening socket; clients are 1, 2, ...
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) != 0)
-    fail_errno("control server {}: epoll_ctl", address);
+  if (!inbox_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = 0;  // the listening socket; clients are 1, 2, ...
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.fd(), &ev) != 0)
+      fail_errno("control server {}: epoll_ctl", address);
+  }
   ready_ring_ = cfg_.use_io_uring ? ReadinessRing(epoll_.get(), kReadinessEntries)
                                   : ReadinessRing::disabled("off (use_io_uring = false): an epoll_wait every poll");
   stats_.io_uring.set(ready_ring_.available() ? 1 : 0);
-  if (sa.family == AF_INET) {
-    sockaddr_in in{};
-    socklen_t len = sizeof in;
-    ::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&in), &len);
-    char host[INET_ADDRSTRLEN];
-    ::inet_ntop(AF_INET, &in.sin_addr, host, sizeof host);
-    address_ = fmt::format("tcp:{}:{}", host, ntohs(in.sin_port));
-  }
 }
 
-StreamControlServer::~StreamControlServer() {
-  if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
-}
+StreamControlServer::~StreamControlServer() = default;
 
 std::string StreamControlServer::readiness_mode() const {
   return ready_ring_.available() ? std::string("io_uring") : "epoll_wait per poll (" + ready_ring_.reason() + ")";
@@ -232,147 +211,6 @@ void StreamControlServer::flush(ClientId id, Conn& c) {
     c.in_writable = true;
     writable_.push_back(id);
   }
-}
-
-// -------------------------------------------------------- connections ----
-
-void StreamControlServer::cut(ClientId id, Conn& c, Cut why) {
-  if (c.dead) return;
-  c.dead = true;
-  switch (why) {
-    case Cut::kSlow: stats_.slow_disconnects.add(); break;
-    case Cut::kMemory: stats_.memory_cutoffs.add(); break;
-    case Cut::kBadStream: stats_.bad_stream_disconnects.add(); break;
-    case Cut::kOversize:
-      stats_.bad_stream_disconnects.add();
-      stats_.oversize_disconnects.add();
-      break;
-    case Cut::kHandler: stats_.handler_disconnects.add(); break;
-    case Cut::kPeer: stats_.peer_disconnects.add(); break;
-    case Cut::kEvicted: stats_.evicted_unadmitted.add(); break;
-    case Cut::kRefusedAdmission: stats_.refused_admission.add(); break;
-    case Cut::kTimeoutUnadmitted: stats_.timeouts_unadmitted.add(); break;
-    case Cut::kTimeoutPartial: stats_.timeouts_partial_frame.add(); break;
-    case Cut::kTimeoutIdle: stats_.timeouts_idle.add(); break;
-  }
-  if (c.admitted) --admitted_count_;
-  else unadmitted_.erase(id);
-  // Its memory goes now, not when the handler hears of it: a cut on the
-  // global budget must bring the total down at once.
-  freed_since_trim_ += c.out_bytes + c.in.capacity();
-  total_out_ -= c.out_bytes;
-  c.out_bytes = 0;
-  c.out_off = 0;
-  std::deque<std::vector<std::byte>>().swap(c.out);
-  std::vector<std::vector<std::byte>>().swap(c.held);
-  c.holding = false;
-  c.in.clear();
-  dying_.push_back(id);
-}
-
-void StreamControlServer::drop(ClientId id, ControlHandler& h) {
-  auto it = conns_.find(id);
-  if (it == conns_.end()) return;
-  h.on_disconnect(id);
-  conns_.erase(it);  // closing the socket removes it from the epoll set
-  stats_.disconnected.add();
-}
-
-void StreamControlServer::evict_unadmitted() {
-  // The oldest that never sent a frame, else the oldest: a subscriber half
-  // way through authenticating has sent something.
-  auto victim = unadmitted_.begin();
-  for (auto it = unadmitted_.begin(); it != unadmitted_.end(); ++it)
-    if (conns_.at(*it).frames == 0) {
-      victim = it;
-      break;
-    }
-  const ClientId id = *victim;
-  cut(id, conns_.at(id), Cut::kEvicted);
-}
-
-void StreamControlServer::say_full(int fd, uint32_t rid) {
-  const auto f = wire::encode_control(
-      rid, wire::ErrorReply{wire::ErrorCode::kOverloaded,
-                            fmt::format("this publisher admits {} control clients (control.max_clients) and has "
-                                        "{}: try again later, or raise control.max_clients",
-                                        cfg_.max_clients, admitted_count_)});
-  (void)::send(fd, f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-void StreamControlServer::set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now, uint32_t rid) {
-  if (admitted == c.admitted || c.dead) return;
-  if (admitted) {
-    if (admitted_count_ >= cfg_.max_clients) {
-      if (c.out.empty()) say_full(c.fd.get(), rid);
-      cut(id, c, Cut::kRefusedAdmission);
-      return;
-    }
-    unadmitted_.erase(id);
-    ++admitted_count_;
-    c.admitted = true;
-    c.last_frame_ns = now;
-    c.in.set_max_frame(cfg_.max_frame_admitted);
-  } else {
-    // Back out of admission (it unsubscribed): held to the short leash again.
-    --admitted_count_;
-    unadmitted_.insert(id);
-    c.admitted = false;
-    c.unadmitted_since = now;
-    c.in.set_max_frame(cfg_.max_frame_unadmitted);
-  }
-}
-
-void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& work) {
-  // Connections left in the backlog (this poll's quota spent, or accept
-  // failing) wake nobody again: the next poll asks epoll without the ring.
-  for (size_t k = 0; k < cfg_.accepts_per_poll; ++k) {
-    const int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      stats_.accept_failures.add();  // out of descriptors or memory: the connection waits in the backlog
-      rescan_ = true;
-      return;
-    }
-    UniqueFd owned(fd);
-    if (admitted_count_ >= cfg_.max_clients) {
-      stats_.refused.add();
-      say_full(fd, 0);
-      continue;
-    }
-    if (family_ == AF_INET) {
-      const int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    const ClientId id = next_id_++;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = id;
-    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
-      stats_.accept_failures.add();
-      continue;
-    }
-    // Bytes that came before the ADD are epoll's to report; whether the ADD
-    // also wakes the ring is its detail: one epoll_wait is cheaper than relying on it.
-    rescan_ = true;
-    auto [it, fresh] = conns_.try_emplace(id);
-    sweep_ids_.push_back(id);
-    Conn& c = it->second;
-    c.fd = std::move(owned);
-    c.connected_ns = c.unadmitted_since = c.last_frame_ns = now;
-    c.in.set_max_frame(cfg_.max_frame_unadmitted);
-    h.on_connect(id, now);
-    stats_.accepted.add();
-    ++work;
-    if (h.admitted(id)) {
-      set_admitted(id, c, true, now);
-      continue;
-    }
-    if (unadmitted_.size() >= cfg_.max_unadmitted) evict_unadmitted();
-    unadmitted_.insert(id);
-  }
-  rescan_ = true;
 }
 
 // -------------------------------------------------------------- input ----
@@ -564,6 +402,8 @@ size_t StreamControlServer::poll(ControlHandler& h, uint64_t now) {
   ++poll_no_;
   frames_left_ = cfg_.frames_per_poll;
   size_t work = 0;
+  // Connections the front door routed here (shared endpoint): one load when none came.
+  if (inbox_ && !inbox_->empty()) adopt_all(h, now, work);
   // The ring's completions are consumed before epoll_wait: a wakeup after it
   // posts a new one, seen next poll. rescan_: the last poll left readiness
   // that level-triggered epoll reports again but that wakes nobody (a full

@@ -22,6 +22,8 @@ constexpr uint64_t kErrorReportNs = kNsPerSec;
 
 std::string publisher_control(const Options& o, const Interface& iface) {
   if (!o.control.empty()) return o.control;
+  if (o.control_inbox)
+    fail("udp: a control inbox without the shared endpoint's address (Options::control)");
   return fmt::format("tcp:{}:{}", iface.address_text(), o.control_port);
 }
 
@@ -63,10 +65,14 @@ std::string Rails::describe() const {
 
 // -------------------------------------------------------------- publisher --
 
+std::string control_listen_address(const Options& o) {
+  return publisher_control(o, find_interface(o.rail_a.interface));
+}
+
 PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
     : opts_(o),
       rails_(Rails::resolve(o)),
-      server_(publisher_control(o, rails_.iface[0]), o.control_server),
+      server_(publisher_control(o, rails_.iface[0]), o.control_server, o.control_inbox),
       fd_{open_sender(rails_.iface[0], rails_.group[0], o, rails_.payload),
           rails_.two ? open_sender(rails_.iface[1], rails_.group[1], o, rails_.payload) : UniqueFd()},
       sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_) {

@@ -66,6 +66,10 @@ struct Options {
   std::function<void(std::string_view)> log;
   // Publisher: what its control socket allows one client (docs/security.md).
   StreamServerConfig control_server;
+  // Publisher of one channel of several: its control connections come from
+  // a ControlFrontDoor listening at `control` (every channel's ring names
+  // that one address); null: it listens on a socket of its own.
+  std::shared_ptr<ConnectionInbox> control_inbox;
 };
 
 // o.control if set, else "unix:@mdcast/<name>.<16 hex digits from getrandom>":

@@ -10,9 +10,7 @@
 // work, reply memory, connections and time, and cuts a client past a bound
 // without the others noticing.
 //
-// Addresses: "unix:@name" (abstract namespace: nothing left behind by a
-// crash), "unix:/path/to/socket", "tcp:host:port" (host may be an IPv4 literal
-// or a name; port 0 on a server picks a free one, see address()).
+// Addresses: see listener.hpp.
 #pragma once
 
 #include <sys/socket.h>
@@ -29,19 +27,11 @@
 #include "mdcast/core/fd.hpp"
 #include "mdcast/core/readiness.hpp"
 #include "mdcast/media/medium.hpp"
+#include "mdcast/media/stream/listener.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
-
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  int family = 0;
-  std::string text;
-  // Throws Error naming the address and what is wrong with it.
-  static SocketAddress parse(const std::string& address);
-};
 
 // The subscriber's end. Reconnects with backoff when the publisher goes away.
 // Its socket sits in a private epoll set watched by a ReadinessRing, so a

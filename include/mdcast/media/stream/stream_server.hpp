@@ -42,12 +42,18 @@
 //     clients a poll (a pass over a thousand does not stall one poll).
 // Every refusal and cut is counted (ControlServerStats).
 //
+// Shared endpoint: given a ConnectionInbox (front_door.hpp), the server has
+// no listener of its own; it adopts the connections a ControlFrontDoor on
+// another thread routed to its channel (one load per poll to look), and
+// serves them exactly as if it had accepted them.
+//
 // Single-threaded: poll and send run on the publisher's thread. Control
 // code: it allocates (reply queues, frame buffers), never blocks.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -58,6 +64,8 @@
 #include "mdcast/core/fd.hpp"
 #include "mdcast/core/readiness.hpp"
 #include "mdcast/media/medium.hpp"
+#include "mdcast/media/stream/front_door.hpp"
+#include "mdcast/media/stream/listener.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
@@ -127,8 +135,11 @@ MDCAST_DEFINE_COUNTER_STRUCT(ControlServerStats, MDCAST_STREAM_SERVER_COUNTERS);
 class StreamControlServer final : public ReplySink {
  public:
   // Binds and listens (addresses: see SocketAddress); throws Error naming the
-  // address and errno, or the setting that cannot work.
-  explicit StreamControlServer(const std::string& address, const StreamServerConfig& cfg = {});
+  // address and errno, or the setting that cannot work. With `shared`, it
+  // listens on nothing: `address` is the front door's, and the connections
+  // come through the inbox.
+  explicit StreamControlServer(const std::string& address, const StreamServerConfig& cfg = {},
+                               std::shared_ptr<ConnectionInbox> shared = nullptr);
   // Earlier form: one client's reply share and the admitted cap, the rest default.
   StreamControlServer(const std::string& address, size_t client_reply_bytes, size_t max_clients = 1024);
   StreamControlServer(const StreamControlServer&) = delete;
@@ -152,6 +163,8 @@ class StreamControlServer final : public ReplySink {
   [[nodiscard]] size_t buffered_in_bytes() const noexcept;
   [[nodiscard]] size_t buffer_capacity_bytes() const noexcept;
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
+  // Whether its connections come from a shared front door.
+  [[nodiscard]] bool shared() const noexcept { return inbox_ != nullptr; }
   [[nodiscard]] const StreamServerConfig& config() const noexcept { return cfg_; }
   [[nodiscard]] const ControlServerStats& stats() const noexcept { return stats_; }
   // How the server learns of readiness: "io_uring", or "epoll_wait per poll
@@ -185,6 +198,8 @@ class StreamControlServer final : public ReplySink {
                    kTimeoutUnadmitted, kTimeoutPartial, kTimeoutIdle };
 
   void accept_all(ControlHandler& h, uint64_t now, size_t& work);
+  void adopt_all(ControlHandler& h, uint64_t now, size_t& work);
+  void add_client(UniqueFd fd, ControlHandler& h, uint64_t now, size_t& work);
   void serve_ready(ControlHandler& h, uint64_t now, size_t& work);
   void serve(ClientId id, Conn& c, ControlHandler& h, uint64_t now, size_t& work);
   void after_frame(ClientId id, Conn& c, ControlHandler& h, uint64_t now, uint32_t rid = 0);
@@ -204,12 +219,11 @@ class StreamControlServer final : public ReplySink {
 
   StreamServerConfig cfg_;
   std::string address_;
-  std::string unlink_path_;
-  UniqueFd listen_;
+  StreamListener listen_;                  // none when shared
+  std::shared_ptr<ConnectionInbox> inbox_;  // shared: where connections come from
   UniqueFd epoll_;
   ReadinessRing ready_ring_;       // after epoll_, so gone before it: its poll holds the epoll file
   bool rescan_ = true;             // the last poll left readiness epoll will not wake for again
-  int family_ = 0;
   ClientId next_id_ = 1;
   std::unordered_map<ClientId, Conn> conns_;
   std::set<ClientId> unadmitted_;  // live, not admitted; ids grow, so begin() is the oldest

@@ -45,6 +45,11 @@ struct Rails {
   static Rails resolve(const Options& o);
 };
 
+// Where a publisher's control plane listens: o.control, else
+// "tcp:<rail A's interface address>:<control_port>" (what a shared front
+// door for several channels binds). Throws Error naming the interface.
+[[nodiscard]] std::string control_listen_address(const Options& o);
+
 class PublisherMedium {
  public:
   using Sink = UdpSink;

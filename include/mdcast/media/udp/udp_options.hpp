@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,10 @@ struct Options {
   uint64_t cut_a_for_ns = 0;
   LogFn log;                   // warnings (clamped buffers); null: stderr, prefixed "mdcast-udp: "
   StreamServerConfig control_server;  // publisher: what one control client may cost
+  // Publisher of one channel of several: its control connections come from
+  // a ControlFrontDoor listening at `control`, which its announcements name;
+  // null: it listens on a socket of its own.
+  std::shared_ptr<ConnectionInbox> control_inbox;
 };
 
 // "239.1.2.3:7470" → group and port; throws Error naming the text.
