@@ -4,6 +4,9 @@
 # what it receives recovers on each channel and its books are the
 # publisher's; a subscriber of instruments on 2 of the 4 channels joins only
 # those 2 and gets exactly its instruments; `mdcast stat` shows each channel.
+# The publisher listens on one control endpoint for all its channels: every
+# connection reaches the channel its first frame names, and clients that name
+# a channel it lacks, or none, are told why without anyone else noticing.
 source "$(dirname "$0")/lib.sh"
 
 MAP="0-24:0,25-49:1,50-74:2,75-99:3"   # channel ids 1-4 (index + feed.channel 1)
@@ -20,6 +23,9 @@ start_bg two subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle b
   --result "$WORK/two.toml"
 # Live counters per channel while it runs.
 sleep 1.5
+# One listening control socket for the 4 channels (Flags 00010000: listening).
+listening=$(grep -c " 00010000 .*@mdcast/$NAME\." /proc/net/unix || true)
+[ "$listening" = 1 ] || { grep "@mdcast/$NAME" /proc/net/unix; fail "$listening listening control sockets for 4 channels, not 1"; }
 "$MDCAST" stat "$PID_pub" > "$WORK/stat.txt"
 for c in 1 2 3 4; do grep -q "pub@$c.messages_published" "$WORK/stat.txt" || fail "mdcast stat shows no channel $c"; done
 "$MDCAST" stat --prometheus "$PID_pub" > "$WORK/stat.prom"
@@ -36,6 +42,8 @@ published=$(toml_get "$WORK/pub.toml" messages)
 if [ "$(toml_get "$WORK/all.toml" sub.snapshots_applied)" = 0 ]; then
   [ "$(toml_get "$WORK/all.toml" messages)" = "$published" ] || fail "the subscriber of every channel missed messages"
 fi
+# 4 connections of the first subscriber and 2 of the second, each routed to its channel.
+[ "$(toml_get "$WORK/pub.toml" door.routed)" = 6 ] || fail "door.routed $(toml_get "$WORK/pub.toml" door.routed), not 6"
 for c in 1 2 3 4; do
   sent=$(toml_get "$WORK/pub.toml" "pub@$c.datagrams_sent")
   rec=$(toml_get "$WORK/all.toml" "sub@$c.datagrams_recovered")
@@ -60,13 +68,40 @@ if two["counters"]["sub.snapshots_applied"] == 0:  # else a snapshot replaced so
 print(f"-- the subscriber of 2 channels delivered {want} messages of its 12 instruments")
 PY
 
-# UDP: 2 channels, each its own group (the first + 1) and announced control port.
+# UDP: 2 channels, each its own group (the first + 1), one announced control
+# endpoint; hostile clients at it meanwhile.
 GROUP="239.77.12.$((1 + $$ % 200)):$((20000 + $$ % 20000))"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0 --idle block --channels 2)
 start_bg upub publish "${udp[@]}" --threads 2 --rate 20k --duration 2s --wait-subscribers 2 --linger 2s \
   --result "$WORK/upub.toml"
 sleep 0.3
 start_bg usub subscribe "${udp[@]}" --inject-loss 0.02 --result "$WORK/usub.toml"
+port=$(grep -oE 'control tcp:127\.0\.0\.1:[0-9]+' "$WORK/upub.log" | head -1 | grep -oE '[0-9]+$')
+[ -n "$port" ] || { cat "$WORK/upub.log"; fail "the UDP publisher named no control endpoint"; }
+python3 - "$port" <<'PY' || fail "the shared control endpoint did not refuse hostile first frames with the reason"
+import socket, struct, sys, time
+port = int(sys.argv[1])
+def ask(first):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(first)
+    data = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+    assert len(data) >= 16, f"no Error before the close: {data!r}"
+    length, typ, ver, _, rid, code, tlen = struct.unpack_from("<IBBHIHH", data)
+    assert typ == 10 and ver == 2, (typ, ver)
+    return code, data[16:16 + tlen].decode()
+# Subscribe (type 1) for channel 9: header, channel, reserved, sender, count "all".
+code, text = ask(struct.pack("<IBBHIHHII", 24, 1, 2, 0, 1, 9, 0, 0, 0xFFFFFFFF))
+assert code == 4 and "channels 1 to 2" in text, (code, text)
+# A StatusReport (type 9) before any Subscribe.
+code, text = ask(struct.pack("<IBBHI", 44, 9, 2, 0, 2) + bytes(32))
+assert code == 1 and "Subscribe or AuthHello" in text, (code, text)
+print(f"-- shared endpoint :{port}: unknown channel and a status before subscribing refused with the reason")
+PY
 wait_pid "$PID_usub" 60 || fail "udp subscriber exited non-zero"
 wait_pid "$PID_upub" 30 || fail "udp publisher exited non-zero"
 "$MDCAST" verify "$WORK/upub.toml" "$WORK/usub.toml"
@@ -76,6 +111,9 @@ fi
 for c in 1 2; do
   [ "$(toml_get "$WORK/usub.toml" "udp@$c.announce_followed")" = 1 ] || fail "udp channel $c: announced control address not taken"
 done
+[ "$(toml_get "$WORK/upub.toml" door.routed)" = 2 ] || fail "udp: door.routed is not 2"
+[ "$(toml_get "$WORK/upub.toml" door.unknown_channel)" = 1 ] && [ "$(toml_get "$WORK/upub.toml" door.bad_first_frame)" = 1 ] ||
+  fail "udp: the hostile first frames were not counted"
 note "4 shm channels and 2 UDP channels: exact delivery, books identical"
 
 # The channel-scaling benchmark runs and reports a ratio (its numbers are for
