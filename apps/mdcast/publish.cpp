@@ -81,37 +81,33 @@ struct Start {
   std::vector<feed::PublisherAgentCounters> where;
 };
 
-// The one control endpoint of a publisher of several channels, where the
-// medium has one (E::kSharedControl), on the main thread.
+// The one control endpoint of a publisher of several channels (E::Door:
+// a stream listener for shm and UDP, an rdma_cm listener for verbs), on the
+// main thread.
+template <class E>
 struct SharedControl {
-  std::optional<media::ControlFrontDoor> door;
-  std::vector<std::shared_ptr<media::ConnectionInbox>> inboxes;  // by channel index
+  std::unique_ptr<typename E::Door> door;
+  std::vector<decltype(door->add_channel(0))> inboxes;  // by channel index
 
-  template <class E>
   void open(const Settings& s, uint32_t channels) {
-    if (!E::kSharedControl || channels < 2) return;
-    media::FrontDoorConfig fc;
-    // As many connections may wait to name their channel as every channel's
-    // server would hold un-admitted, for as long.
-    fc.max_pending = s.control_server.max_unadmitted * channels;
-    fc.first_frame_timeout_ns = s.control_server.unadmitted_timeout_ns;
-    door.emplace(E::shared_control(s), fc);
+    if (channels < 2) return;
+    door = E::open_door(s);
     for (uint32_t k = 0; k < channels; ++k) inboxes.push_back(door->add_channel(static_cast<uint16_t>(s.feed.channel + k)));
   }
   // Channel index k's settings, with the shared endpoint where there is one.
-  template <class E>
   Settings channel(const Settings& s, uint32_t k) const {
     Settings c = channel_settings<E>(s, k);
-    if (door) {
-      c.feed.control = door->address();
-      c.feed.control_inbox = inboxes[k];
-    }
+    if (door) E::use_door(c, *door, inboxes[k]);
     return c;
   }
   // Waits about ns, serving the endpoint meanwhile.
   void wait(uint64_t ns) {
-    if (door) door->poll(monotonic_ns(), ns);
+    if (door) E::door_wait(*door, ns);
     else sleep_ns(ns);
+  }
+  [[nodiscard]] std::vector<media::CounterGroup> counters() const {
+    if (!door) return {};
+    return {E::door_counters(*door)};
   }
 };
 
@@ -125,7 +121,7 @@ bool wait_for(const Start& st, Pred&& ready) {
 }
 
 template <class E>
-void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const SharedControl& shared,
+void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const SharedControl<E>& shared,
               const feed::ChannelMap& map, uint64_t session) {
   using Medium = typename E::Publisher;
   // Outside the try: whatever happens, the media (whose counters the main
@@ -136,7 +132,7 @@ void run_lane(Lane& lane, uint32_t t, Start& st, const Settings& s, const Shared
   try {
     if (lane.cpu >= 0) pin_this_thread(lane.cpu);
     for (uint32_t k : lane.channels) {
-      auto open = [&] { return E::publisher(shared.channel<E>(s, k), session); };
+      auto open = [&] { return E::publisher(shared.channel(s, k), session); };
       media.push_back(s.feed.channels > 1 ? with_context(fmt::format("channel {}", s.feed.channel + k), open) : open());
       lane.described.push_back(media.back()->describe());
       lane.groups.push_back(media.back()->counter_groups());
@@ -256,8 +252,8 @@ int publish(Settings& s) {
   }
 
   // Before the threads (their media take its inboxes); gone after them.
-  SharedControl shared;
-  shared.open<E>(s, n);
+  SharedControl<E> shared;
+  shared.open(s, n);
   Start st;
   st.where.resize(n);
   // Ends and joins every thread however this ends: they watch st.failed and
@@ -311,8 +307,7 @@ int publish(Settings& s) {
       mirrored.back().add_sections(sections);
     }
   // The shared control endpoint's, under "door".
-  MirroredCounters door_counters(shared.door ? std::vector<media::CounterGroup>{media::counter_group("door", shared.door->stats())}
-                                             : std::vector<media::CounterGroup>{});
+  MirroredCounters door_counters(shared.counters());
   door_counters.add_sections(sections);
   stats::CountersFile cf("publisher", s.feed.name, std::string(E::kName), sections);
   // The threads write their engine counters into cf: on any way out they

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "runners.hpp"  // g_stop
 #include "settings.hpp"
 #ifdef MDCAST_HAVE_VERBS
+#include "mdcast/media/verbs/verbs_front_door.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
 #endif
 
@@ -38,9 +40,8 @@ using SettingPairs = std::vector<std::pair<std::string, std::string>>;
 
 // Channel index k's address from the feed's: the IPv4 address (of
 // "A.B.C.D[:PORT[@IF]]") plus k; refused where it would leave the multicast
-// range. Its port + k, refused past 65535.
+// range.
 std::string next_group(const std::string& group, uint32_t index, std::string_view key);
-uint16_t channel_port(uint16_t port, uint32_t index, std::string_view key);
 
 // The settings of channel index k of the feed: its channel id, and the
 // medium's own addresses (E::to_channel). Over a medium whose channels
@@ -58,6 +59,15 @@ Settings channel_settings(const Settings& s, uint32_t index) {
                s.feed.control, E::kName, s.feed.channels);
   E::to_channel(c, index);
   return c;
+}
+
+// A shared stream control endpoint for a publisher's channels, bounded as
+// each channel's server would bound its un-admitted connections.
+inline std::unique_ptr<media::ControlFrontDoor> stream_door(const std::string& address, const Settings& s) {
+  media::FrontDoorConfig fc;
+  fc.max_pending = s.control_server.max_unadmitted * std::max<uint32_t>(1, s.feed.channels);
+  fc.first_frame_timeout_ns = s.control_server.unadmitted_timeout_ns;
+  return std::make_unique<media::ControlFrontDoor>(address, fc);
 }
 
 struct ShmEntry {
@@ -91,12 +101,19 @@ struct ShmEntry {
   // A publisher's channels share one control socket, an unguessable
   // abstract name (feed.control if set) that every ring names.
   static constexpr bool kSharedControl = true;
-  static std::string shared_control(const Settings& s) {
+  using Door = media::ControlFrontDoor;
+  static std::unique_ptr<Door> open_door(const Settings& s) {
     media::shm::Options o;
     o.name = s.feed.name;
     o.control = s.feed.control;
-    return media::shm::new_control_address(o);
+    return stream_door(media::shm::new_control_address(o), s);
   }
+  static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {
+    c.feed.control = d.address();
+    c.feed.control_inbox = std::move(inbox);
+  }
+  static void door_wait(Door& d, uint64_t ns) { d.poll(monotonic_ns(), ns); }
+  static media::CounterGroup door_counters(const Door& d) { return media::counter_group("door", d.stats()); }
   // Channel index k of a feed over several has its own ring, "<name>.<k>".
   static std::string ring_name(const Settings& s) {
     return s.feed.channels > 1 ? fmt::format("{}.{}", s.feed.name, s.feed.channel_index) : s.feed.name;
@@ -148,14 +165,21 @@ struct UdpEntry {
   // A publisher's channels share one TCP control endpoint (feed.control, else
   // udp.control_port on rail A's interface), which every channel announces.
   static constexpr bool kSharedControl = true;
-  static std::string shared_control(const Settings& s) { return media::udp::control_listen_address(options(s)); }
-  // Channel index k: group address + k on each rail (and, were its
-  // control not shared, control port + k).
+  using Door = media::ControlFrontDoor;
+  static std::unique_ptr<Door> open_door(const Settings& s) {
+    return stream_door(media::udp::control_listen_address(options(s)), s);
+  }
+  static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {
+    c.feed.control = d.address();
+    c.feed.control_inbox = std::move(inbox);
+  }
+  static void door_wait(Door& d, uint64_t ns) { d.poll(monotonic_ns(), ns); }
+  static media::CounterGroup door_counters(const Door& d) { return media::counter_group("door", d.stats()); }
+  // Channel index k: group address + k on each rail; the control endpoint is the feed's.
   static void to_channel(Settings& s, uint32_t index) {
     if (index == 0) return;
     s.udp.group = next_group(s.udp.group, index, "udp.group");
     if (!s.udp.rail_b.empty()) s.udp.rail_b = next_group(s.udp.rail_b, index, "udp.rail_b");
-    if (s.udp.control_port) s.udp.control_port = channel_port(s.udp.control_port, index, "udp.control_port");
   }
   static std::string waiting_for(const Settings& s) {
     return fmt::format("datagrams on UDP multicast {} on {}{} (channel {}), control {}", s.udp.group, s.udp.interface,
@@ -197,6 +221,8 @@ struct VerbsEntry {
     o.qkey = s.verbs.qkey;
     o.control_ip = s.verbs.control_ip;
     o.control_port = s.verbs.control_port;
+    o.channel = s.feed.channel;
+    o.control_inbox = s.verbs.control_inbox;
     o.adaptive = s.feed.idle == IdleMode::kBlock;
     // The ring holds unfiltered datagrams and its key is advertised when the
     // RC connection is accepted, before any handshake: READ would bypass
@@ -215,16 +241,23 @@ struct VerbsEntry {
     return std::make_unique<Publisher>(options(s));
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
-  // RC control keeps an rdma_cm listener per channel (port + k): handing a
-  // connection request to its channel's thread (rdma_migrate_id onto that
-  // thread's event channel) is not built.
-  static constexpr bool kSharedControl = false;
-  static std::string shared_control(const Settings&) { return {}; }
-  // Channel index k: its own UD QP on group address + k, RC control on port + k.
+  // A publisher's channels share one RC listener (verbs.control_ip:port):
+  // it moves each connection request onto the event channel of the channel
+  // the client's hello names.
+  static constexpr bool kSharedControl = true;
+  using Door = media::verbs::VerbsFrontDoor;
+  static std::unique_ptr<Door> open_door(const Settings& s) { return std::make_unique<Door>(options(s)); }
+  static void use_door(Settings& c, const Door& d, std::shared_ptr<media::verbs::RequestInbox> inbox) {
+    c.verbs.control_port = d.port();
+    c.verbs.control_inbox = std::move(inbox);
+  }
+  static void door_wait(Door& d, uint64_t ns) { d.poll(ns); }
+  static media::CounterGroup door_counters(const Door& d) { return media::counter_group("door", d.counters()); }
+  // Channel index k: its own UD QP on group address + k; the RC control
+  // endpoint is the feed's (verbs.control_port), whatever the channel.
   static void to_channel(Settings& s, uint32_t index) {
     if (index == 0) return;
     s.verbs.group = next_group(s.verbs.group, index, "verbs.group");
-    s.verbs.control_port = channel_port(s.verbs.control_port, index, "verbs.control_port");
   }
   static std::string waiting_for(const Settings& s) {
     return fmt::format("datagrams on RDMA multicast group {} with QKey {:#010x}{}{} (channel {}), control {}:{}", s.verbs.group,

@@ -179,11 +179,6 @@ std::string next_group(const std::string& group, uint32_t index, std::string_vie
   return std::string(text) + rest;
 }
 
-uint16_t channel_port(uint16_t port, uint32_t index, std::string_view key) {
-  if (uint32_t{port} + index > 0xffff) fail_usage("{} {} plus channel index {} passes port 65535", key, port, index);
-  return static_cast<uint16_t>(port + index);
-}
-
 media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed) {
   media::fault::FaultProfile f;
   f.seed = seed;

@@ -18,6 +18,10 @@
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
 
+namespace mdcast::media::verbs {
+class RequestInbox;  // verbs_front_door.hpp, where the verbs medium is built
+}  // namespace mdcast::media::verbs
+
 namespace mdcast::app {
 
 // A wrong setting or command line (exit_code::kUsage): the user fixes the
@@ -118,6 +122,9 @@ struct VerbsSettings {
   bool rdma_read = true;             // retransmissions by RDMA READ of the publisher's ring
   double rate = 100'000;             // peak datagrams/s: the receive ring holds ~100 ms of it
   bool log_setup = true;             // not a config key: the bench's children keep setup lines quiet
+  // Not a key: a publisher of several channels hands each channel's server
+  // the inbox of its shared RC endpoint (at control_ip:control_port).
+  std::shared_ptr<media::verbs::RequestInbox> control_inbox;
 };
 
 struct UdpSettings {

@@ -62,8 +62,10 @@ Catalogue Catalogue::library() {
   // Each medium's counter_groups(), under the prefixes it gives them.
   c.add(section<media::ControlServerStats>("control", kPub, "shm", "media::ControlServerStats", kStreamGauges));
   c.add(section<media::shm::ReaderCounters>("shm", kSub, "shm", "media::shm::ReaderCounters"));
-  // The one control endpoint of a publisher of several channels (shm, udp).
-  c.add(section<media::FrontDoorStats>("door", kPub, "", "media::FrontDoorStats", kDoorGauges));
+  // The one control endpoint of a publisher of several channels.
+  c.add(section<media::FrontDoorStats>("door", kPub, "shm", "media::FrontDoorStats", kDoorGauges));
+  c.add(section<media::FrontDoorStats>("door", kPub, "udp", "media::FrontDoorStats", kDoorGauges));
+  c.add(section<verbs::VerbsDoorCounters>("door", kPub, "verbs", "media::verbs::VerbsDoorCounters"));
   c.add(section<udp::SinkCounters>("udp", kPub, "udp", "media::udp::SinkCounters"));
   c.add(section<media::ControlServerStats>("control", kPub, "udp", "media::ControlServerStats", kStreamGauges));
   c.add(section<udp::SourceCounters>("udp", kSub, "udp", "media::udp::SourceCounters"));

@@ -11,6 +11,8 @@
 #include "mdcast/feed/retransmit_ring.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
+#include "mdcast/media/verbs/verbs_front_door.hpp"
+#include "mdcast/wire/control.hpp"
 #include "mdcast/wire/datagram.hpp"
 #include "rc_stream.hpp"
 #include "verbs_setup.hpp"
@@ -167,7 +169,7 @@ void VerbsControlClient::on_cm_event(uint64_t now) {
     const rdma_cm_event_type type = ev->event;
     const int status = ev->status;
     std::vector<std::byte> pdata;
-    if (type == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data) {
+    if ((type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_REJECTED) && ev->param.conn.private_data) {
       const auto* p = static_cast<const std::byte*>(ev->param.conn.private_data);
       pdata.assign(p, p + ev->param.conn.private_data_len);
     }
@@ -203,8 +205,7 @@ void VerbsControlClient::on_cm_event(uint64_t now) {
         cfg.extra_send_wr = read_wrs;
         c.stream = std::make_unique<RcStream>(c.id.get(), c.pd.get(), c.cq.get(), c.tag, cfg);
         std::byte hello[kHelloSize] = {};
-        store_le<uint32_t>(hello, kHelloMagic);
-        store_le<uint16_t>(hello + 4, kHelloVersion);
+        Hello{kHelloVersion, opts_.channel}.encode(hello);
         rdma_conn_param p{};
         p.private_data = hello;
         p.private_data_len = kHelloSize;
@@ -246,10 +247,18 @@ void VerbsControlClient::on_cm_event(uint64_t now) {
         inbound_.push_back({Inbound::Kind::kConnected, {}});
         break;
       }
+      case RDMA_CM_EVENT_REJECTED:
+        // A shared endpoint says why (its channel unknown, busy ...).
+        if (const auto note = RejectNote::decode(pdata)) {
+          drop_connection(fmt::format("the publisher refused the connection: {}: {}",
+                                      wire::to_string(static_cast<wire::ErrorCode>(note->code)), note->text),
+                          now);
+          return;
+        }
+        [[fallthrough]];
       case RDMA_CM_EVENT_ADDR_ERROR:
       case RDMA_CM_EVENT_ROUTE_ERROR:
       case RDMA_CM_EVENT_UNREACHABLE:
-      case RDMA_CM_EVENT_REJECTED:
       case RDMA_CM_EVENT_CONNECT_ERROR:
         drop_connection(fmt::format("{} (status {})", rdma_event_str(type), status), now);
         return;

@@ -11,6 +11,7 @@
 #include "mdcast/feed/retransmit_ring.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
+#include "mdcast/media/verbs/verbs_front_door.hpp"
 #include "rc_stream.hpp"
 #include "verbs_server_conn.hpp"
 #include "verbs_setup.hpp"
@@ -44,6 +45,24 @@ std::optional<RingAdvert> RingAdvert::decode(std::span<const std::byte> in) noex
   return a;
 }
 
+// ---------------------------------------------------------------- hello ----
+
+void Hello::encode(std::byte* out) const noexcept {
+  store_le<uint32_t>(out, kHelloMagic);
+  store_le<uint16_t>(out + 4, version);
+  store_le<uint16_t>(out + 6, channel.value_or(0));
+}
+
+std::optional<Hello> parse_hello(std::span<const std::byte> in) noexcept {
+  if (in.size() < kHelloSize || load_le<uint32_t>(in.data()) != kHelloMagic) return std::nullopt;
+  Hello h;
+  h.version = load_le<uint16_t>(in.data() + 4);
+  if (h.version == 1) return h;
+  if (h.version != 2) return std::nullopt;
+  h.channel = load_le<uint16_t>(in.data() + 6);
+  return h;
+}
+
 namespace {
 ClientId client_of(rdma_cm_id* id) noexcept {
   return static_cast<ClientId>(reinterpret_cast<uintptr_t>(id->context));
@@ -61,14 +80,19 @@ VerbsControlServer::VerbsControlServer(const Options& opts, const Ring& ring, co
          limits_.max_frame_unadmitted, limits_.max_frame_admitted, wire::ctl::kHeaderSize);
   const std::string what = fmt::format("control server {}:{}", opts_.control_ip, opts_.control_port);
   channel_ = make_event_channel(what);
-  rdma_cm_id* raw = nullptr;
-  if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) fail_errno("{}: rdma_create_id", what);
-  listen_.reset(raw);
-  auto addr = parse_address(opts_.control_ip, opts_.control_port, "control_ip");
-  if (rdma_bind_addr(listen_.get(), reinterpret_cast<sockaddr*>(&addr)))
-    fail_errno("{}: rdma_bind_addr (is {} a local address of an RDMA netdev, and the port free?)", what,
-               opts_.control_ip);
-  if (rdma_listen(listen_.get(), 64)) fail_errno("{}: rdma_listen", what);
+  if (opts_.control_inbox) {
+    // The shared endpoint's requests are moved onto channel_ from now on.
+    opts_.control_inbox->attach(channel_.get());
+  } else {
+    rdma_cm_id* raw = nullptr;
+    if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) fail_errno("{}: rdma_create_id", what);
+    listen_.reset(raw);
+    auto addr = parse_address(opts_.control_ip, opts_.control_port, "control_ip");
+    if (rdma_bind_addr(listen_.get(), reinterpret_cast<sockaddr*>(&addr)))
+      fail_errno("{}: rdma_bind_addr (is {} a local address of an RDMA netdev, and the port free?)", what,
+                 opts_.control_ip);
+    if (rdma_listen(listen_.get(), 64)) fail_errno("{}: rdma_listen", what);
+  }
   // The data device first: its PD and the ring's MR are the sink's.
   if (ring_.context) {
     auto d = std::make_unique<DeviceCtx>();
@@ -80,13 +104,17 @@ VerbsControlServer::VerbsControlServer(const Options& opts, const Ring& ring, co
 }
 
 VerbsControlServer::~VerbsControlServer() {
+  // Nothing more is moved onto channel_, which goes with this server.
+  if (opts_.control_inbox) opts_.control_inbox->detach();
   // Disconnect politely; the QPs, ids and CQs go in member order afterwards.
   for (auto& [id, c] : conns_)
     if (c->established) (void)rdma_disconnect(c->id());
   conns_.clear();
 }
 
-uint16_t VerbsControlServer::port() const noexcept { return ntohs(rdma_get_src_port(listen_.get())); }
+uint16_t VerbsControlServer::port() const noexcept {
+  return listen_ ? ntohs(rdma_get_src_port(listen_.get())) : opts_.control_port;
+}
 
 void VerbsControlServer::log(std::string_view s) const { log_line(opts_.log, s); }
 
@@ -150,9 +178,7 @@ void VerbsControlServer::send(ClientId client, std::vector<std::byte> frame) {
 void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<const std::byte> pdata,
                                 uint64_t now) {
   counters_.connect_requests.add();
-  const bool hello = pdata.size() >= kHelloSize && load_le<uint32_t>(pdata.data()) == kHelloMagic &&
-                     load_le<uint16_t>(pdata.data() + 4) == kHelloVersion;
-  if (!hello) {
+  if (!parse_hello(pdata)) {
     counters_.rejected.add();
     log(fmt::format("control server: rejected a connection from {} without an mdcast hello",
                     to_string(rdma_get_peer_addr(id))));
@@ -221,6 +247,12 @@ void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<c
   counters_.clients_connected.set(conns_.size());
   if (svc.admitted(cid)) set_admitted(cid, c, true, now);
   else if (live_count(false) > limits_.max_unadmitted) evict_unadmitted(cid);
+}
+
+void VerbsControlServer::adopt(ControlHandler& svc, uint64_t now) {
+  // Requests the shared endpoint routed here, already on channel_: accepted
+  // as if the listener had heard them.
+  for (auto r = opts_.control_inbox->take(); r; r = opts_.control_inbox->take()) accept(svc, r->id, r->private_data, now);
 }
 
 void VerbsControlServer::cut(ClientId c, ControlHandler& svc, const char* why, Counter& reason) {
@@ -327,6 +359,10 @@ size_t VerbsControlServer::poll(ControlHandler& svc, uint64_t now) {
   ++poll_no_;
   frames_left_ = limits_.frames_per_poll;
   size_t work = 0;
+  if (opts_.control_inbox && !opts_.control_inbox->empty()) {
+    adopt(svc, now);
+    ++work;
+  }
   // Connection events need a syscall to notice: at most every 100 us, so a
   // publisher calling this between messages does not pay one each time.
   pollfd p{channel_->fd, POLLIN, 0};

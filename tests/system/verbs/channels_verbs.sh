@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A feed over 4 channels on RDMA: 4 UD QPs, each on its own multicast group
-# (verbs.group + index) with its own RC control port, published by 2 threads;
+# (verbs.group + index), one RC control endpoint for all four (each
+# connection request moved to its channel's thread), published by 2 threads;
 # one subscriber process on all four. Books identical to the publisher's,
 # every message exactly once, each channel its own sequence space. Exit 77
 # (skip) without an RDMA device.
@@ -25,5 +26,8 @@ for c in 1 2 3 4; do
   [ "$got" = "$sent" ] || fail "channel $c: $sent datagrams sent, $got delivered"
   note "channel $c: $sent datagrams on its own UD QP and group, all delivered"
 done
+[ "$(toml_get "$RUN/publisher.toml" door.routed)" = 4 ] ||
+  fail "the shared RC endpoint routed $(toml_get "$RUN/publisher.toml" door.routed) connections, not the subscriber's 4"
+note "one RC control endpoint: 4 connection requests, each served by its channel's thread"
 rm -rf "$RUN"
 note "4 verbs channels, one subscriber process on all four: books identical"

@@ -72,11 +72,20 @@ struct RingAdvert {
   [[nodiscard]] static std::optional<RingAdvert> decode(std::span<const std::byte> in) noexcept;
 };
 
-// The client's hello in the connect's private data: u32 magic "MDCC", u16 version.
-// A connection request without it is rejected (not an mdcast client).
+// The client's hello in the connect's private data: u32 magic "MDCC", u16
+// version, u16 channel (version 2; version 1 left it zero and named none).
+// A connection request without it is rejected (not an mdcast client); a
+// shared endpoint (verbs_front_door.hpp) routes by the channel.
 inline constexpr uint32_t kHelloMagic = 0x4343444d;
-inline constexpr uint16_t kHelloVersion = 1;
+inline constexpr uint16_t kHelloVersion = 2;
 inline constexpr size_t kHelloSize = 8;
+struct Hello {
+  uint16_t version = kHelloVersion;
+  std::optional<uint16_t> channel;  // none in version 1
+  void encode(std::byte* out) const noexcept;  // kHelloSize bytes
+};
+// nullopt unless the magic and a known version (1 or 2) are there.
+[[nodiscard]] std::optional<Hello> parse_hello(std::span<const std::byte> in) noexcept;
 
 // What one client may cost the publisher over RC; see
 // media/stream/stream_server.hpp for the reasoning behind each. One client's
@@ -149,11 +158,13 @@ class VerbsControlServer final : public ReplySink {
   DeviceCtx& device_for(ibv_context* ctx);
   void log(std::string_view s) const;
 
+  void adopt(ControlHandler& svc, uint64_t now);
+
   Options opts_;
   Ring ring_;
   ServerCounters counters_;
   EventChannel channel_;
-  CmId listen_;
+  CmId listen_;  // none when the connections come from a shared endpoint (opts_.control_inbox)
   std::vector<std::unique_ptr<DeviceCtx>> devices_;
   std::unordered_map<ClientId, std::unique_ptr<Connection>> conns_;
   std::vector<ClientId> to_cut_;  // decided inside service callbacks, acted on after them

@@ -88,4 +88,13 @@ MDCAST_DEFINE_COUNTER_STRUCT(ReceiverCounters, MDCAST_VERBS_RECEIVER_COUNTERS);
 MDCAST_DEFINE_COUNTER_STRUCT(ServerCounters, MDCAST_VERBS_SERVER_COUNTERS);
 MDCAST_DEFINE_COUNTER_STRUCT(ClientCounters, MDCAST_VERBS_CLIENT_COUNTERS);
 
+// The shared RC control endpoint of a publisher of several channels (verbs_front_door.hpp).
+#define MDCAST_VERBS_DOOR_COUNTERS(X)                                                                  \
+  X(connect_requests, "RC connection requests at the shared control endpoint")                          \
+  X(routed, "requests handed to their channel's control server")                                        \
+  X(unknown_channel, "requests rejected: the hello named a channel this publisher lacks")               \
+  X(no_channel, "requests rejected: no mdcast hello, or one that names no channel (version 1)")         \
+  X(channel_busy, "requests rejected: the channel's server was gone or had 64 requests waiting")
+MDCAST_DEFINE_COUNTER_STRUCT(VerbsDoorCounters, MDCAST_VERBS_DOOR_COUNTERS);
+
 }  // namespace mdcast::media::verbs

@@ -10,12 +10,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "mdcast/core/clock.hpp"
 
 namespace mdcast::media::verbs {
+
+class RequestInbox;  // verbs_front_door.hpp
 
 // Where setup and control messages go (never called on the data path).
 using LogFn = std::function<void(std::string_view)>;
@@ -41,6 +44,11 @@ struct Options {
   uint32_t qkey = kDefaultQKey;
   std::string control_ip;              // publisher: listen address ("" = local_ip); subscriber: the publisher's
   uint16_t control_port = 7471;
+  uint16_t channel = 1;                // the wire channel: a subscriber's hello names it (a shared endpoint routes by it)
+  // Publisher of one channel of several: connection requests come from a
+  // VerbsFrontDoor listening at control_ip:control_port; null: the server
+  // listens there itself.
+  std::shared_ptr<RequestInbox> control_inbox;
   int setup_timeout_ms = 5000;         // each rdma_cm step (address, route, join, connect)
 
   // ---- publisher data path
