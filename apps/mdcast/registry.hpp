@@ -4,7 +4,8 @@
 // in apps/ knows which medium it drives.
 //
 // Adding a medium: its folder in the library (media/<name>/), one entry here
-// (its types, how the settings map onto its options), one line in
+// (its types, how the settings map onto its options, the one control
+// endpoint a publisher of several channels listens on: Door), one line in
 // with_medium(), and - for `mdcast bench` - its raw baseline
 // (apps/bench/raw_<name>.cpp).
 #pragma once
@@ -44,19 +45,13 @@ using SettingPairs = std::vector<std::pair<std::string, std::string>>;
 std::string next_group(const std::string& group, uint32_t index, std::string_view key);
 
 // The settings of channel index k of the feed: its channel id, and the
-// medium's own addresses (E::to_channel). Over a medium whose channels
-// share one control endpoint (E::kSharedControl: shm, udp), feed.control is
-// that endpoint; over the others each channel has its own, so feed.control,
-// one address, cannot serve several.
+// medium's own addresses (E::to_channel). A publisher's channels share one
+// control endpoint (E::Door), so the control address is the feed's.
 template <class E>
 Settings channel_settings(const Settings& s, uint32_t index) {
   Settings c = s;
   c.feed.channel = static_cast<uint16_t>(s.feed.channel + index);
   c.feed.channel_index = index;
-  if (!E::kSharedControl && s.feed.channels > 1 && !s.feed.control.empty())
-    fail_usage("feed.control '{}' is one address, but over {} each of the {} channels has its own control endpoint: "
-               "leave feed.control unset",
-               s.feed.control, E::kName, s.feed.channels);
   E::to_channel(c, index);
   return c;
 }
@@ -100,7 +95,6 @@ struct ShmEntry {
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
   // A publisher's channels share one control socket, an unguessable
   // abstract name (feed.control if set) that every ring names.
-  static constexpr bool kSharedControl = true;
   using Door = media::ControlFrontDoor;
   static std::unique_ptr<Door> open_door(const Settings& s) {
     media::shm::Options o;
@@ -164,7 +158,6 @@ struct UdpEntry {
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
   // A publisher's channels share one TCP control endpoint (feed.control, else
   // udp.control_port on rail A's interface), which every channel announces.
-  static constexpr bool kSharedControl = true;
   using Door = media::ControlFrontDoor;
   static std::unique_ptr<Door> open_door(const Settings& s) {
     return stream_door(media::udp::control_listen_address(options(s)), s);
@@ -244,7 +237,6 @@ struct VerbsEntry {
   // A publisher's channels share one RC listener (verbs.control_ip:port):
   // it moves each connection request onto the event channel of the channel
   // the client's hello names.
-  static constexpr bool kSharedControl = true;
   using Door = media::verbs::VerbsFrontDoor;
   static std::unique_ptr<Door> open_door(const Settings& s) { return std::make_unique<Door>(options(s)); }
   static void use_door(Settings& c, const Door& d, std::shared_ptr<media::verbs::RequestInbox> inbox) {
