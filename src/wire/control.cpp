@@ -105,25 +105,31 @@ bool check_frame_header(std::span<const std::byte> f, std::string* why) {
 
 FirstFrameRoute route_first_frame(std::span<const std::byte> f) noexcept {
   using Kind = FirstFrameRoute::Kind;
-  if (f.size() < ctl::kRouteBytes) return {};
-  const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
-  const auto type = static_cast<CtlType>(load_le<uint8_t>(f.data() + ctl::kType));
-  const uint16_t channel = load_le<uint16_t>(f.data() + kSubChannel);
-  static_assert(kVersion == 2, "the text below names the version");
-  if (load_le<uint8_t>(f.data() + ctl::kVersion) != kVersion)
-    return {Kind::kBad, 0, "unsupported control protocol version (this publisher speaks version 2)"};
-  if (len > ctl::kMaxFrame) return {Kind::kBad, 0, "the first frame's length is beyond any control frame's"};
-  if (type == CtlType::kSubscribe) {
-    if (len < kSubIds) return {Kind::kBad, 0, "a Subscribe shorter than its fixed fields"};
-    return {Kind::kChannel, channel, ""};
+  // Each field is judged as soon as it is in, so a client whose header alone
+  // is wrong hears why at once rather than at the timeout.
+  if (f.size() >= 4) {
+    const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
+    if (len < ctl::kRouteBytes) return {Kind::kBad, 0, "a first frame too short to name a channel"};
+    if (len > ctl::kMaxFrame) return {Kind::kBad, 0, "the first frame's length is beyond any control frame's"};
   }
-  if (type == CtlType::kAuthHello) {
+  if (f.size() >= 5) {
+    const auto type = static_cast<CtlType>(load_le<uint8_t>(f.data() + ctl::kType));
+    if (type != CtlType::kSubscribe && type != CtlType::kAuthHello)
+      return {Kind::kBad, 0,
+              "the first frame on a control connection must be Subscribe or AuthHello, which name the channel"};
+    const auto len = load_le<uint32_t>(f.data() + ctl::kLength);
     static_assert(auth::kHelloChannel == kSubChannel, "AuthHello keeps its channel where Subscribe does");
-    if (len < auth::kHelloIdentity) return {Kind::kBad, 0, "an AuthHello shorter than its fixed fields"};
-    return {Kind::kChannel, channel, ""};
+    if (type == CtlType::kSubscribe && len < kSubIds) return {Kind::kBad, 0, "a Subscribe shorter than its fixed fields"};
+    if (type == CtlType::kAuthHello && len < auth::kHelloIdentity)
+      return {Kind::kBad, 0, "an AuthHello shorter than its fixed fields"};
   }
-  return {Kind::kBad, 0,
-          "the first frame on a control connection must be Subscribe or AuthHello, which name the channel"};
+  if (f.size() >= 6) {
+    static_assert(kVersion == 2, "the text below names the version");
+    if (load_le<uint8_t>(f.data() + ctl::kVersion) != kVersion)
+      return {Kind::kBad, 0, "unsupported control protocol version (this publisher speaks version 2)"};
+  }
+  if (f.size() < ctl::kRouteBytes) return {};
+  return {Kind::kChannel, load_le<uint16_t>(f.data() + kSubChannel), ""};
 }
 
 std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::string* why) noexcept {

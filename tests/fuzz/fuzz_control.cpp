@@ -93,14 +93,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_frame(stream);
 
   const FirstFrameRoute route = route_first_frame(stream);
-  if (s.size() < ctl::kRouteBytes) {
-    FUZZ_CHECK(route.kind == FirstFrameRoute::Kind::kNeedMore, "routed on %zu bytes", s.size());
-  } else {
+  FUZZ_CHECK(route.kind != FirstFrameRoute::Kind::kChannel || s.size() >= ctl::kRouteBytes, "routed on %zu bytes",
+             s.size());
+  FUZZ_CHECK(route.kind != FirstFrameRoute::Kind::kBad || route.why[0] != '\0', "refused without a reason");
+  if (s.size() >= ctl::kRouteBytes) {
     const FirstFrameRoute head = route_first_frame(stream.first(ctl::kRouteBytes));
     FUZZ_CHECK(head.kind == route.kind && head.channel == route.channel, "routing read past the first 14 bytes");
     FUZZ_CHECK(route.kind != FirstFrameRoute::Kind::kNeedMore, "14 bytes and still no answer");
-    FUZZ_CHECK(route.kind != FirstFrameRoute::Kind::kBad || route.why[0] != '\0', "refused without a reason");
   }
+  // More bytes never undo a verdict: a refusal on a prefix stands.
+  for (size_t k = 0; k < std::min<size_t>(s.size(), ctl::kRouteBytes); ++k)
+    if (route_first_frame(stream.first(k)).kind == FirstFrameRoute::Kind::kBad)
+      FUZZ_CHECK(route.kind == FirstFrameRoute::Kind::kBad, "refused on %zu bytes, not on %zu", k, s.size());
 
   // Reference: the whole stream at once.
   std::vector<std::vector<std::byte>> ref;

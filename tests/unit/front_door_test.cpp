@@ -58,7 +58,13 @@ struct Fixture {
 TEST(FrontDoorRoute, ReadsTheChannelOfSubscribeAndAuthHelloOnly) {
   using Kind = wire::FirstFrameRoute::Kind;
   const Bytes sub = subscribe_frame(513);
-  EXPECT_EQ(wire::route_first_frame({sub.data(), 13}).kind, Kind::kNeedMore);
+  for (size_t n = 0; n < wire::ctl::kRouteBytes; ++n)
+    EXPECT_EQ(wire::route_first_frame({sub.data(), n}).kind, Kind::kNeedMore) << n << " bytes of a good Subscribe";
+  // A header alone that cannot be a Subscribe or AuthHello is refused at once.
+  Bytes zero_length = sub;
+  store_le<uint32_t>(zero_length.data(), 0);
+  EXPECT_EQ(wire::route_first_frame({zero_length.data(), 4}).kind, Kind::kBad);
+  EXPECT_EQ(wire::route_first_frame({wire::encode_control(1, wire::SessionQuery{}).data(), 5}).kind, Kind::kBad);
   const auto r = wire::route_first_frame(sub);
   EXPECT_EQ(r.kind, Kind::kChannel);
   EXPECT_EQ(r.channel, 513);

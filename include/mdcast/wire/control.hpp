@@ -156,8 +156,9 @@ struct ControlFrame {
 // The channel a connection's first frame names, for a control endpoint
 // that serves several channels (media/stream/front_door.hpp). A subscriber's
 // first frame is Subscribe or AuthHello; both carry the channel at byte 12.
-// Reads the first kRouteBytes of the stream only (the rest of the frame may
-// not have arrived); never throws, never allocates.
+// Reads the first kRouteBytes of the stream at most (the rest of the frame
+// may not have arrived), and refuses as soon as a field in them is wrong
+// (a bad length or type is known from 5 bytes); never throws, never allocates.
 namespace ctl {
 constexpr size_t kRouteBytes = 14;
 }  // namespace ctl
