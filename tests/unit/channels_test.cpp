@@ -126,3 +126,15 @@ TEST(Affinity, PinningToAnAllowedCpuWorks) {
 
 }  // namespace
 }  // namespace mdcast::test
+
+namespace mdcast::feed {
+namespace {
+TEST(ChannelIds, ReadAsAnOperatorWould) {
+  EXPECT_EQ(format_channel_ids({}), "none");
+  const std::vector<uint16_t> one{3}, run{1, 2, 3, 4}, gaps{1, 5, 9};
+  EXPECT_EQ(format_channel_ids(one), "3");
+  EXPECT_EQ(format_channel_ids(run), "1 to 4");
+  EXPECT_EQ(format_channel_ids(gaps), "1, 5, 9");
+}
+}  // namespace
+}  // namespace mdcast::feed

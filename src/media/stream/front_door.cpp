@@ -11,6 +11,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/feed/channels.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
@@ -79,14 +80,7 @@ std::vector<uint16_t> ControlFrontDoor::channels() const {
   return out;
 }
 
-std::string ControlFrontDoor::channel_list() const {
-  if (inboxes_.empty()) return "none";
-  const uint16_t lo = inboxes_.begin()->first, hi = inboxes_.rbegin()->first;
-  if (static_cast<size_t>(hi - lo) + 1 == inboxes_.size()) return lo == hi ? fmt::format("{}", lo) : fmt::format("{} to {}", lo, hi);
-  std::string s;
-  for (const auto& [id, inbox] : inboxes_) s += (s.empty() ? "" : ", ") + std::to_string(id);
-  return s;
-}
+std::string ControlFrontDoor::channel_list() const { return feed::format_channel_ids(channels()); }
 
 void ControlFrontDoor::watch_listener(bool on) {
   if (on == listening_) return;

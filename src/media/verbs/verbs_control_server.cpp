@@ -84,14 +84,7 @@ VerbsControlServer::VerbsControlServer(const Options& opts, const Ring& ring, co
     // The shared endpoint's requests are moved onto channel_ from now on.
     opts_.control_inbox->attach(channel_.get());
   } else {
-    rdma_cm_id* raw = nullptr;
-    if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) fail_errno("{}: rdma_create_id", what);
-    listen_.reset(raw);
-    auto addr = parse_address(opts_.control_ip, opts_.control_port, "control_ip");
-    if (rdma_bind_addr(listen_.get(), reinterpret_cast<sockaddr*>(&addr)))
-      fail_errno("{}: rdma_bind_addr (is {} a local address of an RDMA netdev, and the port free?)", what,
-                 opts_.control_ip);
-    if (rdma_listen(listen_.get(), 64)) fail_errno("{}: rdma_listen", what);
+    listen_ = listen_rc(channel_.get(), opts_.control_ip, opts_.control_port, what);
   }
   // The data device first: its PD and the ring's MR are the sink's.
   if (ring_.context) {

@@ -9,6 +9,7 @@
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/feed/channels.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
@@ -104,14 +105,7 @@ VerbsFrontDoor::VerbsFrontDoor(const Options& o) : opts_(resolve_options(o, true
   if (opts_.control_ip.empty()) opts_.control_ip = opts_.local_ip;
   const std::string what = fmt::format("shared control endpoint {}:{}", opts_.control_ip, opts_.control_port);
   channel_ = make_event_channel(what);
-  rdma_cm_id* raw = nullptr;
-  if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) fail_errno("{}: rdma_create_id", what);
-  listen_.reset(raw);
-  auto addr = parse_address(opts_.control_ip, opts_.control_port, "control_ip");
-  if (rdma_bind_addr(listen_.get(), reinterpret_cast<sockaddr*>(&addr)))
-    fail_errno("{}: rdma_bind_addr (is {} a local address of an RDMA netdev, and the port free?)", what,
-               opts_.control_ip);
-  if (rdma_listen(listen_.get(), 64)) fail_errno("{}: rdma_listen", what);
+  listen_ = listen_rc(channel_.get(), opts_.control_ip, opts_.control_port, what);
 }
 
 VerbsFrontDoor::~VerbsFrontDoor() = default;
@@ -126,13 +120,9 @@ std::shared_ptr<RequestInbox> VerbsFrontDoor::add_channel(uint16_t channel) {
 }
 
 std::string VerbsFrontDoor::channel_list() const {
-  if (inboxes_.empty()) return "none";
-  const uint16_t lo = inboxes_.begin()->first, hi = inboxes_.rbegin()->first;
-  if (static_cast<size_t>(hi - lo) + 1 == inboxes_.size())
-    return lo == hi ? fmt::format("{}", lo) : fmt::format("{} to {}", lo, hi);
-  std::string s;
-  for (const auto& [id, inbox] : inboxes_) s += (s.empty() ? "" : ", ") + std::to_string(id);
-  return s;
+  std::vector<uint16_t> ids;
+  for (const auto& [id, inbox] : inboxes_) ids.push_back(id);
+  return feed::format_channel_ids(ids);
 }
 
 void VerbsFrontDoor::reject(rdma_cm_id* id, uint16_t code, const std::string& text, Counter& reason) {

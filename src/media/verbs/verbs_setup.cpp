@@ -71,6 +71,17 @@ EventChannel make_event_channel(std::string_view what) {
   return ch;
 }
 
+CmId listen_rc(rdma_event_channel* ch, const std::string& ip, uint16_t port, std::string_view what) {
+  rdma_cm_id* raw = nullptr;
+  if (rdma_create_id(ch, &raw, nullptr, RDMA_PS_TCP)) fail_errno("{}: rdma_create_id", what);
+  CmId id(raw);
+  auto addr = parse_address(ip, port, "control_ip");
+  if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&addr)))
+    fail_errno("{}: rdma_bind_addr (is {} a local address of an RDMA netdev, and the port free?)", what, ip);
+  if (rdma_listen(id.get(), 64)) fail_errno("{}: rdma_listen", what);
+  return id;
+}
+
 CmEvent try_cm_event(rdma_event_channel* ch) {
   rdma_cm_event* ev = nullptr;
   if (rdma_get_cm_event(ch, &ev) == 0) return CmEvent(ev);

@@ -21,6 +21,9 @@ EventChannel make_event_channel(std::string_view what);
 
 // Next event on ch within timeout_ms, or nullptr on timeout. Throws on error.
 CmEvent next_cm_event(rdma_event_channel* ch, int timeout_ms);
+// An RC listener on ip:port whose events come on ch. Throws Error naming `what`.
+CmId listen_rc(rdma_event_channel* ch, const std::string& ip, uint16_t port, std::string_view what);
+
 // Non-blocking: the next event, or nullptr.
 CmEvent try_cm_event(rdma_event_channel* ch);
 
