@@ -80,8 +80,13 @@ start_bg upub publish "${udp[@]}" --threads 2 --rate 20k --duration 2s --wait-su
   --result "$WORK/upub.toml"
 sleep 0.3
 start_bg usub subscribe "${udp[@]}" --inject-loss 0.02 --result "$WORK/usub.toml"
-port=$(grep -oE 'control tcp:127\.0\.0\.1:[0-9]+' "$WORK/upub.log" | head -1 | grep -oE '[0-9]+$')
-[ -n "$port" ] || { cat "$WORK/upub.log"; fail "the UDP publisher named no control endpoint"; }
+# Its start line names the endpoint (printed once every channel is set up).
+port="" i=0
+until [ -n "$port" ]; do
+  port=$(grep -oE 'control tcp:127\.0\.0\.1:[0-9]+' "$WORK/upub.log" | head -1 | grep -oE '[0-9]+$' || true)
+  [ -n "$port" ] || sleep 0.05; i=$((i + 1))
+  [ $i -le 400 ] || { cat "$WORK/upub.log"; fail "the UDP publisher named no control endpoint within 20 s"; }
+done
 python3 - "$port" <<'PY' || fail "the shared control endpoint did not refuse hostile first frames with the reason"
 import socket, struct, sys, time
 port = int(sys.argv[1])
