@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/rng.hpp"
 #include "mdcast/media/stream/stream_control.hpp"
+#include "mdcast/media/stream/front_door.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
+#include "mdcast/wire/control.hpp"
 
 namespace mdcast::micro {
 namespace {
@@ -67,12 +70,17 @@ struct NullHandler final : media::ControlHandler {
 // An idle poll of the publisher's control server with one subscriber
 // connected, as the duty loop makes it every 100 us. io_uring 1: the
 // readiness ring says nothing happened, no system call; 0: the fallback's
-// epoll_wait.
+// epoll_wait. shared 1: the server listens on nothing, its subscriber came
+// through a publisher's one control endpoint (media/stream/front_door.hpp),
+// and each poll also looks at its inbox.
 void BM_ControlPollIdle(benchmark::State& state) {
   media::StreamServerConfig cfg;
   cfg.use_io_uring = state.range(0) != 0;
-  const std::string addr = fmt::format("unix:@mdcast-bench-{}-{}", ::getpid(), state.range(0));
-  media::StreamControlServer server(addr, cfg);
+  const bool shared = state.range(1) != 0;
+  const std::string addr = fmt::format("unix:@mdcast-bench-{}-{}-{}", ::getpid(), state.range(0), state.range(1));
+  std::optional<media::ControlFrontDoor> door;
+  if (shared) door.emplace(addr);
+  media::StreamControlServer server(addr, cfg, shared ? door->add_channel(1) : nullptr);
   if (cfg.use_io_uring && server.stats().io_uring.get() == 0) {
     state.SkipWithError(server.readiness_mode().c_str());
     return;
@@ -82,14 +90,29 @@ void BM_ControlPollIdle(benchmark::State& state) {
   const auto ignore = [](std::span<const std::byte>) {};
   uint64_t now = monotonic_ns();
   (void)client.poll(now, ignore);
+  if (shared) {
+    // The door routes on the first frame: a Subscribe for channel 1.
+    wire::Subscribe sub;
+    sub.channel = 1;
+    (void)client.send(wire::encode_control(1, sub));
+    for (int i = 0; i < 100 && door->stats().routed.get() == 0; ++i) door->poll(monotonic_ns(), kNsPerMs);
+    if (door->stats().routed.get() == 0) {
+      state.SkipWithError("the front door routed nothing");
+      return;
+    }
+  }
   for (int i = 0; i < 16; ++i) server.poll(h, now += 100 * kNsPerUs);
+  if (server.clients() != 1) {
+    state.SkipWithError("the subscriber is not connected");
+    return;
+  }
   const uint64_t waits = server.stats().epoll_waits.get();
   for (auto _ : state) benchmark::DoNotOptimize(server.poll(h, now += 100 * kNsPerUs));
   state.counters["epoll_waits_per_poll"] = static_cast<double>(server.stats().epoll_waits.get() - waits) /
                                            static_cast<double>(std::max<int64_t>(1, state.iterations()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
-BENCHMARK(BM_ControlPollIdle)->ArgName("io_uring")->Arg(1)->Arg(0);
+BENCHMARK(BM_ControlPollIdle)->ArgNames({"io_uring", "shared"})->Args({1, 0})->Args({0, 0})->Args({1, 1});
 
 // The subscriber's side: an idle poll of its control client (1: no system
 // call; 0: the fallback's recv).
