@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
 .PHONY: bench-channels all demo test deps release debug asan tsan fuzz-build \
-        test-debug test-asan test-tsan test-fuzz test-verbs demo-rdma bench bench-verbs bench-micro clean
+        test-debug test-asan test-tsan test-fuzz test-verbs test-under-load demo-rdma bench bench-verbs bench-micro clean
 
 all: release
 
@@ -21,7 +21,7 @@ release debug asan tsan: deps
 
 fuzz-build: deps
 	@cmake --preset fuzz >/dev/null
-	@cmake --build --preset fuzz -j $(JOBS)
+	@cmake --build --preset fuzz -j $(JOBS) --target fuzzers
 
 # The demo needs only the mdcast binary (a release build of everything is `make release`).
 demo: deps
@@ -29,16 +29,21 @@ demo: deps
 	@cmake --build --preset release -j $(JOBS) --target mdcast
 	./build/release/apps/mdcast/mdcast demo $(DEMO_ARGS)
 
-# Host tests (unit, component, system, netns); the verbs label runs in the VM.
+# Every host test of one build (unit, component, system, hostile, netns); the
+# verbs label runs in the VM. `make test` runs the multi-process suites in the
+# ASan build only (scripts/test-all.sh says where each suite runs).
 test-debug: debug
 	cd build/debug && ctest -LE verbs --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 test-asan: asan
-	cd build/asan && ctest -LE 'verbs|slow' --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	cd build/asan && ctest -LE verbs --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # The threaded tests (the shm ring's writer/reader race) and everything else
-# that runs in one process; processes talking over shm are beyond TSan's view.
-test-tsan: tsan
+# that runs in one process; processes talking over shm are beyond TSan's view,
+# so only the unit and component executables are built.
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS) --target engine-tests
 	cd build/tsan && ctest -L 'unit|component' --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 test-fuzz: fuzz-build
@@ -47,8 +52,14 @@ test-fuzz: fuzz-build
 test-verbs: debug
 	./scripts/test-verbs.sh build/debug
 
-test: test-debug test-asan test-fuzz test-verbs
-	@echo "make test: all suites passed"
+# Every suite, each stage timed (scripts/test-all.sh; TEST_STAGES="asan tsan" for some).
+test:
+	@./scripts/test-all.sh $(TEST_STAGES)
+
+# The same beside a CPU hog on every core (LOAD_HOGS=N for another count):
+# finds the tests that assume an idle machine. TEST_STAGES as for `make test`.
+test-under-load:
+	@./scripts/test-under-load.sh $(TEST_STAGES)
 
 demo-rdma: deps
 	@cmake --preset release >/dev/null

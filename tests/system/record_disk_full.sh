@@ -19,15 +19,17 @@ unshare -m --propagation private bash -euo pipefail -c '
   fi
   grep -q "needs 10 MiB, $WORK/tiny has 2 MiB free" "$WORK/refused.log" || { cat "$WORK/refused.log"; exit 1; }
 
-  # About 5 MB of frames into 2 MiB.
-  "$MDCAST" publish --name "$NAME" --rate 20k --duration 2s --instruments 20 --idle block --wait-subscribers 1 \
+  # A feed that outlasts the disk, however many bytes a second makes on this
+  # machine: the publisher is stopped once the recorder has ended.
+  "$MDCAST" publish --name "$NAME" --rate 20k --duration 120s --instruments 20 --idle block --wait-subscribers 1 \
     >"$WORK/pub.log" 2>&1 &
   pub=$!
   rc=0
   "$MDCAST" record --name "$NAME" --idle block --out "$WORK/tiny/rec" --min-free 1M --index-every 64 \
     >"$WORK/rec.log" 2>&1 || rc=$?
-  wait $pub
-  [ "$rc" = 1 ] || { echo "FAIL: the recorder exited $rc on a full disk, expected 1" >&2; exit 1; }
+  kill -TERM $pub 2>/dev/null || true
+  wait $pub || true
+  [ "$rc" = 1 ] || { echo "FAIL: the recorder exited $rc on a full disk, expected 1" >&2; cat "$WORK/rec.log" >&2; exit 1; }
   grep -q "recording file $WORK/tiny/rec.0000.pcap: a write failed" "$WORK/rec.log" || { cat "$WORK/rec.log"; exit 1; }
 
   # What reached the disk replays up to where it filled.

@@ -4,15 +4,21 @@ checks that the namespaces, bridges and impairments do what the scenarios
 assume, without mdcast.
 
   mcast_probe.py send GROUP:PORT IFACE_IP COUNT [TAG]
-  mcast_probe.py recv GROUP:PORT IFACE_IP IDLE_S
+  mcast_probe.py recv GROUP:PORT IFACE_IP LIMIT_S
 
-send: COUNT datagrams "TAG SEQ", paced so that no receiver's buffer overflows.
-recv: prints "joined" once a member, then, after IDLE_S without a datagram,
-"received N distinct D" (D: distinct sequence numbers) and exits.
+send: COUNT datagrams "TAG SEQ", paced so that no receiver's buffer
+overflows, then END_COPIES end marks "TAG end" (a lossy link loses a few).
+recv: prints "joined" once a member, then, at the first end mark, on SIGTERM
+or after LIMIT_S in all, "received N distinct D" (N data datagrams, D
+distinct ones) and exits. It waits for the sender, never for a time of
+silence: a receiver started before a slow sender would count nothing.
 """
+import signal
 import socket
 import sys
 import time
+
+END_COPIES = 40
 
 
 def addr(s):
@@ -28,10 +34,15 @@ def send(group, ifip, count, tag):
         s.sendto(f"{tag} {i}".encode(), group)
         if i % 50 == 49:
             time.sleep(0.005)
+    for _ in range(END_COPIES):
+        s.sendto(f"{tag} end".encode(), group)
+        time.sleep(0.002)
     print(f"sent {count}", flush=True)
 
 
-def recv(group, ifip, idle):
+def recv(group, ifip, limit):
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Room for a whole burst even when this process is slow to be scheduled.
@@ -39,15 +50,20 @@ def recv(group, ifip, idle):
     s.bind(group)
     s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group[0]) + socket.inet_aton(ifip))
     print("joined", flush=True)
-    s.settimeout(idle)
+    s.settimeout(0.1)
+    deadline = time.monotonic() + limit
     n, seen = 0, set()
-    try:
-        while True:
+    while not stop and time.monotonic() < deadline:
+        try:
             data = s.recv(2048)
-            n += 1
-            seen.add(data)
-    except socket.timeout:
-        pass
+        except socket.timeout:
+            continue
+        except InterruptedError:
+            continue
+        if data.endswith(b" end"):
+            break
+        n += 1
+        seen.add(data)
     print(f"received {n} distinct {len(seen)}", flush=True)
 
 
