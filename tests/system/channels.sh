@@ -21,8 +21,12 @@ start_bg all subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle b
   --result "$WORK/all.toml"
 start_bg two subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle block --instruments 25-30,80-85 \
   --result "$WORK/two.toml"
-# Live counters per channel while it runs.
-sleep 1.5
+# Live counters per channel while it runs: once every channel publishes (all
+# 6 subscriptions are in), it has 3 s of feed and a linger to go.
+for c in 1 2 3 4; do
+  wait_stat "$PID_pub" "pub@$c.messages_published" 1 60 ||
+    fail "channel $c published nothing within 60 s (publisher ended or the subscribers never came in)"
+done
 # One listening control socket for the 4 channels (Flags 00010000: listening).
 listening=$(grep -c " 00010000 .*@mdcast/$NAME\." /proc/net/unix || true)
 [ "$listening" = 1 ] || { grep "@mdcast/$NAME" /proc/net/unix; fail "$listening listening control sockets for 4 channels, not 1"; }
@@ -36,7 +40,8 @@ wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
 
 "$MDCAST" verify "$WORK/pub.toml" "$WORK/all.toml" "$WORK/two.toml" | tee "$WORK/verify.log"
 published=$(toml_get "$WORK/pub.toml" messages)
-[ "$published" -gt 50000 ] || fail "only $published messages published"
+# (How many messages 3 s make depends on the host's load: none is asserted.)
+[ "$published" -gt 0 ] || fail "nothing published"
 # Every message, unless a snapshot replaced some (a slow sanitizer build may
 # fall a ring behind): the books are the check then (verify above).
 if [ "$(toml_get "$WORK/all.toml" sub.snapshots_applied)" = 0 ]; then
@@ -48,13 +53,23 @@ routed=$(toml_get "$WORK/pub.toml" door.routed)
 [ "$routed" -ge 6 ] || fail "door.routed $routed, not the subscribers' 6 connections"
 [ "$(toml_get "$WORK/pub.toml" door.unknown_channel)" = 0 ] && [ "$(toml_get "$WORK/pub.toml" door.bad_first_frame)" = 0 ] ||
   fail "the shared endpoint refused a subscriber's connection"
+# Each channel carried data; each gap the 2 % loss opened on it was recovered
+# through the control plane (retransmission or snapshot), and the loss did
+# drop something somewhere (the datagrams each channel saw, and so the
+# number dropped, is the host's load's business).
+lost_all=0
 for c in 1 2 3 4; do
   sent=$(toml_get "$WORK/pub.toml" "pub@$c.datagrams_sent")
   rec=$(toml_get "$WORK/all.toml" "sub@$c.datagrams_recovered")
-  [ "$sent" -gt 1000 ] || fail "channel $c carried only $sent datagrams"
-  [ "$rec" -gt 0 ] || [ "$(toml_get "$WORK/all.toml" "sub@$c.snapshots_applied")" -gt 0 ] || fail "channel $c: 2 % dropped, nothing recovered"
-  note "channel $c: $sent datagrams, $rec recovered by the lossy subscriber"
+  snaps=$(toml_get "$WORK/all.toml" "sub@$c.snapshots_applied")
+  gaps=$(toml_get "$WORK/all.toml" "sub@$c.gaps")
+  lost=$(toml_get "$WORK/all.toml" "fault@$c.lost")
+  [ "$sent" -gt 0 ] || fail "channel $c carried no datagram"
+  [ "$gaps" = 0 ] || [ "$rec" -gt 0 ] || [ "$snaps" -gt 0 ] || fail "channel $c: $gaps gaps ($lost dropped), nothing recovered"
+  lost_all=$((lost_all + lost))
+  note "channel $c: $sent datagrams; the lossy subscriber dropped $lost, saw $gaps gaps, recovered $rec datagrams and $snaps snapshots"
 done
+[ "$lost_all" -gt 0 ] || fail "the subscriber with 2 % loss injected dropped no datagram on any channel"
 # The subscriber of instruments 25-30 and 80-85 took channels 2 and 4 alone,
 # and delivered exactly the messages of those instruments (their books'
 # sequences at the publisher).
@@ -78,15 +93,10 @@ GROUP="239.77.12.$((1 + $$ % 200)):$((20000 + $$ % 20000))"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0 --idle block --channels 2)
 start_bg upub publish "${udp[@]}" --threads 2 --rate 20k --duration 2s --wait-subscribers 2 --linger 2s \
   --result "$WORK/upub.toml"
-sleep 0.3
-start_bg usub subscribe "${udp[@]}" --inject-loss 0.02 --result "$WORK/usub.toml"
 # Its start line names the endpoint (printed once every channel is set up).
-port="" i=0
-until [ -n "$port" ]; do
-  port=$(grep -oE 'control tcp:127\.0\.0\.1:[0-9]+' "$WORK/upub.log" | head -1 | grep -oE '[0-9]+$' || true)
-  [ -n "$port" ] || sleep 0.05; i=$((i + 1))
-  [ $i -le 400 ] || { cat "$WORK/upub.log"; fail "the UDP publisher named no control endpoint within 20 s"; }
-done
+wait_log upub '^mdcast publish: .*control tcp:127\.0\.0\.1:[0-9]+' 30
+port=$(grep -oE 'control tcp:127\.0\.0\.1:[0-9]+' "$WORK/upub.log" | head -1 | grep -oE '[0-9]+$')
+start_bg usub subscribe "${udp[@]}" --inject-loss 0.02 --result "$WORK/usub.toml"
 python3 - "$port" <<'PY' || fail "the shared control endpoint did not refuse hostile first frames with the reason"
 import socket, struct, sys, time
 port = int(sys.argv[1])

@@ -95,7 +95,7 @@ done
 note "publisher + subscriber over UDP multicast on lo"
 UDP=(--medium udp --interface lo --udp-group "239.77.14.$((1 + $$ % 250)):$((20000 + $$ % 20000))")
 run_bg upub "$WORK/examples/publisher" "${UDP[@]}" --subscribers 1 --rounds "$ROUNDS"
-sleep 0.2
+wait_log upub "^publisher: .*waiting for 1 subscriber" 30  # its medium is up: it announces itself
 run_bg usub "$WORK/subscriber-pc" "${UDP[@]}"
 wait_pid "$PID_usub" 30 || fail "the UDP subscriber exited non-zero: $(tail -3 "$WORK/usub.log")"
 wait_pid "$PID_upub" 30 || fail "the UDP publisher exited non-zero: $(tail -3 "$WORK/upub.log")"

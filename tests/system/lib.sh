@@ -96,6 +96,35 @@ wait_stat() {
   done
 }
 
+# wait_log LABEL REGEX SECONDS: until $WORK/LABEL.log has a line matching REGEX
+# (grep -E), e.g. a publisher's start line; fails, with the log's last lines,
+# if the process started as LABEL ends first or SECONDS pass.
+wait_log() {
+  local label=$1 re=$2 t=$3 i=0 pid
+  pid=$(eval echo "\${PID_${label//-/_}:-}")
+  until grep -qE -- "$re" "$WORK/$label.log" 2>/dev/null; do
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      grep -qE -- "$re" "$WORK/$label.log" 2>/dev/null && return 0
+      fail "$label (pid $pid) ended without printing /$re/: $(tail -3 "$WORK/$label.log" 2>/dev/null)"
+    fi
+    sleep 0.05; i=$((i + 1))
+    [ $i -le $((t * 20)) ] || fail "$label printed no /$re/ in ${t}s: $(tail -3 "$WORK/$label.log" 2>/dev/null)"
+  done
+}
+
+# wait_stopped PID: until every thread of PID is stopped (kill -STOP returns
+# before the signal has stopped anything); fails after 10 s.
+wait_stopped() {
+  local pid=$1 i=0 states
+  while :; do
+    states=$(sed -E 's/^.*\) //' /proc/"$pid"/task/*/stat 2>/dev/null | cut -d' ' -f1 | sort -u | tr -d '\n' || true)
+    [ "$states" = T ] && return 0
+    [ -d "/proc/$pid" ] || fail "process $pid is gone: it cannot be stopped"
+    sleep 0.02; i=$((i + 1))
+    [ $i -le 500 ] || fail "process $pid not stopped 10 s after SIGSTOP (thread states: $states)"
+  done
+}
+
 # check_books LABEL...: `mdcast verify` finds $WORK/LABEL.toml's books
 # identical to $WORK/pub.toml's (through the caller's `expect`).
 check_books() {

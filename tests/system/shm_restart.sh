@@ -14,7 +14,8 @@ done
 wait_published "$PID_pub1" 20000
 kill -9 "$PID_pub1"
 note "publisher $PID_pub1 killed"
-sleep 1.0
+# The new publisher starts once both subscribers have reported the old one silent.
+for i in 1 2; do wait_log "sub$i" "publisher silent" 30; done
 start_bg pub2 publish --name "$NAME" --rate 30k --duration 2s --instruments 50 --idle block --seed 2 \
   --result "$WORK/pub2.toml"
 for i in 1 2; do eval wait_pid \$PID_sub$i 60 || fail "subscriber $i exited non-zero"; done

@@ -83,7 +83,18 @@ note "stat --json parses and has every field"
 "$MDCAST" stat --json --watch --interval 0.2 "$PID_pub" >"$WORK/watch.json" 2>"$WORK/watch.log" &
 WPID=$!
 PIDS+=($WPID)
-sleep 1.5
+# Until it has printed 3 documents and the publisher's count grew between the
+# first and the last (the checks below), however long a loaded host takes.
+watched() {  # (complete lines only: the last may be half written)
+  head -n "$(wc -l <"$WORK/watch.json")" "$WORK/watch.json" | grep -o '"pub.messages_published":[0-9]*' | cut -d: -f2 |
+    awk 'NR == 1 {first = $1} {n++; last = $1} END {exit !(n >= 3 && last > first)}'
+}
+i=0
+until watched; do
+  kill -0 "$WPID" 2>/dev/null || fail "stat --json --watch ended by itself: $(cat "$WORK/watch.log")"
+  sleep 0.1; i=$((i + 1))
+  [ $i -le 300 ] || fail "stat --json --watch printed no 3 documents with growing counts in 30 s: $(wc -l <"$WORK/watch.json") lines"
+done
 kill -INT "$WPID"
 wrc=0
 wait_rc "$WPID" 10 || wrc=$?
