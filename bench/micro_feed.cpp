@@ -7,7 +7,7 @@
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/mapped_memory.hpp"
 #include "mdcast/feed/publisher.hpp"
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 #include "mdcast/feed/subscriber.hpp"
 #include "stream.hpp"
 
@@ -16,7 +16,7 @@ namespace {
 
 // claim + fill the header + commit, and a get() of a datagram a little
 // older (what serving a retransmit request does), per datagram.
-void claim_commit_get(benchmark::State& state, feed::RetransmitRing& ring, uint16_t len) {
+void claim_commit_get(benchmark::State& state, history::RetransmitRing& ring, uint16_t len) {
   uint64_t seq = 0;
   size_t got = 0;
   for (auto _ : state) {
@@ -31,8 +31,8 @@ void claim_commit_get(benchmark::State& state, feed::RetransmitRing& ring, uint1
 }
 void BM_RetransmitRing(benchmark::State& state) {
   const size_t max_datagram = 4032;
-  auto mem = MappedMemory::anonymous(feed::RetransmitRing::memory_for(64u << 20, max_datagram));
-  feed::RetransmitRing ring(mem.span(), max_datagram);
+  auto mem = MappedMemory::anonymous(history::RetransmitRing::memory_for(64u << 20, max_datagram));
+  history::RetransmitRing ring(mem.span(), max_datagram);
   claim_commit_get(state, ring, 1000);
 }
 BENCHMARK(BM_RetransmitRing);
@@ -41,9 +41,9 @@ BENCHMARK(BM_RetransmitRing);
 // range(0) bytes: records are packed back to back instead of one slot each.
 void BM_RetransmitRingPacked(benchmark::State& state) {
   const size_t max_datagram = 4032, data = size_t{64} << 20;
-  auto mem = MappedMemory::anonymous(feed::RetransmitRing::packed_memory_for(data));
-  feed::RetransmitRing::format_packed(mem.span(), data, max_datagram);
-  feed::RetransmitRing ring(mem.span(), max_datagram);
+  auto mem = MappedMemory::anonymous(history::RetransmitRing::packed_memory_for(data));
+  history::RetransmitRing::format_packed(mem.span(), data, max_datagram);
+  history::RetransmitRing ring(mem.span(), max_datagram);
   claim_commit_get(state, ring, static_cast<uint16_t>(state.range(0)));
 }
 BENCHMARK(BM_RetransmitRingPacked)->Arg(104)->Arg(1000);
@@ -92,8 +92,8 @@ BENCHMARK(BM_PublishOpaque64)->ArgName("batching")->Arg(1)->Arg(0);
 // record instead of a 4 KiB slot.
 void BM_PublishOpaque64Packed(benchmark::State& state) {
   const size_t data = size_t{64} << 20;
-  auto mem = MappedMemory::anonymous(feed::RetransmitRing::packed_memory_for(data));
-  feed::RetransmitRing::format_packed(mem.span(), data, 4032);
+  auto mem = MappedMemory::anonymous(history::RetransmitRing::packed_memory_for(data));
+  history::RetransmitRing::format_packed(mem.span(), data, 4032);
   publish_opaque64(state, mem.span());
 }
 BENCHMARK(BM_PublishOpaque64Packed)->ArgName("batching")->Arg(1)->Arg(0);

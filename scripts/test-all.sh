@@ -2,6 +2,7 @@
 # Every test of the project, in the order that fails fastest, each stage
 # timed; `make test` and CI (.ci/run) run this. Where each suite runs:
 #
+#   checks  the include layering (scripts/check-layering.sh), before any build
 #   debug   build everything; unit + component tests (the quick gate), and the
 #           binaries the verbs tests run in the Soft-RoCE VM
 #   asan    build (no benchmarks); every host test: unit, component, system,
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 CTEST_ARGS=${CTEST_ARGS:-}
 FUZZ_SECONDS=${MDCAST_FUZZ_SECONDS:-20}
-all=(deps debug-build debug-tests asan-build asan-tests fuzz-build fuzz-run verbs tsan-build tsan-tests)
+all=(deps checks debug-build debug-tests asan-build asan-tests fuzz-build fuzz-run verbs tsan-build tsan-tests)
 want=("$@")
 
 declare -a names=() secs=() results=()
@@ -75,6 +76,7 @@ build() { configure "$1" && cmake --build --preset "$1" -j "$JOBS" ${2:+--target
 ctest_in() { local dir=$1; shift; (cd "build/$dir" && ctest --output-on-failure -j "$JOBS" $CTEST_ARGS "$@"); }
 
 run_stage deps        ./scripts/install-deps.sh
+run_stage checks      ./scripts/check-layering.sh
 run_stage debug-build build debug
 run_stage debug-tests ctest_in debug -L 'unit|component'
 run_stage asan-build  build asan

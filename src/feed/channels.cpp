@@ -112,13 +112,4 @@ std::vector<std::vector<uint32_t>> channels_per_thread(uint32_t channels, uint32
   return out;
 }
 
-std::string format_channel_ids(std::span<const uint16_t> ids) {
-  if (ids.empty()) return "none";
-  const uint16_t lo = ids.front(), hi = ids.back();
-  if (static_cast<size_t>(hi - lo) + 1 == ids.size()) return lo == hi ? fmt::format("{}", lo) : fmt::format("{} to {}", lo, hi);
-  std::string s;
-  for (const uint16_t id : ids) s += (s.empty() ? "" : ", ") + std::to_string(id);
-  return s;
-}
-
 }  // namespace mdcast::feed

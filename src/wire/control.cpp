@@ -501,4 +501,13 @@ std::string_view to_string(RetransmitStatus s) noexcept {
   return "unknown";
 }
 
+std::string format_channel_ids(std::span<const uint16_t> ids) {
+  if (ids.empty()) return "none";
+  const uint16_t lo = ids.front(), hi = ids.back();
+  if (static_cast<size_t>(hi - lo) + 1 == ids.size()) return lo == hi ? fmt::format("{}", lo) : fmt::format("{} to {}", lo, hi);
+  std::string s;
+  for (const uint16_t id : ids) s += (s.empty() ? "" : ", ") + std::to_string(id);
+  return s;
+}
+
 }  // namespace mdcast::wire

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mdcast/feed/medium_fit.hpp"
 #include "mdcast/wire/datagram.hpp"
 #include "mdcast/wire/messages.hpp"
 
@@ -25,7 +26,7 @@ void Sim::start_publisher(uint64_t session) {
   auto cfg = spec_.pub;
   cfg.session = session;
   svc_.reset();
-  pub_ = std::make_unique<feed::Publisher<media::mem::Bus>>(medium_.configure(cfg), medium_.sink());
+  pub_ = std::make_unique<feed::Publisher<media::mem::Bus>>(feed::fit_to_medium(medium_, cfg), medium_.sink());
   svc_ = std::make_unique<feed::ControlService>(spec_.ctl, pub_->core());
   log_.reset(cfg.books.max_instruments);
 }

@@ -16,7 +16,7 @@
 #include "fuzz_support.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
 
 using namespace mdcast;
@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.max_datagram = kMax;
   o.huge_pages = false;
   RingWriter w(o, 1, 1, "unix:@fuzz");
-  feed::RetransmitRing eng(w.ring_memory(), kMax);  // the engine builds in place, as a publisher does
+  history::RetransmitRing eng(w.ring_memory(), kMax);  // the engine builds in place, as a publisher does
   FUZZ_CHECK(eng.packed(), "the shm ring is packed");
   Forger f(w.path());
   std::optional<RingReader> r;
@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         switch (in.u8() % 4) {
           case 0: v = in.u32(); break;
           case 1: v = seq + in.u8(); break;
-          case 2: v = feed::RetransmitRing::kClaimed | (seq + 1); break;
+          case 2: v = history::RetransmitRing::kClaimed | (seq + 1); break;
           default: v = uint64_t{in.u32()} << 32 | in.u32(); break;
         }
         std::memcpy(f.base + at, &v, 8);

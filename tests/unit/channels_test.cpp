@@ -8,6 +8,7 @@
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/channels.hpp"
+#include "mdcast/wire/control.hpp"
 
 namespace mdcast::test {
 namespace {
@@ -130,11 +131,11 @@ TEST(Affinity, PinningToAnAllowedCpuWorks) {
 namespace mdcast::feed {
 namespace {
 TEST(ChannelIds, ReadAsAnOperatorWould) {
-  EXPECT_EQ(format_channel_ids({}), "none");
+  EXPECT_EQ(wire::format_channel_ids({}), "none");
   const std::vector<uint16_t> one{3}, run{1, 2, 3, 4}, gaps{1, 5, 9};
-  EXPECT_EQ(format_channel_ids(one), "3");
-  EXPECT_EQ(format_channel_ids(run), "1 to 4");
-  EXPECT_EQ(format_channel_ids(gaps), "1, 5, 9");
+  EXPECT_EQ(wire::format_channel_ids(one), "3");
+  EXPECT_EQ(wire::format_channel_ids(run), "1 to 4");
+  EXPECT_EQ(wire::format_channel_ids(gaps), "1, 5, 9");
 }
 }  // namespace
 }  // namespace mdcast::feed

@@ -49,14 +49,18 @@ uint64_t id_of(std::span<const std::byte> d) {
   return id;
 }
 
-// Hands out a prepared list; datagram i arrives at time 1000 + i.
+// Hands out a prepared list; datagram i arrives at time 1000 + i, on rail
+// rails[i] (rail A where rails is shorter).
 struct ListSource {
   std::vector<Bytes> items;
+  std::vector<RailId> rails;
   size_t next = 0;
   template <class Fn>
   size_t poll(Fn&& fn, size_t budget) noexcept {
     size_t n = 0;
-    for (; n < budget && next < items.size(); ++n, ++next) fn(std::span<const std::byte>(items[next]), 1000 + next);
+    for (; n < budget && next < items.size(); ++n, ++next)
+      hand_datagram(fn, std::span<const std::byte>(items[next]), 1000 + next,
+                    next < rails.size() ? rails[next] : RailId::kA);
     return n;
   }
   bool block(uint64_t) noexcept { return false; }
@@ -83,6 +87,40 @@ std::vector<Got> drain(FaultySource<ListSource>& f, size_t budget = 7) {
   while (f.poll(fn, budget) > 0) {}
   f.flush_held(fn, 1'000'000);
   return out;
+}
+
+// Each copy keeps the rail it came on, whatever the profile does to it (held
+// back, duplicated, altered): an A/B subscriber behind the interceptor counts
+// which rail gave each first copy as it would without it.
+TEST(Fault, EveryCopyKeepsItsRail) {
+  ListSource src;
+  for (uint64_t i = 1; i <= 20'000; ++i) {
+    // Sequence i on both rails; which one arrives first alternates.
+    const bool a_first = (i / 3) % 2 == 0;
+    src.items.push_back(datagram(i * 2 + (a_first ? 0 : 1)));
+    src.rails.push_back(a_first ? RailId::kA : RailId::kB);
+    src.items.push_back(datagram(i * 2 + (a_first ? 1 : 0)));
+    src.rails.push_back(a_first ? RailId::kB : RailId::kA);
+  }
+  FaultProfile p;
+  p.reorder = 0.2;
+  p.duplicate = 0.1;
+  p.loss = 0.05;
+  FaultySource f(src, p);
+  size_t got = 0, on_b = 0;
+  auto fn = [&](std::span<const std::byte> d, uint64_t, RailId rail) noexcept {
+    ++got;
+    // Id 2i is the rail A copy of sequence i, 2i + 1 the rail B copy.
+    EXPECT_EQ(rail, id_of(d) % 2 == 0 ? RailId::kA : RailId::kB) << "copy " << id_of(d);
+    on_b += rail == RailId::kB;
+  };
+  while (f.poll(fn, 7) > 0) {}
+  f.flush_held(fn, 1'000'000);
+  const auto& c = f.counters();
+  EXPECT_GT(c.reordered.get(), 0u);
+  EXPECT_GT(c.duplicated.get(), 0u);
+  EXPECT_EQ(got, 40'000u - injected_losses(c) + c.duplicated.get());
+  EXPECT_NEAR(static_cast<double>(on_b), got / 2.0, got * 0.02) << "both rails' copies came through";
 }
 
 TEST(Fault, InactiveProfilePassesTheSourcesOwnBytes) {

@@ -185,13 +185,13 @@ TEST(MemControl, DroppedRequestsAreCounted) {
 
 TEST(MemMedium, ConfigureAndStart) {
   PublisherMedium pub({1472, 7});
-  feed::PublisherConfig pc;
+  media::PublisherFit pc;
   pc.max_datagram = 0;
   EXPECT_EQ(pub.configure(pc).max_datagram, 1472u);
   pc.max_datagram = 1473;
   EXPECT_THROW((void)pub.configure(pc), Error);
   SubscriberMedium sub(pub, {{16, 2048, nullptr}, 0});
-  feed::SubscriberConfig sc;
+  media::SubscriberFit sc;
   sc.max_datagram = 0;
   EXPECT_EQ(sub.configure(sc).max_datagram, 2048u);
   const Bytes d = bytes(3);

@@ -8,39 +8,39 @@
 #include <memory>
 #include <vector>
 
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 #include "ring_support.hpp"
 
 namespace mdcast::test {
 namespace {
 
-using feed::RetransmitRing;
+using history::RetransmitRing;
 
 constexpr size_t kMax = 1024;                                    // largest datagram
-constexpr size_t kRecord = RetransmitRing::slot_size_for(kMax);  // 1088
+constexpr size_t kRecord = history::RetransmitRing::slot_size_for(kMax);  // 1088
 
 struct Ring {
-  explicit Ring(size_t data) : data_bytes(data), mem(std::make_unique<std::byte[]>(RetransmitRing::packed_memory_for(data) + 64)) {
+  explicit Ring(size_t data) : data_bytes(data), mem(std::make_unique<std::byte[]>(history::RetransmitRing::packed_memory_for(data) + 64)) {
     auto* p = mem.get();
     p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
-    span = {p, RetransmitRing::packed_memory_for(data)};
+    span = {p, history::RetransmitRing::packed_memory_for(data)};
     std::memset(span.data(), 0, span.size());
-    RetransmitRing::format_packed(span, data, kMax);
-    ring = RetransmitRing(span, kMax);
+    history::RetransmitRing::format_packed(span, data, kMax);
+    ring = history::RetransmitRing(span, kMax);
   }
-  uint64_t horizon() const { return RetransmitRing::horizon_word(span.data()).load(); }
+  uint64_t horizon() const { return history::RetransmitRing::horizon_word(span.data()).load(); }
   uint64_t index(uint64_t seq) const {
-    return RetransmitRing::index_word(span.data() + RetransmitRing::kControlSize +
-                                      8 * (seq % RetransmitRing::packed_index_entries(data_bytes)))
+    return history::RetransmitRing::index_word(span.data() + history::RetransmitRing::kControlSize +
+                                      8 * (seq % history::RetransmitRing::packed_index_entries(data_bytes)))
         .load();
   }
   std::byte* record_at(uint64_t pos) const {
-    return span.data() + RetransmitRing::packed_data_offset(data_bytes) + pos % data_bytes;
+    return span.data() + history::RetransmitRing::packed_data_offset(data_bytes) + pos % data_bytes;
   }
   size_t data_bytes;
   std::unique_ptr<std::byte[]> mem;
   std::span<std::byte> span;
-  RetransmitRing ring;
+  history::RetransmitRing ring;
 };
 
 uint16_t len_of(uint64_t seq) { return static_cast<uint16_t>(40 + (seq * 97) % (kMax - 40)); }
@@ -50,9 +50,9 @@ TEST(PackedRing, GeometryAndAdoption) {
   EXPECT_TRUE(r.ring.packed());
   EXPECT_EQ(r.ring.slots(), 16u) << "records of the largest size the data holds";
   EXPECT_EQ(r.ring.slot_size(), kRecord);
-  EXPECT_EQ(RetransmitRing::packed_data_offset(16 * kRecord) % 4096, 64u) << "data page-aligned after the control line";
+  EXPECT_EQ(history::RetransmitRing::packed_data_offset(16 * kRecord) % 4096, 64u) << "data page-aligned after the control line";
   // A record larger than the formatted one does not fit: formatted anew, fixed.
-  RetransmitRing bigger(r.span, 2 * kMax);
+  history::RetransmitRing bigger(r.span, 2 * kMax);
   EXPECT_FALSE(bigger.packed());
 }
 
@@ -64,10 +64,10 @@ TEST(PackedRing, RecordsArePackedBackToBack) {
   EXPECT_EQ(r.index(1), 0u);
   EXPECT_EQ(r.index(2), 128u);
   EXPECT_EQ(r.index(3), 192u);
-  EXPECT_EQ(r.ring.get(2).data(), r.record_at(128) + RetransmitRing::kSlotHeader);
+  EXPECT_EQ(r.ring.get(2).data(), r.record_at(128) + history::RetransmitRing::kSlotHeader);
   for (uint64_t s = 1; s <= 3; ++s) EXPECT_TRUE(holds(r.ring, s, s == 1 ? 100 : s == 2 ? 40 : 1024));
   // Where 4 will go says "not yet" before 3 is published.
-  EXPECT_EQ(RetransmitRing::seq_word(r.record_at(192 + 1088)).load(), 0u);
+  EXPECT_EQ(history::RetransmitRing::seq_word(r.record_at(192 + 1088)).load(), 0u);
 }
 
 TEST(PackedRing, ARecordNeverStraddlesTheEnd) {
@@ -97,7 +97,7 @@ TEST(PackedRing, HoldsExactlyWhatIsNotReclaimed) {
       ASSERT_TRUE(r.ring.get(oldest - 1).empty()) << "reclaimed " << oldest - 1 << " at " << s;
     }
     // Every record under the horizon: nothing the writer may store next is above it.
-    ASSERT_GE(r.horizon(), r.index(s) + RetransmitRing::record_span(len_of(s)) + kRecord);
+    ASSERT_GE(r.horizon(), r.index(s) + history::RetransmitRing::record_span(len_of(s)) + kRecord);
   }
   // Smaller records than the largest: more held than slots().
   EXPECT_GT(r.ring.newest() - r.ring.oldest() + 1, r.ring.slots());
@@ -119,7 +119,7 @@ TEST(PackedRing, TheHorizonMovesRarely) {
 TEST(PackedRing, AnIndexReusedByALaterSequenceIsNotServed) {
   // Tiny records: the index (one entry per 64 bytes) bounds the history.
   Ring r(4 * kRecord);
-  const uint64_t entries = RetransmitRing::packed_index_entries(4 * kRecord);
+  const uint64_t entries = history::RetransmitRing::packed_index_entries(4 * kRecord);
   for (uint64_t s = 1; s <= 3 * entries; ++s) put(r.ring, s, 40);
   const uint64_t newest = r.ring.newest();
   EXPECT_TRUE(r.ring.get(newest - entries).empty());

@@ -6,14 +6,14 @@
 #include <cstring>
 #include <memory>
 
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 #include "support.hpp"
 #include "ring_support.hpp"
 
 namespace mdcast::test {
 namespace {
 
-using feed::RetransmitRing;
+using history::RetransmitRing;
 
 struct alignas(64) Memory {
   explicit Memory(size_t n) : bytes(std::make_unique<std::byte[]>(n + 64)), size(n) {}
@@ -28,30 +28,30 @@ struct alignas(64) Memory {
 
 
 TEST(RetransmitRing, Sizing) {
-  EXPECT_EQ(RetransmitRing::slot_size_for(1472), 1536u);  // 16 + 1472 rounded up to 64
-  EXPECT_EQ(RetransmitRing::slot_size_for(48), 64u);
-  EXPECT_EQ(RetransmitRing::slot_size_for(49), 128u);
-  EXPECT_EQ(RetransmitRing::memory_for(0, 1472), 64u + 4 * 1536) << "at least 4 slots";
-  EXPECT_EQ(RetransmitRing::memory_for(10 * 1536 + 100, 1472), 64u + 10 * 1536);
+  EXPECT_EQ(history::RetransmitRing::slot_size_for(1472), 1536u);  // 16 + 1472 rounded up to 64
+  EXPECT_EQ(history::RetransmitRing::slot_size_for(48), 64u);
+  EXPECT_EQ(history::RetransmitRing::slot_size_for(49), 128u);
+  EXPECT_EQ(history::RetransmitRing::memory_for(0, 1472), 64u + 4 * 1536) << "at least 4 slots";
+  EXPECT_EQ(history::RetransmitRing::memory_for(10 * 1536 + 100, 1472), 64u + 10 * 1536);
 }
 
 TEST(RetransmitRing, ControlBlockAndSlotOffsets) {
-  Memory m(RetransmitRing::memory_for(0, 256));
-  RetransmitRing r(m.span(), 256);
+  Memory m(history::RetransmitRing::memory_for(0, 256));
+  history::RetransmitRing r(m.span(), 256);
   EXPECT_EQ(r.slots(), 4u);
   EXPECT_EQ(r.slot_size(), 320u);
   EXPECT_EQ(r.memory(), m.span().data());
   const std::byte* base = m.span().data();
   EXPECT_EQ(load_le<uint64_t>(base + 8), 320u);
   EXPECT_EQ(load_le<uint64_t>(base + 16), 4u);
-  EXPECT_EQ(load_le<uint64_t>(base + 24), RetransmitRing::kMagic);
+  EXPECT_EQ(load_le<uint64_t>(base + 24), history::RetransmitRing::kMagic);
   for (uint64_t s = 1; s < 20; ++s) EXPECT_EQ(r.slot_offset(s), 64 + (s % 4) * 320);
   // claim() publishes the reserved sequence first; the slot header shows the
   // sequence and length only once committed.
   std::byte* p = r.claim(1);
   EXPECT_EQ(load_le<uint64_t>(base), 1u);
-  EXPECT_EQ(p, base + r.slot_offset(1) + RetransmitRing::kSlotHeader);
-  EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(1)), 1u | RetransmitRing::kClaimed) << "claimed, not yet valid";
+  EXPECT_EQ(p, base + r.slot_offset(1) + history::RetransmitRing::kSlotHeader);
+  EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(1)), 1u | history::RetransmitRing::kClaimed) << "claimed, not yet valid";
   EXPECT_TRUE(r.get(1).empty());
   r.commit(1, 100);
   EXPECT_EQ(load_le<uint64_t>(base + r.slot_offset(1)), 1u);
@@ -59,16 +59,16 @@ TEST(RetransmitRing, ControlBlockAndSlotOffsets) {
 }
 
 TEST(RetransmitRing, EmptyRingHoldsNothing) {
-  Memory m(RetransmitRing::memory_for(0, 256));
-  RetransmitRing r(m.span(), 256);
+  Memory m(history::RetransmitRing::memory_for(0, 256));
+  history::RetransmitRing r(m.span(), 256);
   EXPECT_EQ(r.oldest(), 0u);
   EXPECT_EQ(r.newest(), 0u);
   for (uint64_t s : {0, 1, 2, 100}) EXPECT_TRUE(r.get(s).empty()) << s;
 }
 
 TEST(RetransmitRing, ClaimCommitGet) {
-  Memory m(RetransmitRing::memory_for(0, 256));
-  RetransmitRing r(m.span(), 256);
+  Memory m(history::RetransmitRing::memory_for(0, 256));
+  history::RetransmitRing r(m.span(), 256);
   put(r, 1, 40);
   EXPECT_EQ(r.oldest(), 1u);
   EXPECT_EQ(r.newest(), 1u);
@@ -86,8 +86,8 @@ TEST(RetransmitRing, ClaimCommitGet) {
 }
 
 TEST(RetransmitRing, WraparoundInvalidatesExactlyOneSlotPerClaim) {
-  Memory m(RetransmitRing::memory_for(0, 256));
-  RetransmitRing r(m.span(), 256);
+  Memory m(history::RetransmitRing::memory_for(0, 256));
+  history::RetransmitRing r(m.span(), 256);
   const uint64_t n = r.slots();
   for (uint64_t s = 1; s <= n; ++s) put(r, s, static_cast<uint16_t>(40 + s));
   for (uint64_t s = 1; s <= n; ++s) EXPECT_TRUE(holds(r, s, static_cast<uint16_t>(40 + s))) << s;
@@ -112,13 +112,13 @@ TEST(RetransmitRing, WraparoundInvalidatesExactlyOneSlotPerClaim) {
 // compute), across laps of a ring whose slot count is no power of two, and
 // after a claim out of turn.
 TEST(RetransmitRing, RunningCursorLandsWhereTheSequenceSays) {
-  const size_t slot = RetransmitRing::slot_size_for(256);
-  Memory m(RetransmitRing::kControlSize + 7 * slot);
-  RetransmitRing r(m.span(), 256);
+  const size_t slot = history::RetransmitRing::slot_size_for(256);
+  Memory m(history::RetransmitRing::kControlSize + 7 * slot);
+  history::RetransmitRing r(m.span(), 256);
   ASSERT_EQ(r.slots(), 7u);
   std::byte* const base = m.span().data();
   auto expect_at = [&](uint64_t seq, const std::byte* p) {
-    EXPECT_EQ(p, base + RetransmitRing::kControlSize + (seq % 7) * slot + RetransmitRing::kSlotHeader)
+    EXPECT_EQ(p, base + history::RetransmitRing::kControlSize + (seq % 7) * slot + history::RetransmitRing::kSlotHeader)
         << "seq " << seq;
   };
   for (uint64_t s = 1; s <= 5 * 7 + 3; ++s) {
@@ -149,8 +149,8 @@ TEST(RetransmitRing, RunningCursorLandsWhereTheSequenceSays) {
 TEST(RetransmitRing, SlotHeaderGuardsAgainstStaleReads) {
   // A slot whose header names another sequence is not served even if the
   // range check passes (a torn or recycled slot).
-  Memory m(RetransmitRing::memory_for(0, 256));
-  RetransmitRing r(m.span(), 256);
+  Memory m(history::RetransmitRing::memory_for(0, 256));
+  history::RetransmitRing r(m.span(), 256);
   for (uint64_t s = 1; s <= 3; ++s) put(r, s, 10);
   store_le<uint64_t>(m.span().data() + r.slot_offset(2), 6);
   EXPECT_TRUE(r.get(2).empty());

@@ -27,9 +27,6 @@ struct ChannelRange {
   uint32_t channel = 0;
 };
 
-// Wire channel ids (ascending) as an operator reads them: "3", "1 to 4",
-// "1, 5, 9"; "none" for none.
-[[nodiscard]] std::string format_channel_ids(std::span<const uint16_t> ids);
 
 class ChannelMap {
  public:

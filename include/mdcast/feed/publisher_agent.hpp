@@ -29,6 +29,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/control_service.hpp"
+#include "mdcast/feed/medium_fit.hpp"
 #include "mdcast/feed/publisher.hpp"
 #include "mdcast/media/medium.hpp"
 
@@ -76,7 +77,7 @@ class PublisherAgent {
   PublisherAgent(Medium& medium, const PublisherConfig& cfg, const ControlConfig& control = {},
                  PublisherAgentCounters where = {}, PublisherAgentOptions opts = {})
       : medium_(medium),
-        pub_(medium.configure(cfg), medium.sink(), medium.ring_memory(), where.publisher),
+        pub_(fit_to_medium(medium, cfg), medium.sink(), medium.ring_memory(), where.publisher),
         svc_(control, pub_.core(), where.control),
         opts_(opts) {}
   PublisherAgent(const PublisherAgent&) = delete;

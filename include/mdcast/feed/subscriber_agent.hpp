@@ -24,6 +24,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/idle.hpp"
 #include "mdcast/feed/config.hpp"
+#include "mdcast/feed/medium_fit.hpp"
 #include "mdcast/feed/subscriber.hpp"
 #include "mdcast/media/medium.hpp"
 
@@ -47,7 +48,7 @@ class SubscriberAgent {
   SubscriberAgent(Medium& medium, const SubscriberConfig& cfg, Handler& handler, SubscriberCounters* counters = nullptr,
                   SubscriberAgentOptions opts = {})
       : medium_(medium),
-        sub_(medium.configure(cfg), handler, &medium.control(), counters),
+        sub_(fit_to_medium(medium, cfg), handler, &medium.control(), counters),
         opts_(opts),
         idle_(opts.idle) {}
   SubscriberAgent(const SubscriberAgent&) = delete;
@@ -63,9 +64,8 @@ class SubscriberAgent {
   // datagram is stamped by the medium as it arrives). Returns datagrams taken.
   size_t do_work() {
     const size_t n = medium_.source().poll(
-        // A medium with two rails (A/B) says which one a datagram came on.
-        [this](std::span<const std::byte> d, uint64_t rx, unsigned rail = 0) noexcept {
-          sub_.on_datagram(d, rail ? Rail::kB : Rail::kA, rx);
+        [this](std::span<const std::byte> d, uint64_t rx, media::RailId rail) noexcept {
+          sub_.on_datagram(d, rail == media::RailId::kB ? Rail::kB : Rail::kA, rx);
         },
         opts_.batch);
     const bool round = opts_.control_poll_ns == 0 ? (n == 0 || (++busy_rounds_ & 15) == 0)

@@ -24,10 +24,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mdcast/core/counter.hpp"
-#include "mdcast/feed/config.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
@@ -63,17 +63,34 @@ concept BatchSink = DatagramSink<S> && requires(S& s, std::span<const Outgoing> 
   { s.send_batch(batch) } noexcept -> std::same_as<size_t>;
 };
 
+// Which copy of an A/B feed a datagram is (a medium with one rail: kA). The
+// engine takes the first copy of each sequence and counts which rail gave it,
+// so every source says it, and whatever wraps a source passes it on.
+enum class RailId : uint8_t { kA = 0, kB = 1 };
+
+// How a source hands one datagram over: fn(datagram, receive_ns, rail), or
+// fn(datagram, receive_ns) to a consumer that has no use for the rail (a
+// test, a probe). Resolved at compile time.
+template <class Fn>
+inline void hand_datagram(Fn& fn, std::span<const std::byte> d, uint64_t receive_ns, RailId rail) noexcept {
+  if constexpr (std::is_invocable_v<Fn&, std::span<const std::byte>, uint64_t, RailId>)
+    fn(d, receive_ns, rail);
+  else
+    fn(d, receive_ns);
+}
+
 namespace detail {
 // What a DatagramSource hands each datagram to (the concept checks against it).
 struct DatagramFnArchetype {
-  void operator()(std::span<const std::byte> /*datagram*/, uint64_t /*receive_ns*/) const noexcept {}
+  void operator()(std::span<const std::byte> /*datagram*/, uint64_t /*receive_ns*/, RailId /*rail*/) const noexcept {}
 };
 }  // namespace detail
 
 // The subscriber's side of a medium:
 //   size_t poll(Fn&& fn, size_t budget) noexcept
-//     hands up to `budget` datagrams to fn(std::span<const std::byte>, uint64_t receive_ns),
-//     each valid only during the call (zero copy where the medium allows);
+//     hands up to `budget` datagrams to fn(std::span<const std::byte>, uint64_t receive_ns,
+//     RailId) through hand_datagram, each valid only during the call (zero copy where the
+//     medium allows);
 //     returns how many it took off the medium (0: nothing there). A datagram
 //     the medium lost on its own (a lapped ring) is counted by the medium.
 //   bool block(uint64_t timeout_ns) noexcept
@@ -180,22 +197,44 @@ CounterGroup counter_group(std::string prefix, const C& c) {
   return {std::move(prefix), C::kInfo, c.begin()};
 }
 
+// ---------------------------------------------------------------- fitting --
+
+// What a publisher's engine asks of its medium, and what the medium makes of
+// it (PublisherMedium::configure): the datagram size it carries, the size of
+// the retransmit history where the medium hosts that memory. configure
+// throws Error, naming the setting, on a mismatch the operator must fix.
+struct PublisherFit {
+  size_t max_datagram = 0;      // 0: the largest the medium carries
+  size_t retransmit_bytes = 0;  // the history's size; a medium that hosts it says how large it is
+  uint32_t max_unsent = 0;      // datagrams the engine may hold back before it back-pressures
+};
+
+// The same for a subscriber's engine: the largest datagram it must accept,
+// and the waits and window a medium's delivery needs (two rails reorder, a
+// control plane over TCP is late rather than lost).
+struct SubscriberFit {
+  size_t max_datagram = 0;
+  uint64_t reorder_wait_ns = 0;
+  uint64_t request_timeout_ns = 0;
+  size_t window_bytes = 0;
+};
+
 // --------------------------------------------------------------- a medium --
 
 // The publisher's half of a medium.
 //   Sink& sink()                     the data path
 //   span<byte> ring_memory()         where the engine's retransmit ring lives (empty: the engine allocates it)
-//   PublisherConfig configure(cfg)   what the medium decides: max_datagram, ring size; throws Error on a mismatch
+//   PublisherFit configure(fit)      what the medium decides: max_datagram, ring size; throws Error on a mismatch
 //   size_t poll_control(h, now)      accept/serve control clients and keep the medium up; returns work done
 //   size_t clients()                 control clients connected
 template <class M>
-concept PublisherMedium = requires(M& m, const M& cm, const feed::PublisherConfig& cfg, ControlHandler& h,
+concept PublisherMedium = requires(M& m, const M& cm, const PublisherFit& fit, ControlHandler& h,
                                    uint64_t now) {
   typename M::Sink;
   requires DatagramSink<typename M::Sink>;
   { m.sink() } noexcept -> std::same_as<typename M::Sink&>;
   { m.ring_memory() } noexcept -> std::same_as<std::span<std::byte>>;
-  { cm.configure(cfg) } -> std::same_as<feed::PublisherConfig>;
+  { cm.configure(fit) } -> std::same_as<PublisherFit>;
   { m.poll_control(h, now) } -> std::same_as<size_t>;
   { cm.clients() } noexcept -> std::convertible_to<size_t>;
   { cm.describe() } -> std::convertible_to<std::string>;
@@ -205,17 +244,17 @@ concept PublisherMedium = requires(M& m, const M& cm, const feed::PublisherConfi
 // The subscriber's half of a medium.
 //   Source& source()                 the data path
 //   ControlChannel& control()        requests to the publisher
-//   SubscriberConfig configure(cfg)  what the medium decides (max_datagram)
+//   SubscriberFit configure(fit)     what the medium decides (max_datagram, waits, window)
 //   void start()                     the duty loop begins: position the reader (history comes by recovery)
 //   size_t poll_control(e, now)      connect, exchange frames, keep the medium up; returns work done
 template <class M>
-concept SubscriberMedium = requires(M& m, const M& cm, const feed::SubscriberConfig& cfg, ControlEvents& e,
+concept SubscriberMedium = requires(M& m, const M& cm, const SubscriberFit& fit, ControlEvents& e,
                                     uint64_t now) {
   typename M::Source;
   requires DatagramSource<typename M::Source>;
   { m.source() } noexcept -> std::same_as<typename M::Source&>;
   { m.control() } noexcept -> std::convertible_to<ControlChannel&>;
-  { cm.configure(cfg) } -> std::same_as<feed::SubscriberConfig>;
+  { cm.configure(fit) } -> std::same_as<SubscriberFit>;
   m.start();
   { m.poll_control(e, now) } -> std::same_as<size_t>;
   { cm.describe() } -> std::convertible_to<std::string>;

@@ -170,6 +170,10 @@ struct FirstFrameRoute {
 };
 [[nodiscard]] FirstFrameRoute route_first_frame(std::span<const std::byte> head) noexcept;
 
+// Wire channel ids (ascending) as an operator reads them: "3", "1 to 4",
+// "1, 5, 9"; "none" for none. What a refusal for an unknown channel names.
+[[nodiscard]] std::string format_channel_ids(std::span<const uint16_t> ids);
+
 // Encoders: each returns one complete frame.
 std::vector<std::byte> encode_control(uint32_t request_id, const Subscribe& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const SubscribeAck& b);

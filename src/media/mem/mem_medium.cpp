@@ -163,7 +163,7 @@ size_t ControlHub::clients() const noexcept {
 
 // ------------------------------------------------------------- publisher --
 
-feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
+PublisherFit PublisherMedium::configure(PublisherFit c) const {
   if (c.max_datagram > opts_.max_datagram)
     fail("max_datagram {} is more than the in-memory medium carries ({} bytes): lower it, or raise "
          "mem.max_datagram",
@@ -190,7 +190,7 @@ SubscriberMedium::~SubscriberMedium() {
   pub_.bus().detach(*endpoint_);
 }
 
-feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig c) const {
+SubscriberFit SubscriberMedium::configure(SubscriberFit c) const {
   if (c.max_datagram == 0) c.max_datagram = std::min(wire::kMaxDatagram, endpoint_->max_datagram());
   return c;
 }

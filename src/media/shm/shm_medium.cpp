@@ -78,7 +78,7 @@ std::string shared_or_new_address(const Options& o) {
 PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
     : server_(shared_or_new_address(o), o.control_server, o.control_inbox), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
 
-feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
+PublisherFit PublisherMedium::configure(PublisherFit c) const {
   if (c.max_datagram > ring_.max_datagram())
     fail("max_datagram {} is more than a slot of shm ring {} holds ({} bytes): lower it, or raise shm.max_datagram",
          c.max_datagram, ring_.path(), ring_.max_datagram());

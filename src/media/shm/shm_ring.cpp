@@ -79,16 +79,16 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
          opts.readers, kMaxReaderSlots);
   reader_slots_ = opts.readers;
   max_datagram_ = opts.max_datagram;
-  slot_size_ = feed::RetransmitRing::slot_size_for(opts.max_datagram);
+  slot_size_ = history::RetransmitRing::slot_size_for(opts.max_datagram);
   slots_ = opts.slots;
   lane_slot_size_ = (kLaneHeader + opts.max_datagram + 63) / 64 * 64;
   // Before anything is allocated: a ring larger than the cap (64 GiB from a
   // mistyped --shm-slots) is refused with the numbers, not populated.
   // Records for `slots` datagrams of the largest size, packed; the index and
-  // control block on top (feed::RetransmitRing::packed_memory_for).
+  // control block on top (history::RetransmitRing::packed_memory_for).
   const auto data = mul_add(slots_, slot_size_, 0);
   const auto ring = data && *data < (uint64_t{1} << 56)
-                        ? std::optional<uint64_t>(feed::RetransmitRing::packed_memory_for(static_cast<size_t>(*data)))
+                        ? std::optional<uint64_t>(history::RetransmitRing::packed_memory_for(static_cast<size_t>(*data)))
                         : std::nullopt;
   const auto lane_end = ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + *ring + 63) / 64 * 64) : std::nullopt;
   // The reader region starts on a page of its own, so a reader maps it
@@ -149,8 +149,8 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
     mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
   }
   data_bytes_ = static_cast<size_t>(*data);
-  feed::RetransmitRing::format_packed(ring_memory(), data_bytes_, max_datagram_);
-  copy_ring_ = feed::RetransmitRing(ring_memory(), max_datagram_);
+  history::RetransmitRing::format_packed(ring_memory(), data_bytes_, max_datagram_);
+  copy_ring_ = history::RetransmitRing(ring_memory(), max_datagram_);
   ring_lo_ = ring_memory().data();
   ring_hi_ = ring_lo_ + ring_bytes_;
   RingHeaderView h{};
@@ -172,9 +172,9 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   h.lane_slot_size = lane_slot_size_;
   h.lane_slots = kLaneSlots;
   h.file_bytes = mem_.size();
-  h.data_offset = feed::RetransmitRing::packed_data_offset(data_bytes_);
+  h.data_offset = history::RetransmitRing::packed_data_offset(data_bytes_);
   h.data_bytes = data_bytes_;
-  h.index_entries = feed::RetransmitRing::packed_index_entries(data_bytes_);
+  h.index_entries = history::RetransmitRing::packed_index_entries(data_bytes_);
   h.reader_offset = reader_offset_;
   h.reader_bytes = reader_bytes;
   h.reader_slots = reader_slots_;
@@ -320,13 +320,12 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
          kRingLayoutVersion);
   if (h.magic != kRingMagic) fail("{} is not an mdcast ring (or its publisher is still creating it)", path);
   // Geometry, without overflow: each product is bounded before it is formed.
-  using feed::RetransmitRing;
   const bool sane = h.header_size == kRingHeaderSize && h.max_datagram >= 1 && h.max_datagram <= 65535 &&
-                    h.slot_size == RetransmitRing::slot_size_for(h.max_datagram) && h.slot_size <= (1u << 20) &&
+                    h.slot_size == history::RetransmitRing::slot_size_for(h.max_datagram) && h.slot_size <= (1u << 20) &&
                     h.slots >= 4 && h.slots <= (uint64_t{1} << 40) && h.data_bytes == h.slots * h.slot_size &&
-                    h.index_entries == RetransmitRing::packed_index_entries(h.data_bytes) &&
-                    h.data_offset == RetransmitRing::packed_data_offset(h.data_bytes) &&
-                    h.ring_offset == kRingOffset && h.ring_bytes == RetransmitRing::packed_memory_for(h.data_bytes) &&
+                    h.index_entries == history::RetransmitRing::packed_index_entries(h.data_bytes) &&
+                    h.data_offset == history::RetransmitRing::packed_data_offset(h.data_bytes) &&
+                    h.ring_offset == kRingOffset && h.ring_bytes == history::RetransmitRing::packed_memory_for(h.data_bytes) &&
                     h.lane_offset >= h.ring_offset + h.ring_bytes && h.lane_offset <= (uint64_t{1} << 62) &&
                     h.lane_slot_size >= kLaneHeader + h.max_datagram && h.lane_slot_size <= (1u << 20) &&
                     h.lane_slots >= 1 && h.lane_slots <= 4096 &&
@@ -346,7 +345,7 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
   hdr_ = h;
   hdr_.control[sizeof hdr_.control - 1] = 0;
   c_.ring = mem_.data() + h.ring_offset;
-  c_.index = c_.ring + RetransmitRing::kControlSize;
+  c_.index = c_.ring + history::RetransmitRing::kControlSize;
   c_.data = c_.ring + h.data_offset;
   c_.lane = mem_.data() + h.lane_offset;
   c_.data_bytes = h.data_bytes;
@@ -448,7 +447,7 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   // published word: that is stored after the record, and a forged one must
   // not keep a reader spinning.
   const uint64_t q = word(c_.data + off_).load(std::memory_order_acquire);
-  const bool data = q == next_ || (q != 0 && q != (next_ | feed::RetransmitRing::kClaimed) && c_.implausible_at != next_);
+  const bool data = q == next_ || (q != 0 && q != (next_ | history::RetransmitRing::kClaimed) && c_.implausible_at != next_);
   const bool lane = word(lane_slot(lane_next_)).load(std::memory_order_acquire) >= 2 * lane_next_ + 2;
   if (!data && !lane) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};

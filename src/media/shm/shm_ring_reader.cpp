@@ -11,7 +11,7 @@
 namespace mdcast::media::shm {
 namespace {
 
-constexpr uint64_t kClaimed = feed::RetransmitRing::kClaimed;
+constexpr uint64_t kClaimed = history::RetransmitRing::kClaimed;
 static_assert(kNsPerSec % kMaxPlausibleDatagramsPerSec == 0);
 constexpr uint64_t kNsPerPlausibleDatagram = kNsPerSec / kMaxPlausibleDatagramsPerSec;
 
@@ -45,7 +45,7 @@ bool RingReader::locate(uint64_t seq, uint64_t& pos) const noexcept {
   const std::byte* r = indexed(seq, pos);
   if (r == nullptr || seq_word(r).load(std::memory_order_acquire) != seq) return false;
   // Acquire, so that the horizon is read after the whole header.
-  if (feed::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_acquire) > c_.max_datagram)
+  if (history::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_acquire) > c_.max_datagram)
     return false;
   // Not reclaimed (the header just read might be a later lap's bytes).
   return horizon().load(std::memory_order_relaxed) <= pos + c_.data_bytes;
@@ -101,7 +101,7 @@ bool RingReader::seek_after(uint64_t p) noexcept {
   uint64_t pos = 0;
   if (!locate(p, pos)) return false;
   const std::byte* r = c_.data + pos % c_.data_bytes;
-  const auto l = feed::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed);
+  const auto l = history::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed);
   seek(p + 1, pos);
   step(l);
   return true;

@@ -11,7 +11,6 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/feed/channels.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
@@ -80,7 +79,7 @@ std::vector<uint16_t> ControlFrontDoor::channels() const {
   return out;
 }
 
-std::string ControlFrontDoor::channel_list() const { return feed::format_channel_ids(channels()); }
+std::string ControlFrontDoor::channel_list() const { return wire::format_channel_ids(channels()); }
 
 void ControlFrontDoor::watch_listener(bool on) {
   if (on == listening_) return;

@@ -79,7 +79,7 @@ PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
   announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])});
 }
 
-feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig c) const {
+PublisherFit PublisherMedium::configure(PublisherFit c) const {
   if (c.max_datagram == 0) c.max_datagram = rails_.payload;
   if (c.max_datagram > rails_.payload)
     fail("udp: publisher.max_datagram {} is more than a datagram carries on {} ({} bytes at MTU {}): lower it, "
@@ -131,7 +131,7 @@ SubscriberMedium::SubscriberMedium(const Options& o)
   if (!o.control.empty()) use_control(o.control);
 }
 
-feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig c) const {
+SubscriberFit SubscriberMedium::configure(SubscriberFit c) const {
   if (rails_.two) c.reorder_wait_ns = std::max<uint64_t>(c.reorder_wait_ns, 2 * kNsPerMs);
   // Over TCP a request is never lost, only late: a segment the network lost
   // waits for TCP's retransmission (200 ms, then 400 ...). Asking again after

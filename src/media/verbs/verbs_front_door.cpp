@@ -9,7 +9,6 @@
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/feed/channels.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
@@ -122,7 +121,7 @@ std::shared_ptr<RequestInbox> VerbsFrontDoor::add_channel(uint16_t channel) {
 std::string VerbsFrontDoor::channel_list() const {
   std::vector<uint16_t> ids;
   for (const auto& [id, inbox] : inboxes_) ids.push_back(id);
-  return feed::format_channel_ids(ids);
+  return wire::format_channel_ids(ids);
 }
 
 void VerbsFrontDoor::reject(rdma_cm_id* id, uint16_t code, const std::string& text, Counter& reason) {

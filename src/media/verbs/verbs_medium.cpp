@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "mdcast/core/error.hpp"
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 #include "verbs_setup.hpp"
 
 namespace mdcast::media::verbs {
@@ -53,7 +53,7 @@ PublisherMedium::PublisherMedium(const Options& opts) : opts_(resolve_options(op
   log_line(opts_.log, describe());
 }
 
-feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig cfg) const {
+PublisherFit PublisherMedium::configure(PublisherFit cfg) const {
   if (cfg.max_datagram > sink_->max_datagram())
     fail("max_datagram {} is more than the path MTU of {} carries ({} bytes): lower it or leave it 0", cfg.max_datagram,
          sink_->device().name, sink_->max_datagram());
@@ -61,8 +61,8 @@ feed::PublisherConfig PublisherMedium::configure(feed::PublisherConfig cfg) cons
   cfg.retransmit_bytes = sink_->ring_memory().size();
   // A ring slot must not be rewritten while a send from it may be in flight:
   // the ring outruns the send queue plus everything the engine holds back.
-  const size_t slots = (sink_->ring_memory().size() - feed::RetransmitRing::kControlSize) /
-                       feed::RetransmitRing::slot_size_for(cfg.max_datagram);
+  const size_t slots = (sink_->ring_memory().size() - history::RetransmitRing::kControlSize) /
+                       history::RetransmitRing::slot_size_for(cfg.max_datagram);
   if (slots <= size_t{cfg.max_unsent} + opts_.send_queue_depth + 1)
     fail("retransmit ring of {} slots is too small for max_unsent {} + send_queue_depth {}: raise retransmit_bytes",
          slots, cfg.max_unsent, opts_.send_queue_depth);
@@ -109,7 +109,7 @@ SubscriberMedium::SubscriberMedium(const Options& opts) : opts_(resolve_options(
   log_line(opts_.log, describe());
 }
 
-feed::SubscriberConfig SubscriberMedium::configure(feed::SubscriberConfig cfg) const {
+SubscriberFit SubscriberMedium::configure(SubscriberFit cfg) const {
   cfg.max_datagram = receiver_->max_datagram();
   return cfg;
 }

@@ -197,8 +197,8 @@ TEST(ShmRing, BlockingReaderWakesOnWrite) {
 TEST(ShmRing, InPlaceDatagramsAreReadAsCommitted) {
   RingWriter w(opts(unique_name("inplace"), 64), 1, 1, "unix:@x");
   RingReader r(w.path());
-  feed::RetransmitRing ring(w.ring_memory(), 512);  // adopts the writer's geometry
-  EXPECT_EQ(ring.slot_size(), feed::RetransmitRing::slot_size_for(1024));
+  history::RetransmitRing ring(w.ring_memory(), 512);  // adopts the writer's geometry
+  EXPECT_EQ(ring.slot_size(), history::RetransmitRing::slot_size_for(1024));
   EXPECT_EQ(ring.slots(), 64u);
   std::byte out[1024];
   size_t len = 0;

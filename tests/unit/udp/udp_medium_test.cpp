@@ -121,10 +121,10 @@ TEST(UdpMedium, ABatchArrivesWholeAndInOrderWithoutThem) {
 TEST(UdpMedium, TheDatagramSizeComesFromTheMtu) {
   Options o = options_for(3);
   PublisherMedium pub(o, 1);
-  feed::PublisherConfig natural;
+  media::PublisherFit natural;
   natural.max_datagram = 0;  // the medium's size
   EXPECT_EQ(pub.configure(natural).max_datagram, 1472u);
-  feed::PublisherConfig big;
+  media::PublisherFit big;
   big.max_datagram = 2000;
   try {
     (void)pub.configure(big);

@@ -114,7 +114,8 @@ class FaultySource {
   size_t poll(Fn&& fn, size_t budget) noexcept {
     if (!active_) [[likely]]
       return inner_.poll(fn, budget);
-    return inner_.poll([&](std::span<const std::byte> d, uint64_t rx) noexcept { offer(d, rx, fn); }, budget);
+    return inner_.poll([&](std::span<const std::byte> d, uint64_t rx, RailId rail) noexcept { offer(d, rx, rail, fn); },
+                       budget);
   }
   bool block(uint64_t timeout_ns) noexcept { return inner_.block(timeout_ns); }
 
@@ -141,11 +142,12 @@ class FaultySource {
     uint32_t after = 0;   // arrivals still to come before it is handed over
     size_t len = 0;
     uint64_t order = 0;   // arrival order: due ones leave oldest first
+    RailId rail = RailId::kA;
   };
   std::byte* buf(size_t i) noexcept { return mem_.get() + i * slot_; }  // slot held_.size(): scratch
 
   template <class Fn>
-  void offer(std::span<const std::byte> d, uint64_t rx, Fn& fn) noexcept {
+  void offer(std::span<const std::byte> d, uint64_t rx, RailId rail, Fn& fn) noexcept {
     ++arrivals_;
     // Before the fate: a lost datagram still took its place on the wire, so
     // it releases held ones like any other arrival.
@@ -171,22 +173,22 @@ class FaultySource {
       out = {s, len};
     }
     if (a.hold) {
-      if (hold(out, a.hold_for)) {
+      if (hold(out, a.hold_for, rail)) {
         release_due(fn, rx);
         return;
       }
       plan_.counters().hold_pool_full.add();
     }
-    fn(out, rx);
-    if (a.duplicate) fn(out, rx);
+    hand_datagram(fn, out, rx, rail);
+    if (a.duplicate) hand_datagram(fn, out, rx, rail);
     release_due(fn, rx);
   }
 
-  bool hold(std::span<const std::byte> d, uint32_t hold_for) noexcept {
+  bool hold(std::span<const std::byte> d, uint32_t hold_for, RailId rail) noexcept {
     for (size_t i = 0; i < held_.size(); ++i) {
       if (held_[i].used) continue;
       if (d.data() != buf(i)) std::memmove(buf(i), d.data(), d.size());
-      held_[i] = {true, hold_for, d.size(), arrivals_};
+      held_[i] = {true, hold_for, d.size(), arrivals_, rail};
       ++n_held_;
       plan_.counters().reordered.add();
       return true;
@@ -214,7 +216,7 @@ class FaultySource {
   void hand_over(Held& h, Fn& fn, uint64_t rx) noexcept {
     h.used = false;
     --n_held_;
-    fn(std::span<const std::byte>(buf(static_cast<size_t>(&h - held_.data())), h.len), rx);
+    hand_datagram(fn, std::span<const std::byte>(buf(static_cast<size_t>(&h - held_.data())), h.len), rx, h.rail);
   }
 
   Source& inner_;
@@ -238,7 +240,7 @@ class FaultyMedium {
 
   Source& source() noexcept { return source_; }
   decltype(auto) control() noexcept { return inner_.control(); }
-  [[nodiscard]] feed::SubscriberConfig configure(const feed::SubscriberConfig& c) const { return inner_.configure(c); }
+  [[nodiscard]] SubscriberFit configure(const SubscriberFit& c) const { return inner_.configure(c); }
   void start() { inner_.start(); }
   size_t poll_control(ControlEvents& e, uint64_t now) { return inner_.poll_control(e, now); }
   [[nodiscard]] std::string describe() const { return inner_.describe(); }

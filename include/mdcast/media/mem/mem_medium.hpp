@@ -64,7 +64,7 @@ class Endpoint {
     const uint64_t rx = clock_ ? *clock_ : monotonic_ns();
     size_t n = 0;
     for (; n < budget && count_ > 0; ++n) {
-      fn(std::span<const std::byte>(slot(head_), len_[head_]), rx);
+      hand_datagram(fn, std::span<const std::byte>(slot(head_), len_[head_]), rx, RailId::kA);
       // Freed after the call: the span stays valid even if fn makes the bus send.
       head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
       --count_;
@@ -224,7 +224,7 @@ class PublisherMedium {
   Sink& sink() noexcept { return bus_; }
   std::span<std::byte> ring_memory() noexcept { return {}; }  // the engine keeps its own retransmit ring
   // max_datagram: 0 = the medium's; more than the medium's is an Error.
-  [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig c) const;
+  [[nodiscard]] PublisherFit configure(PublisherFit c) const;
   size_t poll_control(ControlHandler& h, uint64_t now) { return hub_.pump(h, now); }
   [[nodiscard]] size_t clients() const noexcept { return hub_.clients(); }
   [[nodiscard]] std::string describe() const;
@@ -259,7 +259,7 @@ class SubscriberMedium {
   Source& source() noexcept { return *endpoint_; }
   ControlChannel& control() noexcept { return *link_; }
   // max_datagram: 0 = what a queue slot holds.
-  [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig c) const;
+  [[nodiscard]] SubscriberFit configure(SubscriberFit c) const;
   // At the live edge: what queued up before the loop began is dropped (the
   // engine recovers history through the control plane, as on every medium).
   void start() noexcept { endpoint_->clear(); }

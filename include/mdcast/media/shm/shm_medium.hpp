@@ -100,7 +100,7 @@ class PublisherMedium {
   std::span<std::byte> ring_memory() noexcept { return ring_.ring_memory(); }
   // max_datagram: 0 = the largest the ring holds; more is an Error. retransmit_bytes:
   // the ring's (shm.slots decides the history a publisher keeps).
-  [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig c) const;
+  [[nodiscard]] PublisherFit configure(PublisherFit c) const;
   size_t poll_control(ControlHandler& h, uint64_t now);
   [[nodiscard]] size_t clients() const noexcept { return server_.clients(); }
   [[nodiscard]] std::string describe() const;
@@ -134,7 +134,7 @@ class RingSource {
         continue;
       }
       ++n;
-      fn(std::span<const std::byte>(buf_.get(), len), monotonic_ns());
+      hand_datagram(fn, std::span<const std::byte>(buf_.get(), len), monotonic_ns(), RailId::kA);
     }
     if (r.implausible() != implausible_seen_) [[unlikely]]
       sync_implausible();
@@ -171,7 +171,7 @@ class SubscriberMedium {
   Source& source() noexcept { return source_; }
   // Frames go out only on a connection whose peer proved to be the ring's writer.
   ControlChannel& control() noexcept { return channel_; }
-  [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig c) const { return c; }
+  [[nodiscard]] SubscriberFit configure(SubscriberFit c) const { return c; }
   // Read from the writer's current position on; history comes by recovery.
   void start() noexcept { reader_->seek_to_writer(); }
   // Connects, checks the peer before anything is said (the engine hears of

@@ -1,6 +1,6 @@
 // The shared-memory medium's ring: one writer, many readers, one host.
 //
-// The publisher's retransmit ring (feed/retransmit_ring.hpp) lives in a
+// The publisher's retransmit ring (history/retransmit_ring.hpp) lives in a
 // shared file (hugetlbfs when the host has huge pages reserved, /dev/shm
 // otherwise): the engine builds each datagram once, in its slot, and every
 // subscriber process reads it from there with its own cursor, kept in its
@@ -13,7 +13,7 @@
 //                     name, the file's size, where the reader slots are; on
 //                     their own cache lines the event word (futex), a
 //                     liveness stamp, the sleeper summary
-//   [4032, +ring)     the retransmit ring, packed (feed/retransmit_ring.hpp):
+//   [4032, +ring)     the retransmit ring, packed (history/retransmit_ring.hpp):
 //                     control block (the horizon word first) in the header
 //                     page's last line, the sequence index from 4096, then,
 //                     page-aligned, records {u64 seq, u32 length, u32 0,
@@ -70,7 +70,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/mapped_memory.hpp"
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 #include "mdcast/media/medium.hpp"
 
 namespace mdcast::media::shm {
@@ -175,8 +175,8 @@ constexpr size_t kRingHeaderSize = 4096;
 // The retransmit ring's 64-byte control block is the header page's last line,
 // so its index and its records start on page boundaries, and the horizon
 // word has a line of its own.
-constexpr size_t kRingOffset = kRingHeaderSize - feed::RetransmitRing::kControlSize;
-constexpr size_t kSlotHeader = feed::RetransmitRing::kSlotHeader;  // u64 seq, u32 length, u32 0
+constexpr size_t kRingOffset = kRingHeaderSize - history::RetransmitRing::kControlSize;
+constexpr size_t kSlotHeader = history::RetransmitRing::kSlotHeader;  // u64 seq, u32 length, u32 0
 constexpr size_t kLaneHeader = 32;  // u64 marker, u64 data_newest, u64 length, u64 0
 constexpr size_t kLaneSlots = 64;   // heartbeats a reader may fall behind by without missing one
 // Header offsets of the words the writer and readers share at run time, each
@@ -298,7 +298,7 @@ class RingWriter {
   ~RingWriter();  // unlinks the file: readers notice the writer is gone
 
   // The retransmit ring's memory, formatted for this ring's slots: the
-  // publisher's engine builds its datagrams here (feed::RetransmitRing adopts
+  // publisher's engine builds its datagrams here (history::RetransmitRing adopts
   // the geometry), and publish() announces each one.
   [[nodiscard]] std::span<std::byte> ring_memory() const noexcept { return {mem_.data() + kRingOffset, ring_bytes_}; }
   [[nodiscard]] bool holds(std::span<const std::byte> d) const noexcept {
@@ -376,7 +376,7 @@ class RingWriter {
   size_t max_datagram_ = 0;
   const std::byte* ring_lo_ = nullptr;
   const std::byte* ring_hi_ = nullptr;
-  feed::RetransmitRing copy_ring_;  // write()'s view of ring_memory()
+  history::RetransmitRing copy_ring_;  // write()'s view of ring_memory()
   bool huge_ = false;
   size_t reader_offset_ = 0;
   size_t reader_slots_ = 0;
@@ -414,7 +414,7 @@ class RingReader {
     const uint64_t q1 = seq_word(r).load(std::memory_order_acquire);
     if (q1 == next_) {
       // Stored before the sequence word, which was loaded with acquire.
-      const auto l = static_cast<size_t>(feed::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed));
+      const auto l = static_cast<size_t>(history::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed));
       if (l <= c_.max_datagram) [[likely]] {
         copy_out(buf, r + kSlotHeader, l);
         // After copy_out's acquire fence (or loads): nothing of the record
@@ -430,7 +430,7 @@ class RingReader {
     }
     // Not yet, unless the writer lapped us: a later lap may leave anything
     // at our position, zeros too.
-    if ((q1 == 0 || q1 == (next_ | feed::RetransmitRing::kClaimed)) &&
+    if ((q1 == 0 || q1 == (next_ | history::RetransmitRing::kClaimed)) &&
         horizon().load(std::memory_order_relaxed) <= pos_ + c_.data_bytes) [[likely]]
       return read_lane(buf, len);
     return overtaken();
@@ -502,7 +502,7 @@ class RingReader {
   // The next record's place: right behind, or the next lap's start when the
   // largest record would not fit before the end (the writer's rule).
   void step(size_t len) noexcept {
-    const size_t span = feed::RetransmitRing::record_span(len);
+    const size_t span = history::RetransmitRing::record_span(len);
     pos_ += span;
     off_ += span;
     if (off_ + c_.max_record > c_.data_bytes) [[unlikely]] {

@@ -62,7 +62,7 @@ class PublisherMedium {
   Sink& sink() noexcept { return sink_; }
   std::span<std::byte> ring_memory() noexcept { return {}; }  // the engine's own retransmit ring
   // max_datagram: 0 = what the interface's MTU carries; more is an Error.
-  [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig c) const;
+  [[nodiscard]] PublisherFit configure(PublisherFit c) const;
   // Serves control clients, announces the control address, reports send errors.
   size_t poll_control(ControlHandler& h, uint64_t now);
   [[nodiscard]] size_t clients() const noexcept { return server_.clients(); }
@@ -111,7 +111,7 @@ class SubscriberMedium {
   // With two rails a gap waits 2 ms for the other rail's copy before it is
   // asked for; requests wait at least 1 s for their answer (TCP delays, never
   // loses) and the window holds 2 s at udp.rate.
-  [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig c) const;
+  [[nodiscard]] SubscriberFit configure(SubscriberFit c) const;
   void start() noexcept;
   size_t poll_control(ControlEvents& e, uint64_t now);
   [[nodiscard]] std::string describe() const;

@@ -27,6 +27,7 @@
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/counter.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/media/udp/udp_announce.hpp"
 
 #ifndef UDP_GRO
@@ -129,10 +130,8 @@ class UdpSource {
           announce_.store(d);
         } else if (cut) [[unlikely]] {
           counters_->rail_a_cut.add();
-        } else if constexpr (std::is_invocable_v<Fn&, std::span<const std::byte>, uint64_t, unsigned>) {
-          fn(d, now, static_cast<unsigned>(rail));  // the engine counts which rail's copy came first
         } else {
-          fn(d, now);
+          hand_datagram(fn, d, now, rail == 0 ? RailId::kA : RailId::kB);
         }
       }
     }

@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "mdcast/core/clock.hpp"
-#include "mdcast/feed/config.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_receiver.hpp"
@@ -51,7 +50,7 @@ class PublisherMedium {
   // The engine's config with what the medium decides: max_datagram (0: from
   // the active MTU) and retransmit_bytes (the registered ring). Throws Error if
   // the caller asked for a larger datagram than the MTU carries.
-  [[nodiscard]] feed::PublisherConfig configure(feed::PublisherConfig cfg) const;
+  [[nodiscard]] PublisherFit configure(PublisherFit cfg) const;
 
   [[nodiscard]] VerbsSink& sink() noexcept { return *sink_; }
   [[nodiscard]] std::span<std::byte> ring_memory() noexcept { return sink_->ring_memory(); }
@@ -86,7 +85,8 @@ class ReceiverSource {
  public:
   template <class Fn>
   size_t poll(Fn&& fn, size_t /*budget: the receiver takes one CQ batch*/) noexcept {
-    return rx_->poll([&](std::span<const std::byte> d, std::optional<uint32_t>) { fn(d, monotonic_ns()); });
+    return rx_->poll(
+        [&](std::span<const std::byte> d, std::optional<uint32_t>) { hand_datagram(fn, d, monotonic_ns(), RailId::kA); });
   }
   bool block(uint64_t timeout_ns) noexcept;
 
@@ -107,7 +107,7 @@ class SubscriberMedium {
   SubscriberMedium& operator=(const SubscriberMedium&) = delete;
 
   // The engine's config with max_datagram set from the receiver.
-  [[nodiscard]] feed::SubscriberConfig configure(feed::SubscriberConfig cfg) const;
+  [[nodiscard]] SubscriberFit configure(SubscriberFit cfg) const;
 
   [[nodiscard]] Source& source() noexcept { return source_; }
   [[nodiscard]] VerbsControlClient& control() noexcept { return *control_; }

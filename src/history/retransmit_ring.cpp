@@ -1,8 +1,8 @@
 // The packed layout's cold paths: adopting formatted memory, the horizon,
 // random access by sequence (retransmits), the oldest datagram held.
-#include "mdcast/feed/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_ring.hpp"
 
-namespace mdcast::feed {
+namespace mdcast::history {
 
 bool RetransmitRing::adopt_packed(std::span<std::byte> mem, size_t max_datagram) noexcept {
   const size_t need = slot_size_for(max_datagram);
@@ -95,4 +95,4 @@ uint64_t RetransmitRing::oldest_packed() const noexcept {
   return lo;
 }
 
-}  // namespace mdcast::feed
+}  // namespace mdcast::history

@@ -61,7 +61,7 @@
 
 #include "mdcast/core/bytes.hpp"
 
-namespace mdcast::feed {
+namespace mdcast::history {
 
 class RetransmitRing {
  public:
@@ -308,4 +308,4 @@ class RetransmitRing {
   mutable uint64_t oldest_hint_ = 0;
 };
 
-}  // namespace mdcast::feed
+}  // namespace mdcast::history
