@@ -288,5 +288,104 @@ TEST(Channels, AnInstrumentAddedAtRunTimeJoinsItsChannelAndRecovers) {
   EXPECT_EQ(books->book(added).instrument_seq(), log.of(added).size());
 }
 
+// A subscriber that arrives while the feed runs, and whose second channel
+// takes a while to build (each channel's engine allocates its books and
+// window: seconds on a loaded host). Its channels attach together, once
+// every one is built: the first one built must not hear what was published
+// while the second was being built. Attached early and served only after,
+// it would hear a publisher that may have finished and left meanwhile -
+// held data behind a gap from the start of the session (0 messages, 1 gap)
+// and a last heartbeat, then silence: "publisher silent", then
+// "publisher-lost", for a subscriber that was never in time to subscribe.
+TEST(Channels, ASubscriberAttachesItsChannelsTogetherOnceAllAreBuilt) {
+  const feed::ChannelMap map(2, kInstruments);
+  auto pub = make_publisher(map);
+  PublishedLog log(kInstruments);
+  book::Generator gen(generator(11));
+  auto publish = [&](uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      wire::Message m;
+      gen.next(m);
+      const uint64_t now = monotonic_ns();
+      ASSERT_EQ(pub->publish(m, now), feed::PublishResult::kOk);
+      ASSERT_TRUE(log.add(m));
+      if (i % 16 == 0) pub->do_work(now);
+    }
+    pub->flush(monotonic_ns());
+    pub->do_work(monotonic_ns());
+  };
+  publish(kMessages / 2);  // the feed is live when the subscriber arrives
+
+  std::vector<std::unique_ptr<Recorder>> recs;
+  for (uint32_t k = 0; k < map.count(); ++k) recs.push_back(std::make_unique<Recorder>(kInstruments));
+  std::vector<uint32_t> opened;
+  auto open = [&](uint32_t k) -> std::shared_ptr<SubMedium> {
+    opened.push_back(k);
+    if (k == 1) {
+      // Channel index 0 is built; index 1 takes its time. Meanwhile the
+      // publisher runs its session to the end and announces it.
+      publish(kMessages / 2);
+      uint64_t now = monotonic_ns();
+      while (!pub->end_session(now)) pub->do_work(now = monotonic_ns());
+      pub->do_work(now);
+    }
+    struct Both {
+      explicit Both(media::mem::PublisherMedium& p) : medium(p), faulty(medium, FaultProfile{}) {}
+      media::mem::SubscriberMedium medium;
+      SubMedium faulty;
+    };
+    auto both = std::make_shared<Both>(pub->find(k)->medium());
+    return std::shared_ptr<SubMedium>(both, &both->faulty);
+  };
+  Sub sub(map, sub_config(), Sub::HandlerAt([&](uint32_t k) -> Recorder& { return *recs[k]; }), open, Sub::CountersAt{},
+          kSubOpts);
+  sub.start();
+  ASSERT_EQ(sub.size(), 2u);
+  ASSERT_EQ(opened, (std::vector<uint32_t>{0, 1}));
+
+  // The first duty cycle: each channel hears what came since it attached.
+  sub.do_work();
+  for (size_t i = 0; i < sub.size(); ++i) {
+    SCOPED_TRACE(fmt::format("channel index {}", sub.index(i)));
+    const auto& c = sub.agent(i).subscriber().counters();
+    EXPECT_EQ(c.datagrams_received.get(), 0u)
+        << "attached before the subscriber could serve it: it heard the session that ran while channel index 1 "
+           "was being built\n"
+        << nonzero(c);
+    EXPECT_EQ(c.gaps.get(), 0u) << nonzero(c);
+  }
+
+  // The publisher still serves recovery: both channels get the whole session.
+  const std::vector<Sub*> subs{&sub};
+  uint64_t now = monotonic_ns();
+  const uint64_t deadline = now + kDeadlineNs;
+  bool done = false;
+  while (!done && now < deadline) {
+    pub->do_work(now = monotonic_ns());
+    sub.do_work();
+    done = sub.finished();
+  }
+  std::string r;
+  for (size_t i = 0; i < sub.size(); ++i)
+    r += fmt::format("  channel index {}:{}\n", sub.index(i), nonzero(sub.agent(i).subscriber().counters()));
+  ASSERT_TRUE(done) << "did not converge\n" << r;
+  uint64_t delivered = 0;
+  for (size_t i = 0; i < sub.size(); ++i) {
+    const uint32_t k = sub.index(i);
+    SCOPED_TRACE(fmt::format("channel index {}", k));
+    expect_exact_delivery(log, pub->find(k)->core(), sub.agent(i).subscriber(), *recs[k], r, false,
+                          [&](uint32_t inst) { return map.of(inst) == k; });
+    delivered += recs[k]->delivered;
+  }
+  const auto totals = [&](auto field) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < sub.size(); ++i) v += field(sub.agent(i).subscriber().counters());
+    return v;
+  };
+  EXPECT_GT(totals([](const auto& c) { return c.datagrams_recovered.get() + c.snapshots_applied.get(); }), 0u)
+      << "the session before it attached was recovered\n" << r;
+  EXPECT_GT(delivered, 0u) << r;
+}
+
 }  // namespace
 }  // namespace mdcast::test

@@ -181,8 +181,8 @@ class SubscriberChannels {
   SubscriberChannels(const SubscriberChannels&) = delete;
   SubscriberChannels& operator=(const SubscriberChannels&) = delete;
 
-  // The channels the filter needs, each opened and started: every channel
-  // for all instruments, else those its instruments are on.
+  // The channels the filter needs: every channel for all instruments, else
+  // those its instruments are on.
   [[nodiscard]] std::vector<uint32_t> needed() const {
     if (cfg_.all_instruments) {
       std::vector<uint32_t> v(map_.count());
@@ -191,9 +191,13 @@ class SubscriberChannels {
     }
     return map_.channels_of(cfg_.instruments);
   }
+  // Joins them: all built, then all started together (build_all).
   void start() {
+    std::vector<Joining> joining;
     for (uint32_t k : needed())
-      if (!find(k)) join(k, cfg_.all_instruments ? std::vector<uint32_t>{} : map_.select(cfg_.instruments, k));
+      if (!find(k))
+        joining.push_back({k, cfg_.all_instruments ? std::vector<uint32_t>{} : map_.select(cfg_.instruments, k)});
+    start_all(build_all(std::move(joining)));
   }
 
   // One duty cycle of every channel joined. Returns datagrams taken.
@@ -228,13 +232,18 @@ class SubscriberChannels {
   // Adds instruments to the filter: each recovers on its channel, which is
   // joined now (opened, subscribed, its history recovered) if it was not.
   void add_instruments(std::span<const uint32_t> ids, uint64_t now) {
+    std::vector<Joining> joining;
+    std::vector<std::pair<Agent*, std::vector<uint32_t>>> joined;
     for (uint32_t k : map_.channels_of(ids)) {
-      const std::vector<uint32_t> mine = map_.select(ids, k);
+      std::vector<uint32_t> mine = map_.select(ids, k);
       if (Agent* a = find(k))
-        a->subscriber().add_instruments(mine, now);
+        joined.emplace_back(a, std::move(mine));
       else
-        join(k, mine);
+        joining.push_back({k, std::move(mine)});
     }
+    std::vector<Channel> built = build_all(std::move(joining));  // first: it may throw
+    for (auto& [a, mine] : joined) a->subscriber().add_instruments(mine, now);
+    start_all(std::move(built));
     if (!cfg_.all_instruments) {
       cfg_.instruments.insert(cfg_.instruments.end(), ids.begin(), ids.end());
       std::sort(cfg_.instruments.begin(), cfg_.instruments.end());
@@ -275,7 +284,40 @@ class SubscriberChannels {
   }
 
  private:
-  void join(uint32_t channel, std::vector<uint32_t> instruments) {
+  struct Channel {  // teardown: the agent, then the medium it runs over
+    uint32_t index = 0;
+    std::shared_ptr<Medium> medium;
+    std::unique_ptr<Agent> agent;
+  };
+  struct Joining {
+    uint32_t index;
+    std::vector<uint32_t> instruments;  // its share of the filter (unused for all instruments)
+  };
+
+  // The channels to join, each opened and its engine built (what allocates,
+  // may wait for its medium and may throw; books and window take long:
+  // seconds on a loaded host) - none started yet. start_all then starts them
+  // back to back (each medium's reader at the live edge) for the loop to
+  // serve at once. Started one by one as each was built, the first would
+  // sit attached and unserved while the others were built: it would hear a
+  // publisher that may finish its session and leave meanwhile (data held
+  // behind a gap, a last heartbeat, then silence: "publisher silent", then
+  // "publisher-lost" with nothing delivered) although this subscriber never
+  // was in time to subscribe, and its channels' live edges would lie seconds
+  // apart. If one cannot be built, none is joined.
+  std::vector<Channel> build_all(std::vector<Joining> joining) {
+    std::vector<Channel> built;
+    built.reserve(joining.size());
+    for (Joining& j : joining) built.push_back(build(j.index, std::move(j.instruments)));
+    channels_.reserve(channels_.size() + built.size());
+    return built;
+  }
+  void start_all(std::vector<Channel> built) {
+    for (Channel& ch : built) ch.agent->start();
+    for (Channel& ch : built) channels_.push_back(std::move(ch));  // reserved by build_all
+  }
+
+  Channel build(uint32_t channel, std::vector<uint32_t> instruments) {
     SubscriberConfig c = cfg_;
     c.channel = static_cast<uint16_t>(cfg_.channel + channel);
     if (!cfg_.all_instruments) c.instruments = std::move(instruments);
@@ -284,15 +326,8 @@ class SubscriberChannels {
     ch.medium = open_(channel);
     if (!ch.medium) fail("channel {} (index {}): no medium opened", c.channel, channel);
     ch.agent = std::make_unique<Agent>(*ch.medium, c, handler_at_(channel), counters_ ? counters_(channel) : nullptr, opts_);
-    ch.agent->start();
-    channels_.push_back(std::move(ch));
+    return ch;
   }
-
-  struct Channel {  // teardown: the agent, then the medium it runs over
-    uint32_t index = 0;
-    std::shared_ptr<Medium> medium;
-    std::unique_ptr<Agent> agent;
-  };
   ChannelMap map_;
   SubscriberConfig cfg_;
   HandlerAt handler_at_;
