@@ -39,11 +39,13 @@ void Recorder::on_datagram_delivered(std::span<const std::byte> d, const feed::D
 
 void Recorder::close() {
   // The counters say how many files there were, whether or not the last one closed cleanly.
-  struct Count {
-    Recorder& r;
-    ~Count() { r.c_->files.set(r.writer_.files()); }
-  } count{*this};
-  writer_.close();
+  try {
+    writer_.close();
+  } catch (...) {
+    c_->files.set(writer_.files());
+    throw;
+  }
+  c_->files.set(writer_.files());
 }
 
 }  // namespace mdcast::record

@@ -14,8 +14,8 @@
 //   agent.run(hooks);     // hooks.on_control_round: rec.learn_source(medium); stop on rec.failed()
 //   rec.close();          // throws Error naming the file if a write failed
 //
-// An application with a handler of its own calls on_reset and
-// on_datagram_delivered from its handler's (and learn nothing else).
+// An application with a handler of its own keeps it and calls the
+// recorder's on_reset and on_datagram_delivered from its handler's.
 //
 // The hooks are the data path: noexcept, no allocation (the writer's frame
 // and the image buffer are allocated once, here). A write that fails is
