@@ -1,4 +1,4 @@
-// What the two examples share: their command line, the udp and verbs
+// What the examples share: their command line, the udp and verbs
 // options it maps onto, the books' size, and one line of text per message (the
 // subscriber prints exactly the lines the publisher printed).
 #pragma once
@@ -29,6 +29,7 @@ struct Args {
   std::string group = "239.77.0.1";  // verbs: the feed's multicast group
   std::string udp_group = "239.77.1.1:7470";  // udp: the feed's group and port
   std::string interface = "lo";  // udp: the interface (name or IPv4 address) it travels on
+  std::string out;               // record: the recording's base name (BASE.0000.pcap, ...)
 };
 
 inline Args parse(int argc, char** argv) {
@@ -52,6 +53,7 @@ inline Args parse(int argc, char** argv) {
     else if (flag == "--group") a.group = value;
     else if (flag == "--udp-group") a.udp_group = value;
     else if (flag == "--interface") a.interface = value;
+    else if (flag == "--out") a.out = value;
     else mdcast::fail("unknown option {} (see the comment at the top of the example's source)", flag);
   }
   return a;

@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "mdcast/core/counter.hpp"
 #include "mdcast/core/error.hpp"
 #include "settings.hpp"
 
@@ -21,19 +20,6 @@ template <class... Args>
 [[noreturn]] void fail_recording_usage(fmt::format_string<Args...> f, Args&&... args) {
   throw UsageError(fmt::format(f, std::forward<Args>(args)...));
 }
-
-// The recorder's own counters, in its counters file under "rec" (beside the
-// subscriber's "sub" and its medium's).
-#define MDCAST_RECORD_COUNTERS(X)                                                             \
-  X(frames, "frames written (datagrams and markers)")                                       \
-  X(datagrams, "datagrams recorded")                                                        \
-  X(gap_markers, "breaks in the recorded sequence (a snapshot replaced datagrams)")         \
-  X(image_frames, "frames of the books a snapshot left, recorded after a gap marker")        \
-  X(session_markers, "new sessions recorded")                                               \
-  X(dropped, "datagrams not recorded: a write or a rotation failed (see the log)")          \
-  X(bytes, "bytes written to recording files")                                              \
-  X(files, "recording files started")
-MDCAST_DEFINE_COUNTER_STRUCT(RecordCounters, MDCAST_RECORD_COUNTERS);
 
 struct RecordArgs {
   std::string out;            // base name: files <out>.<n>.pcap (+ .idx)

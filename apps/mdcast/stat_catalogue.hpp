@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "app_counters.hpp"
-#include "record_commands.hpp"
+#include "mdcast/record/recorder.hpp"
 #include "mdcast/stats/catalogue.hpp"
 
 namespace mdcast::app {
@@ -19,7 +19,7 @@ inline stats::Catalogue stat_catalogue() {
   c.add({"app", "publisher", "", "app::AppPubCounters", AppPubCounters::kInfo, kAppPubGauges});
   // `mdcast record` is a subscriber that also writes files.
   c.alias_role("recorder", "subscriber");
-  c.add({"rec", "recorder", "", "app::RecordCounters", RecordCounters::kInfo, {}});
+  c.add({"rec", "recorder", "", "record::RecordCounters", record::RecordCounters::kInfo, {}});
   return c;
 }
 

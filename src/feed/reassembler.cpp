@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
 
 namespace mdcast::feed {
@@ -71,6 +72,19 @@ Reassembler::Result Reassembler::add(const wire::FragmentView& f, std::span<cons
     return Result::kComplete;
   }
   return Result::kDropped;  // orphan: its first fragment was never seen
+}
+
+Reassembler::Result Reassembler::add_checked(const wire::FragmentView& f, wire::MessageView& whole) noexcept {
+  std::span<const std::byte> bytes;
+  const Result r = add(f, bytes);
+  if (r != Result::kComplete) return r;
+  const uint16_t len = bytes.size() >= 2 ? load_le<uint16_t>(bytes.data()) : uint16_t{0};
+  if (len != bytes.size() || wire::validate_message(bytes.data(), len) != wire::MessageCheck::kOk ||
+      !wire::is_market_data(static_cast<wire::MsgType>(bytes[wire::msg::kType])) ||
+      bytes[wire::msg::kType] == std::byte{static_cast<uint8_t>(wire::MsgType::kSnapshotChunk)})
+    return Result::kDropped;
+  whole = wire::MessageView(bytes.data(), len);
+  return Result::kComplete;
 }
 
 }  // namespace mdcast::feed

@@ -179,23 +179,13 @@ bool SubscriberCore::reassemble(const wire::FragmentView& f, wire::MessageView& 
     return false;
   }
   counters_->fragments.add();
-  std::span<const std::byte> bytes;
-  const auto r = reasm_.add(f, bytes);
+  const auto r = reasm_.add_checked(f, whole);
   if (r == Reassembler::Result::kDropped) {
     counters_->reassembly_dropped.add();
     return false;
   }
   if (r != Reassembler::Result::kComplete) return false;
-  // The reassembled bytes come from the network too: validate them.
-  const uint16_t len = bytes.size() >= 2 ? load_le<uint16_t>(bytes.data()) : uint16_t{0};
-  if (len != bytes.size() || wire::validate_message(bytes.data(), len) != wire::MessageCheck::kOk ||
-      !wire::is_market_data(static_cast<wire::MsgType>(bytes[wire::msg::kType])) ||
-      bytes[wire::msg::kType] == std::byte{static_cast<uint8_t>(wire::MsgType::kSnapshotChunk)}) {
-    counters_->reassembly_dropped.add();
-    return false;
-  }
   counters_->reassembled.add();
-  whole = wire::MessageView(bytes.data(), len);
   return true;
 }
 

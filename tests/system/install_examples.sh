@@ -5,6 +5,8 @@
 # once more with nothing but `pkg-config --cflags --libs mdcast`. Then the
 # example publisher and one subscriber of each build run over shm: each
 # subscriber prints exactly the lines the publisher printed, and all exit 0.
+# The record example records the publisher's feed over shm into pcap files
+# the installed `mdcast replay` publishes again, every message.
 #
 #   install_examples.sh MDCAST BUILD_DIR SOURCE_DIR    (env: CMAKE, CXX, MDCAST_SANITIZE)
 source "$(dirname "$0")/lib.sh"
@@ -91,6 +93,20 @@ for s in sub_cmake sub_pc; do
     || fail "$s: $(tail -1 "$WORK/$s.log")"
 done
 [ ! -e "/dev/shm/mdcast-$NAME.ring" ] && [ ! -e "/dev/hugepages/mdcast-$NAME.ring" ] || fail "the ring outlived the publisher"
+
+note "the record example over shm, its recording replayed by the installed mdcast"
+run_bg rpub "$WORK/examples/publisher" --name "$NAME-rec" --subscribers 1 --rounds "$ROUNDS"
+run_bg rec "$WORK/examples/record" --name "$NAME-rec" --out "$WORK/rec"
+wait_pid "$PID_rec" 30 || fail "the record example exited non-zero: $(tail -3 "$WORK/rec.log")"
+wait_pid "$PID_rpub" 30 || fail "the publisher (recorded) exited non-zero: $(tail -3 "$WORK/rpub.log")"
+[ -s "$WORK/rec.0000.pcap" ] && [ -s "$WORK/rec.0000.pcap.idx" ] || fail "the record example wrote no recording"
+recorded=$(grep -oE '^record: [0-9]+ datagrams through sequence [0-9]+ in 1 file\(s\), 0 gap\(s\)$' "$WORK/rec.log" |
+           grep -oE '^record: [0-9]+' | grep -oE '[0-9]+' || echo 0)
+[ "$recorded" -gt 0 ] || fail "the record example recorded nothing whole: $(tail -1 "$WORK/rec.log")"
+"$PREFIX/bin/mdcast" replay --name "$NAME-rep" --speed max --linger 0s "$WORK/rec" >"$WORK/rec-replay.log" 2>&1 ||
+  fail "mdcast replay of the example's recording exited non-zero: $(tail -3 "$WORK/rec-replay.log")"
+grep -q "^mdcast replay: $recorded recorded datagrams ($want messages)" "$WORK/rec-replay.log" ||
+  fail "the replay is not the $recorded datagrams, $want messages recorded: $(tail -1 "$WORK/rec-replay.log")"
 
 note "publisher + subscriber over UDP multicast on lo"
 UDP=(--medium udp --interface lo --udp-group "239.77.14.$((1 + $$ % 250)):$((20000 + $$ % 20000))")

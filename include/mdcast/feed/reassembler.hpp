@@ -26,6 +26,12 @@ class Reassembler {
   // On kComplete, `out` views the whole message (valid until the next add or
   // reset); it has NOT been validated as a message yet.
   Result add(const wire::FragmentView& f, std::span<const std::byte>& out) noexcept;
+  // add(), then the checks a reassembled message must pass before anything
+  // uses it (the bytes came from the network, or a file, too): its length
+  // field, a valid message, market data and not a snapshot chunk. kComplete
+  // only for a message that passed; `whole` views it until the next add. The
+  // subscriber engine and a replay both reassemble through this one.
+  Result add_checked(const wire::FragmentView& f, wire::MessageView& whole) noexcept;
   void reset() noexcept;
   [[nodiscard]] uint32_t open() const noexcept;
 

@@ -12,6 +12,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/record/reader.hpp"
 #include "mdcast/record/writer.hpp"
+#include "record_support.hpp"
 #include "support.hpp"
 
 using namespace mdcast;
@@ -20,16 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("mdcast-record-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 test::Bytes datagram(uint64_t seq) {
   return test::DatagramBuilder(seq)
