@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
 
@@ -14,7 +16,16 @@ IndexWriter::IndexWriter(const std::string& path, uint32_t every) : f_(std::fope
   std::memcpy(h, kIndexMagic, 8);
   store_le<uint32_t>(h + 8, every);
   store_le<uint32_t>(h + 12, static_cast<uint32_t>(kIndexEntry));
-  if (std::fwrite(h, 1, sizeof h, f_.get()) != sizeof h) fail_errno("recording index {}: cannot write it", path);
+  // Through to the file now, while there is room: mark_cut() overwrites it.
+  if (std::fwrite(h, 1, sizeof h, f_.get()) != sizeof h || std::fflush(f_.get()) != 0)
+    fail_errno("recording index {}: cannot write it", path);
+}
+
+bool IndexWriter::mark_cut() noexcept {
+  if (!f_) return false;
+  // pwrite: the stdio position (and its buffered entries) stay as they are.
+  return ::pwrite(::fileno(f_.get()), kIndexCutMagic, sizeof kIndexCutMagic, 0) ==
+         static_cast<ssize_t>(sizeof kIndexCutMagic);
 }
 
 void IndexWriter::add(const IndexEntry& e) noexcept {
@@ -53,10 +64,13 @@ std::optional<Index> read_index(const std::string& path) {
     fail_errno("recording index {}: cannot open it", path);
   }
   std::byte h[kIndexHeader];
-  if (std::fread(h, 1, sizeof h, f.get()) != sizeof h || std::memcmp(h, kIndexMagic, 8) != 0)
+  const bool read = std::fread(h, 1, sizeof h, f.get()) == sizeof h;
+  const bool cut = read && std::memcmp(h, kIndexCutMagic, 8) == 0;
+  if (!read || (!cut && std::memcmp(h, kIndexMagic, 8) != 0))
     fail("recording index {}: offset 0: not an mdcast index (no MDCIDX01 header); delete it and replay without "
          "--from, or re-create the recording", path);
   Index ix;
+  ix.cut = cut;
   ix.every = load_le<uint32_t>(h + 8);
   const uint32_t size = load_le<uint32_t>(h + 12);
   if (size != kIndexEntry)

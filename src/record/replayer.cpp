@@ -359,8 +359,13 @@ bool Replayer::file(const std::string& file) {
     return false;
   }
   // Cut at a record boundary leaves a readable file: the index knows better.
-  if (const auto ix = read_index(index_file(file));
-      ix && !ix->entries.empty() && ix->entries.back().offset >= reader.file_size()) {
+  const auto ix = read_index(index_file(file));
+  if (ix && ix->cut) {
+    stop(fmt::format("{}: offset {}: the recording stops here: the recorder's write failed (disk full?) and its "
+                     "index marks the file cut", file, reader.file_size()));
+    return false;
+  }
+  if (ix && !ix->entries.empty() && ix->entries.back().offset >= reader.file_size()) {
     stop(fmt::format("{}: offset {}: the file ends before sequence {}, which its index places at offset {} (the "
                      "file was cut)", file, reader.file_size(), ix->entries.back().sequence,
                      ix->entries.back().offset));

@@ -103,6 +103,7 @@ void RecordingWriter::open_file() {
 bool RecordingWriter::finish_file() noexcept {
   if (!dumper_) return true;
   bool ok = pcap_dump_flush(dumper_) == 0 && !std::ferror(pcap_dump_file(dumper_));
+  if (!ok || failed()) (void)index_.mark_cut();
   pcap_dump_close(dumper_);
   dumper_ = nullptr;
   ok = index_.flush() && ok;
@@ -149,6 +150,7 @@ bool RecordingWriter::put(std::span<const std::byte> payload, uint64_t t, uint64
     if (std::ferror(pcap_dump_file(dumper_))) {
       error_ = fmt::format("recording file {}: a write failed near offset {} (is the disk full?); the file holds "
                            "what was written before it", path_, file_bytes_);
+      (void)index_.mark_cut();
       ++dropped_;
       return false;
     }

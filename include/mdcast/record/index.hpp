@@ -6,7 +6,11 @@
 //   header  "MDCIDX01" (8 bytes), u32 every, u32 entry size (24)
 //   entry   u64 sequence, u64 file offset of the pcap record, u64 time (ns since the epoch)
 //
-// A partly written last entry (the recorder was killed) is ignored.
+// A partly written last entry (the recorder was killed) is ignored. A recorder
+// whose write failed (a full disk) overwrites the magic with "MDCIDXCT" in
+// place - a write that needs no new space, the header being on disk since the
+// file was created - so a replay knows the file was cut even where the cut
+// fell exactly between two records.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 namespace mdcast::record {
 
 inline constexpr char kIndexMagic[8] = {'M', 'D', 'C', 'I', 'D', 'X', '0', '1'};
+inline constexpr char kIndexCutMagic[8] = {'M', 'D', 'C', 'I', 'D', 'X', 'C', 'T'};
 inline constexpr size_t kIndexHeader = 16;
 inline constexpr size_t kIndexEntry = 24;
 
@@ -37,9 +42,12 @@ using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
 class IndexWriter {
  public:
   IndexWriter() = default;
-  // Creates (truncates) `path`. Throws Error.
+  // Creates (truncates) `path` and writes its header through to the file.
+  // Throws Error.
   IndexWriter(const std::string& path, uint32_t every);
   void add(const IndexEntry& e) noexcept;
+  // Marks the recording file cut (see above); false if even that failed.
+  bool mark_cut() noexcept;
   // Flushes; false if anything failed to reach the file (ENOSPC...).
   [[nodiscard]] bool flush() noexcept;
   [[nodiscard]] bool open() const noexcept { return f_ != nullptr; }
@@ -50,6 +58,7 @@ class IndexWriter {
 
 struct Index {
   uint32_t every = 0;
+  bool cut = false;  // the recorder's write failed: the file ends where its disk filled
   std::vector<IndexEntry> entries;  // as written: sequences rising within a session
 
   // The last entry at or before `sequence` (nullopt: none is).

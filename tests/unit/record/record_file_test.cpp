@@ -159,6 +159,40 @@ TEST(RecordFile, CutFileReportsTheOffsetAfterEverythingBeforeIt) {
   EXPECT_NE(err.find(file + ": offset " + std::to_string(ix->entries[19].offset) + ":"), std::string::npos) << err;
 }
 
+// A full disk: the recording file is /dev/full (a link in its place), the
+// index a real file. The write fails when stdio's buffer first goes out; the
+// writer stops, says so, and marks the index cut, so a replay can tell the
+// file from a complete one even where the cut fell between two records.
+TEST(RecordFile, AFailedWriteStopsTheRecordingAndMarksItsIndexCut) {
+  TempDir d;
+  const std::string base = (d.path / "full").string();
+  std::error_code ec;
+  fs::create_symlink("/dev/full", recording_file(base, 0), ec);
+  if (ec || !fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here to stand for a full disk";
+  RecordingWriter w(opts(base, 0, 0, 16));
+  uint64_t s = 1;
+  while (s < 100'000 && w.write(datagram(s), s, kT0 + s)) ++s;  // a few thousand fill the 1 MiB buffer
+  ASSERT_TRUE(w.failed()) << "wrote " << s << " datagrams into /dev/full without a failure";
+  EXPECT_NE(w.error().find("a write failed near offset"), std::string::npos) << w.error();
+  EXPECT_FALSE(w.write(datagram(s + 1), s + 1, kT0 + s + 1));  // stays stopped
+  EXPECT_THROW(w.close(), Error);
+  const auto ix = read_index(index_file(recording_file(base, 0)));
+  ASSERT_TRUE(ix.has_value());
+  EXPECT_TRUE(ix->cut);
+}
+
+TEST(RecordFile, AnIndexIsNotCutUnlessAWriteFailed) {
+  TempDir d;
+  const std::string base = (d.path / "whole").string();
+  RecordingWriter w(opts(base, 0, 0, 4));
+  for (uint64_t s = 1; s <= 20; ++s) ASSERT_TRUE(w.write(datagram(s), s, kT0 + s));
+  w.close();
+  const auto ix = read_index(index_file(recording_file(base, 0)));
+  ASSERT_TRUE(ix.has_value());
+  EXPECT_FALSE(ix->cut);
+  EXPECT_EQ(ix->entries.size(), 5u);  // 1, 5, 9, 13, 17
+}
+
 TEST(RecordFile, FlippedByteIsCaughtByTheChecksums) {
   TempDir d;
   const std::string base = (d.path / "flip").string();

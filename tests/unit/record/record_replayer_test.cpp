@@ -156,6 +156,37 @@ TEST(Replayer, CutFileStopsAtTheOffsetAfterEverythingBeforeIt) {
   EXPECT_EQ(r.counters().damaged.get(), 1u);
 }
 
+// A disk that filled exactly between two records leaves a readable file; the
+// recorder marked its index cut, and the replay says where the file stops
+// after publishing everything in it.
+TEST(Replayer, AFileCutBetweenTwoRecordsIsDamageWhenItsIndexSaysCut) {
+  TempDir d;
+  const std::string file = write_feed(d, 1, 10);  // indexed at 1, 5, 9; the records are the same size
+  const auto ix = read_index(index_file(file));
+  ASSERT_TRUE(ix && ix->entries.size() == 3);
+  const uint64_t size = std::filesystem::file_size(file);
+  const uint64_t record = (size - ix->entries[2].offset) / 2;
+  std::filesystem::resize_file(file, size - record);  // sequence 10 never reached the disk
+  {
+    FakeTarget t;
+    Replayer r(options(file));
+    EXPECT_TRUE(r.run(t, config())) << "without the mark, a clean cut reads as a whole file: " << r.damage();
+  }
+  {
+    // The mark a failed write leaves (RecordFile.AFailedWriteStopsTheRecordingAndMarksItsIndexCut).
+    std::FILE* f = std::fopen(index_file(file).c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(kIndexCutMagic, 1, sizeof kIndexCutMagic, f), sizeof kIndexCutMagic);
+    std::fclose(f);
+  }
+  FakeTarget t;
+  Replayer r(options(file));
+  EXPECT_FALSE(r.run(t, config()));
+  EXPECT_NE(r.damage().find(file + ": offset " + std::to_string(size - record) + ": "), std::string::npos)
+      << r.damage() << r.note();
+  EXPECT_EQ(r.last_sequence(), 9u);
+}
+
 TEST(Replayer, ABreakInTheSequenceIsDamage) {
   TempDir d;
   WriterOptions o;
