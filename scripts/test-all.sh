@@ -3,11 +3,13 @@
 # timed; `make test` and CI (.ci/run) run this. Where each suite runs:
 #
 #   checks  the include layering (scripts/check-layering.sh), before any build
-#   debug   build everything; unit + component tests (the quick gate), and the
-#           binaries the verbs tests run in the Soft-RoCE VM
-#   asan    build (no benchmarks); every host test: unit, component, system,
-#           hostile, netns - the multi-process suites run here only, where a
-#           memory error in a real process is caught as well
+#   debug   build the command line and the verbs test executables only
+#           (target debug-suite); the benchmark smoke tests (label `bench`:
+#           timing-heavy runs that a sanitizer only slows), and the binaries
+#           the verbs tests run in the Soft-RoCE VM
+#   asan    build (no benchmarks); every other host test: unit, component,
+#           system, hostile, netns - the multi-process suites run here only,
+#           where a memory error in a real process is caught as well
 #   fuzz    the libFuzzer targets only, SECONDS each (MDCAST_FUZZ_SECONDS, 20)
 #   verbs   the `verbs` label in the Soft-RoCE VM (debug binaries)
 #   tsan    the unit and component test executables only, and their tests
@@ -77,10 +79,10 @@ ctest_in() { local dir=$1; shift; (cd "build/$dir" && ctest --output-on-failure 
 
 run_stage deps        ./scripts/install-deps.sh
 run_stage checks      ./scripts/check-layering.sh
-run_stage debug-build build debug
-run_stage debug-tests ctest_in debug -L 'unit|component'
+run_stage debug-build build debug debug-suite
+run_stage debug-tests ctest_in debug -L bench
 run_stage asan-build  build asan
-run_stage asan-tests  ctest_in asan -LE verbs
+run_stage asan-tests  ctest_in asan -LE 'verbs|bench'
 run_stage fuzz-build  build fuzz fuzzers
 run_stage fuzz-run    ./scripts/run-fuzzers.sh build/fuzz "$FUZZ_SECONDS"
 run_stage verbs       ./scripts/test-verbs.sh build/debug
