@@ -58,11 +58,11 @@ Settings channel_settings(const Settings& s, uint32_t index) {
 
 // A shared stream control endpoint for a publisher's channels, bounded as
 // each channel's server would bound its un-admitted connections.
-inline std::unique_ptr<media::ControlFrontDoor> stream_door(const std::string& address, const Settings& s) {
+inline media::FrontDoorConfig door_config(const Settings& s) {
   media::FrontDoorConfig fc;
   fc.max_pending = s.control_server.max_unadmitted * std::max<uint32_t>(1, s.feed.channels);
   fc.first_frame_timeout_ns = s.control_server.unadmitted_timeout_ns;
-  return std::make_unique<media::ControlFrontDoor>(address, fc);
+  return fc;
 }
 
 struct ShmEntry {
@@ -100,17 +100,15 @@ struct ShmEntry {
     media::shm::Options o;
     o.name = s.feed.name;
     o.control = s.feed.control;
-    return stream_door(media::shm::new_control_address(o), s);
+    return media::shm::open_control_door(o, door_config(s));
   }
   static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {
     c.feed.control = d.address();
     c.feed.control_inbox = std::move(inbox);
   }
-  static void door_wait(Door& d, uint64_t ns) { d.poll(monotonic_ns(), ns); }
-  static media::CounterGroup door_counters(const Door& d) { return media::counter_group("door", d.stats()); }
   // Channel index k of a feed over several has its own ring, "<name>.<k>".
   static std::string ring_name(const Settings& s) {
-    return s.feed.channels > 1 ? fmt::format("{}.{}", s.feed.name, s.feed.channel_index) : s.feed.name;
+    return media::shm::channel_ring_name(s.feed.name, s.feed.channels, s.feed.channel_index);
   }
   static void to_channel(Settings&, uint32_t) {}
   // What a subscriber waits for, said before it waits (it may wait long).
@@ -160,14 +158,12 @@ struct UdpEntry {
   // udp.control_port on rail A's interface), which every channel announces.
   using Door = media::ControlFrontDoor;
   static std::unique_ptr<Door> open_door(const Settings& s) {
-    return stream_door(media::udp::control_listen_address(options(s)), s);
+    return std::make_unique<Door>(media::udp::control_listen_address(options(s)), door_config(s));
   }
   static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {
     c.feed.control = d.address();
     c.feed.control_inbox = std::move(inbox);
   }
-  static void door_wait(Door& d, uint64_t ns) { d.poll(monotonic_ns(), ns); }
-  static media::CounterGroup door_counters(const Door& d) { return media::counter_group("door", d.stats()); }
   // Channel index k: group address + k on each rail; the control endpoint is the feed's.
   static void to_channel(Settings& s, uint32_t index) {
     if (index == 0) return;
@@ -243,8 +239,6 @@ struct VerbsEntry {
     c.verbs.control_port = d.port();
     c.verbs.control_inbox = std::move(inbox);
   }
-  static void door_wait(Door& d, uint64_t ns) { d.poll(ns); }
-  static media::CounterGroup door_counters(const Door& d) { return media::counter_group("door", d.counters()); }
   // Channel index k: its own UD QP on group address + k; the RC control
   // endpoint is the feed's (verbs.control_port), whatever the channel.
   static void to_channel(Settings& s, uint32_t index) {

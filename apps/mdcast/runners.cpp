@@ -33,11 +33,15 @@
 namespace mdcast::app {
 
 std::atomic<int> g_stop{0};
+StopFlag g_stop_flag;
 
 void install_signal_handlers() {
   set_low_timer_slack();
   struct sigaction sa {};
-  sa.sa_handler = [](int) { g_stop = 1; };
+  sa.sa_handler = [](int) {
+    g_stop = 1;
+    g_stop_flag.request();
+  };
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mdcast/book/generator.hpp"
+#include "mdcast/core/stop.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
@@ -16,6 +17,8 @@ namespace mdcast::app {
 // Set by SIGINT/SIGTERM; loops end cleanly (result file written). Atomic,
 // not a volatile sig_atomic_t: a publisher's threads all read it.
 extern std::atomic<int> g_stop;
+// The same request, as the library's runtime takes it.
+extern StopFlag g_stop_flag;
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may store only to a lock-free atomic");
 void install_signal_handlers();
 

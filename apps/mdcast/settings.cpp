@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <arpa/inet.h>
 
 #include <map>
 #include <toml++/toml.h>
 
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
+#include "mdcast/media/channel_group.hpp"
 #include "settings_values.hpp"
 
 namespace mdcast::app {
@@ -164,19 +164,11 @@ feed::ChannelMap channel_map(const Settings& s) {
 }
 
 std::string next_group(const std::string& group, uint32_t index, std::string_view key) {
-  const size_t end = group.find_first_of(":@");
-  const std::string addr = group.substr(0, end), rest = end == std::string::npos ? "" : group.substr(end);
-  in_addr a{};
-  if (inet_pton(AF_INET, addr.c_str(), &a) != 1) fail_usage("{} '{}': '{}' is not an IPv4 address", key, group, addr);
-  const uint32_t first = ntohl(a.s_addr), mine = first + index;
-  // 224.0.0.0/4; a channel's group must stay in it (and in the first's /8 scope).
-  if ((mine >> 28) != 0xe || (mine >> 24) != (first >> 24))
-    fail_usage("{} '{}' plus channel index {} leaves its multicast range: choose a lower first group", key, group, index);
-  a.s_addr = htonl(mine);
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &a, text, sizeof text);
-  // GROUP:PORT[@IF]: the port and interface stay, each channel is its own group.
-  return std::string(text) + rest;
+  try {
+    return media::channel_group(group, index);
+  } catch (const Error& e) {
+    fail_usage("{} {}", key, e.what());
+  }
 }
 
 media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed) {

@@ -108,6 +108,26 @@ recorded=$(grep -oE '^record: [0-9]+ datagrams through sequence [0-9]+ in 1 file
 grep -q "^mdcast replay: $recorded recorded datagrams ($want messages)" "$WORK/rec-replay.log" ||
   fail "the replay is not the $recorded datagrams, $want messages recorded: $(tail -1 "$WORK/rec-replay.log")"
 
+note "the channels example (4 channels, 2 threads, the library's runtime) read by the installed mdcast subscribe --channels 4"
+run_bg chpub "$WORK/examples/channels" --name "$NAME-ch" --subscribers 1 --rounds 2
+run_bg chsub "$PREFIX/bin/mdcast" subscribe --name "$NAME-ch" --channels 4 --idle block --result "$WORK/chsub.toml"
+wait_pid "$PID_chsub" 60 || fail "mdcast subscribe --channels 4 exited non-zero: $(tail -3 "$WORK/chsub.log")"
+wait_pid "$PID_chpub" 60 || fail "the channels example exited non-zero: $(tail -3 "$WORK/chpub.log")"
+grep -q "^channels: 4000 messages in " "$WORK/chpub.log" || fail "the channels example: $(tail -1 "$WORK/chpub.log")"
+python3 - "$WORK/chpub.out" "$WORK/chsub.toml" <<'PY' || fail "the subscriber's books are not the channels example's"
+import sys, tomllib
+pub = {}
+for line in open(sys.argv[1]):
+    _, inst, seq, checksum = line.split()
+    pub[inst] = [int(seq), checksum]
+sub = tomllib.load(open(sys.argv[2], "rb"))
+got = {k: [v[0], v[1]] for k, v in sub["books"].items()}
+assert len(pub) >= 8, f"the example printed {len(pub)} books"
+assert got == pub, f"books differ: published {pub}, subscribed {got}"
+print(f"-- {len(pub)} books identical over 4 channels")
+PY
+for k in 0 1 2 3; do [ ! -e "/dev/shm/mdcast-$NAME-ch.$k.ring" ] || fail "ring $k outlived the channels example"; done
+
 note "publisher + subscriber over UDP multicast on lo"
 UDP=(--medium udp --interface lo --udp-group "239.77.14.$((1 + $$ % 250)):$((20000 + $$ % 20000))")
 run_bg upub "$WORK/examples/publisher" "${UDP[@]}" --subscribers 1 --rounds "$ROUNDS"

@@ -33,6 +33,7 @@ media::shm::Options shm_opts(const char* what) {
 
 feed::PublisherConfig pub_config() {
   feed::PublisherConfig c;
+  c.session = 7;  // the medium's (Publisher below)
   c.books.max_instruments = kInstruments;
   c.max_datagram = 0;  // the largest the ring holds
   return c;

@@ -110,15 +110,18 @@ class PublisherChannels {
   // control client for quiet_ns, until_ns, or stop().
   template <class Stop>
   void linger(uint64_t until_ns, uint64_t quiet_ns, uint64_t nap_ns, Stop&& stop) {
-    linger_rounds(until_ns, quiet_ns, nap_ns, stop, [this](uint64_t now) {
-      size_t clients = 0;
-      for (auto& c : channels_) {
-        c.agent->publisher().poll(now);
-        c.agent->poll_control(now);
-        clients += c.agent->clients();
-      }
-      return clients;
-    });
+    linger_rounds(until_ns, quiet_ns, nap_ns, stop, [this](uint64_t now) { return serve_recovery(now); });
+  }
+  // One round of the linger: every channel's timers and control plane, after
+  // the end of session; returns the control clients still connected.
+  size_t serve_recovery(uint64_t now) {
+    size_t clients = 0;
+    for (auto& c : channels_) {
+      c.agent->publisher().poll(now);
+      c.agent->poll_control(now);
+      clients += c.agent->clients();
+    }
+    return clients;
   }
 
   // ---- what it is

@@ -13,7 +13,7 @@ namespace mdcast::feed {
 // it throws (Error, naming the setting).
 template <class Medium>
 [[nodiscard]] PublisherConfig fit_to_medium(const Medium& medium, PublisherConfig c) {
-  const media::PublisherFit f = medium.configure(media::PublisherFit{c.max_datagram, c.retransmit_bytes, c.max_unsent});
+  const media::PublisherFit f = medium.configure(media::PublisherFit{c.max_datagram, c.retransmit_bytes, c.max_unsent, c.session});
   c.max_datagram = f.max_datagram;
   c.retransmit_bytes = f.retransmit_bytes;
   return c;

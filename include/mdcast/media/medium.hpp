@@ -207,6 +207,7 @@ struct PublisherFit {
   size_t max_datagram = 0;      // 0: the largest the medium carries
   size_t retransmit_bytes = 0;  // the history's size; a medium that hosts it says how large it is
   uint32_t max_unsent = 0;      // datagrams the engine may hold back before it back-pressures
+  uint64_t session = 0;         // the engine's; a medium built for a session (shm, udp) refuses another
 };
 
 // The same for a subscriber's engine: the largest datagram it must accept,
@@ -247,6 +248,8 @@ concept PublisherMedium = requires(M& m, const M& cm, const PublisherFit& fit, C
 //   SubscriberFit configure(fit)     what the medium decides (max_datagram, waits, window)
 //   void start()                     the duty loop begins: position the reader (history comes by recovery)
 //   size_t poll_control(e, now)      connect, exchange frames, keep the medium up; returns work done
+//   uint64_t lost_datagrams()        lost before the engine saw them (a lapped ring, a kernel or queue drop,
+//                                    injected loss), as far as the medium can tell; the engine recovers them
 template <class M>
 concept SubscriberMedium = requires(M& m, const M& cm, const SubscriberFit& fit, ControlEvents& e,
                                     uint64_t now) {
@@ -259,6 +262,20 @@ concept SubscriberMedium = requires(M& m, const M& cm, const SubscriberFit& fit,
   { m.poll_control(e, now) } -> std::same_as<size_t>;
   { cm.describe() } -> std::convertible_to<std::string>;
   { cm.counter_groups() } -> std::same_as<std::vector<CounterGroup>>;
+  { cm.lost_datagrams() } noexcept -> std::convertible_to<uint64_t>;
+};
+
+// The one control endpoint a publisher of several channels listens on: it
+// takes each connection, reads which channel it asks for, and hands it to that
+// channel's medium through the channel's inbox (a medium's options take it).
+//   Inbox add_channel(id)            channel `id`'s inbox; throws Error for one added twice
+//   size_t wait(ns)                  routes what arrived, waiting up to ns; returns work done
+//   CounterGroup counter_group()     its counters ("door")
+template <class D>
+concept ControlDoor = requires(D& d, const D& cd, uint16_t channel, uint64_t ns) {
+  d.add_channel(channel);
+  { d.wait(ns) } -> std::convertible_to<size_t>;
+  { cd.counter_group() } -> std::same_as<CounterGroup>;
 };
 
 }  // namespace mdcast::media

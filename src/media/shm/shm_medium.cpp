@@ -65,6 +65,14 @@ std::string new_control_address(const Options& o) {
   return fmt::format("unix:@mdcast/{}.{:016x}", o.name, r);
 }
 
+std::string channel_ring_name(std::string_view feed, uint32_t channels, uint32_t index) {
+  return channels > 1 ? fmt::format("{}.{}", feed, index) : std::string(feed);
+}
+
+std::unique_ptr<ControlFrontDoor> open_control_door(const Options& o, const FrontDoorConfig& cfg) {
+  return std::make_unique<ControlFrontDoor>(new_control_address(o), cfg);
+}
+
 // ------------------------------------------------------------- publisher --
 
 namespace {
@@ -76,9 +84,15 @@ std::string shared_or_new_address(const Options& o) {
 }  // namespace
 
 PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
-    : server_(shared_or_new_address(o), o.control_server, o.control_inbox), ring_(ring_options(o), session, o.channel, server_.address()), sink_(ring_) {}
+    : server_(shared_or_new_address(o), o.control_server, o.control_inbox),
+      ring_(ring_options(o), session, o.channel, server_.address()),
+      sink_(ring_),
+      session_(session) {}
 
 PublisherFit PublisherMedium::configure(PublisherFit c) const {
+  if (c.session != session_)
+    fail("shm ring {} names session {:016x}, the engine publishes session {:016x}: build both with the same session",
+         ring_.path(), session_, c.session);
   if (c.max_datagram > ring_.max_datagram())
     fail("max_datagram {} is more than a slot of shm ring {} holds ({} bytes): lower it, or raise shm.max_datagram",
          c.max_datagram, ring_.path(), ring_.max_datagram());

@@ -75,11 +75,15 @@ PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
       server_(publisher_control(o, rails_.iface[0]), o.control_server, o.control_inbox),
       fd_{open_sender(rails_.iface[0], rails_.group[0], o, rails_.payload),
           rails_.two ? open_sender(rails_.iface[1], rails_.group[1], o, rails_.payload) : UniqueFd()},
-      sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_) {
+      sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_),
+      session_(session) {
   announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])});
 }
 
 PublisherFit PublisherMedium::configure(PublisherFit c) const {
+  if (c.session != session_)
+    fail("udp: the medium announces session {:016x}, the engine publishes session {:016x}: build both with the same "
+         "session", session_, c.session);
   if (c.max_datagram == 0) c.max_datagram = rails_.payload;
   if (c.max_datagram > rails_.payload)
     fail("udp: publisher.max_datagram {} is more than a datagram carries on {} ({} bytes at MTU {}): lower it, "

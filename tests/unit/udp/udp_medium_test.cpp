@@ -123,8 +123,9 @@ TEST(UdpMedium, TheDatagramSizeComesFromTheMtu) {
   PublisherMedium pub(o, 1);
   media::PublisherFit natural;
   natural.max_datagram = 0;  // the medium's size
+  natural.session = 1;
   EXPECT_EQ(pub.configure(natural).max_datagram, 1472u);
-  media::PublisherFit big;
+  media::PublisherFit big = natural;
   big.max_datagram = 2000;
   try {
     (void)pub.configure(big);
@@ -135,6 +136,21 @@ TEST(UdpMedium, TheDatagramSizeComesFromTheMtu) {
   o.mtu = 9000;
   PublisherMedium jumbo(o, 1);
   EXPECT_EQ(jumbo.configure(natural).max_datagram, wire::kMaxDatagram) << "the engine's largest datagram, at most";
+}
+
+TEST(UdpMedium, TheSessionIsTheOneItAnnounces) {
+  PublisherMedium pub(options_for(9), 0x5e55);
+  media::PublisherFit fit;
+  fit.session = 0x5e56;
+  try {
+    (void)pub.configure(fit);
+    FAIL() << "an engine of another session than the medium announces was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("announces session 0000000000005e55, the engine publishes session "
+                                         "0000000000005e56"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(UdpMedium, ASubscriberHearsOnlyItsGroup) {

@@ -253,9 +253,7 @@ class FaultyMedium {
   [[nodiscard]] const FaultCounters& counters() const noexcept { return source_.counters(); }
   // Lost before the engine saw them: injected, and what the medium lost itself.
   [[nodiscard]] uint64_t lost_datagrams() const noexcept {
-    uint64_t n = injected_losses(source_.counters());
-    if constexpr (requires(const Medium& m) { m.lost_datagrams(); }) n += inner_.lost_datagrams();
-    return n;
+    return injected_losses(source_.counters()) + inner_.lost_datagrams();
   }
 
  private:

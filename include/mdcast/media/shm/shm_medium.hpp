@@ -33,6 +33,7 @@
 #include "mdcast/core/counter.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
+#include "mdcast/media/stream/front_door.hpp"
 #include "mdcast/media/stream/stream_control.hpp"
 #include "mdcast/wire/protocol.hpp"
 
@@ -77,6 +78,18 @@ struct Options {
 // the system has no randomness to give.
 [[nodiscard]] std::string new_control_address(const Options& o);
 
+// A feed over several channels: channel index k has its own ring,
+// "<feed>.<k>" (what `mdcast subscribe --channels N` opens); a feed of one
+// channel, its own name.
+[[nodiscard]] std::string channel_ring_name(std::string_view feed, uint32_t channels, uint32_t index);
+
+// The one control endpoint a feed's channels share (a media::ControlDoor;
+// each ring names its address): at o.control, else a new unguessable
+// abstract name for feed o.name. The publisher of channel index k gets
+// door->add_channel(id) as Options::control_inbox and door->address() as
+// Options::control. Throws Error.
+[[nodiscard]] std::unique_ptr<ControlFrontDoor> open_control_door(const Options& o, const FrontDoorConfig& cfg = {});
+
 #define MDCAST_SHM_READER_COUNTERS(X)                                                           \
   X(lapped, "datagrams lost because the ring writer lapped this reader")                       \
   X(laps, "times the ring writer lapped this reader")                                          \
@@ -113,6 +126,7 @@ class PublisherMedium {
   StreamControlServer server_;
   RingWriter ring_;
   Sink sink_;
+  uint64_t session_;  // in the ring header; the engine's must be the same (configure)
 };
 
 // Datagrams from the ring, each copied out of its record (the seqlock needs

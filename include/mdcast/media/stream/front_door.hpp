@@ -38,6 +38,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/counter.hpp"
 #include "mdcast/core/fd.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/listener.hpp"
 
 namespace mdcast::media {
@@ -107,6 +108,9 @@ class ControlFrontDoor {
   // connection's deadline comes first. Returns connections accepted, routed
   // or closed.
   size_t poll(uint64_t now, uint64_t wait_ns = 0);
+  // media::ControlDoor: poll at the clock's now.
+  size_t wait(uint64_t wait_ns) { return poll(monotonic_ns(), wait_ns); }
+  [[nodiscard]] CounterGroup counter_group() const { return media::counter_group("door", stats_); }
 
   // Where it listens ("tcp:host:port" with the port picked, for port 0).
   [[nodiscard]] const std::string& address() const noexcept { return listener_.address(); }
@@ -139,5 +143,7 @@ class ControlFrontDoor {
   std::map<uint16_t, std::shared_ptr<ConnectionInbox>> inboxes_;
   FrontDoorStats stats_;
 };
+
+static_assert(ControlDoor<ControlFrontDoor>);
 
 }  // namespace mdcast::media

@@ -85,6 +85,7 @@ class PublisherMedium {
   uint64_t next_announce_ = 0;
   uint64_t errors_reported_ = 0;
   uint64_t next_error_report_ = 0;
+  uint64_t session_ = 0;  // announced; the engine's must be the same (configure)
 };
 
 #define MDCAST_UDP_SUBSCRIBER_COUNTERS(X)                                                          \

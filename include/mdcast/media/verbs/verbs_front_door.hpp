@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "mdcast/core/counter.hpp"
+#include "mdcast/media/medium.hpp"
 #include "mdcast/media/verbs/verbs_counters.hpp"
 #include "mdcast/media/verbs/verbs_handles.hpp"
 #include "mdcast/media/verbs/verbs_options.hpp"
@@ -107,6 +108,9 @@ class VerbsFrontDoor {
   std::shared_ptr<RequestInbox> add_channel(uint16_t channel);
   // Routes connection requests; waits up to wait_ns for one (0: never blocks).
   size_t poll(uint64_t wait_ns = 0);
+  // media::ControlDoor.
+  size_t wait(uint64_t wait_ns) { return poll(wait_ns); }
+  [[nodiscard]] CounterGroup counter_group() const { return media::counter_group("door", counters_); }
 
   [[nodiscard]] uint16_t port() const noexcept;
   [[nodiscard]] const VerbsDoorCounters& counters() const noexcept { return counters_; }
@@ -122,5 +126,7 @@ class VerbsFrontDoor {
   EventChannel channel_;  // after the inboxes: gone before them (what they hold was moved off it)
   CmId listen_;
 };
+
+static_assert(media::ControlDoor<VerbsFrontDoor>);
 
 }  // namespace mdcast::media::verbs

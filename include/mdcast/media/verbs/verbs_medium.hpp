@@ -123,6 +123,9 @@ class SubscriberMedium {
   // control plane says the publisher is ahead, after kSilentFromStartNs of
   // not even a heartbeat otherwise (wrong QKey, group, MTU, route; no publisher).
   [[nodiscard]] bool data_silent() const noexcept { return silent_reported_; }
+  // What the immediate data says never arrived (the fabric or a full receive
+  // queue lost it); the engine recovers it.
+  [[nodiscard]] uint64_t lost_datagrams() const noexcept { return receiver_->counters().imm_missing.get(); }
   // Heartbeats come every publisher.heartbeat_interval (100 ms by default):
   // this much silence is no idle feed.
   static constexpr uint64_t kSilentFromStartNs = 3 * kNsPerSec;

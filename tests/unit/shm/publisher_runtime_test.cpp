@@ -1,0 +1,258 @@
+// runtime::PublisherRuntime over the shm medium, as an application runs it:
+// 4 channels on 2 pinned-or-not threads behind one control endpoint, a
+// subscriber of every channel (feed::SubscriberChannels on its own thread)
+// that the runtime waits for, the whole session delivered with the
+// publisher's books; a channel that cannot be built fails the run with its
+// name and stops the other thread; a stop request ends a run that waits for
+// subscribers who never come; plans that cannot run are refused.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "mdcast/book/generator.hpp"
+#include "mdcast/core/error.hpp"
+#include "mdcast/feed/channel_agents.hpp"
+#include "mdcast/media/shm/shm_medium.hpp"
+#include "mdcast/runtime/publisher_runtime.hpp"
+
+using namespace mdcast;
+namespace shm = media::shm;
+
+namespace {
+
+constexpr uint32_t kChannels = 4;
+constexpr uint32_t kInstruments = 32;
+constexpr uint16_t kBase = 40;
+constexpr uint64_t kPerThread = 3000;
+constexpr book::BookConfig kBooks{kInstruments, 1u << 14, 256};
+
+using Runtime = runtime::PublisherRuntime<shm::PublisherMedium, media::ControlFrontDoor>;
+
+std::string feed_name(const char* what) { return fmt::format("rt-{}-{}", what, ::getpid()); }
+
+shm::Options ring(const std::string& feed, uint32_t k) {
+  shm::Options o;
+  o.name = shm::channel_ring_name(feed, kChannels, k);
+  o.dir = "/dev/shm";
+  o.slots = 2048;
+  o.huge_pages = false;
+  o.channel = static_cast<uint16_t>(kBase + k);
+  o.wait_ns = 20 * kNsPerSec;
+  return o;
+}
+
+runtime::PublisherPlan plan(uint32_t threads) {
+  runtime::PublisherPlan p;
+  p.map = feed::ChannelMap(kChannels, kInstruments);
+  p.threads = threads;
+  p.engine.channel = kBase;
+  p.engine.session = 0x7e57;
+  p.engine.books = kBooks;
+  p.engine.retransmit_bytes = 8u << 20;
+  p.linger_ns = 20 * kNsPerSec;  // ends once the subscriber has left
+  return p;
+}
+
+Runtime make(runtime::PublisherPlan p, const std::string& feed, int fail_channel = -1) {
+  shm::Options d;
+  d.name = feed;
+  auto door = shm::open_control_door(d);
+  const std::string address = door->address();
+  return Runtime(std::move(p), std::move(door), [feed, address, fail_channel](uint32_t k, auto inbox) {
+    if (static_cast<int>(k) == fail_channel) fail("no ring for you");
+    shm::Options o = ring(feed, k);
+    o.control = address;
+    o.control_inbox = std::move(inbox);
+    return std::make_unique<shm::PublisherMedium>(o, 0x7e57);
+  });
+}
+
+struct Limited {  // kPerThread messages of the thread's own instruments
+  book::Generator gen;
+  uint64_t left = kPerThread;
+  bool next(wire::Message& m) noexcept {
+    if (!left) return false;
+    --left;
+    gen.next(m);
+    return true;
+  }
+};
+
+struct NoHooks {
+  bool on_round(uint64_t, uint64_t) noexcept { return true; }
+};
+
+feed::PaceResult publish_limited(Runtime::Lane& lane, const feed::ChannelMap& map) {
+  book::GeneratorConfig g;
+  g.seed = 11 + lane.thread();
+  g.instruments = kInstruments;
+  for (uint32_t i = 0; i < kInstruments; ++i)
+    for (uint32_t k : lane.channels())
+      if (map.of(i) == k) g.ids.push_back(i);
+  Limited src{book::Generator(g)};
+  feed::Pace pace;
+  pace.start_ns = lane.t0();
+  struct Hooks {
+    Runtime::Lane& lane;
+    bool on_round(uint64_t now, uint64_t) noexcept {
+      lane.report(now);
+      return !lane.stopping();
+    }
+  } hooks{lane};
+  return feed::run_paced(lane.publisher(), src, pace, hooks);
+}
+
+struct Counting {
+  uint64_t messages = 0;
+  void on_message(const wire::Message&, const feed::Delivery&) noexcept { ++messages; }
+  void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
+  void on_reset(uint32_t) noexcept {}
+};
+
+struct Digest {
+  uint64_t seq = 0;
+  uint64_t checksum = 0;
+  bool operator==(const Digest&) const = default;
+};
+
+}  // namespace
+
+TEST(PublisherRuntime, FourChannelsOnTwoThreadsDeliverEverySessionWithThePublishersBooks) {
+  const std::string feed = feed_name("four");
+  runtime::PublisherPlan p = plan(2);
+  p.wait_subscribers = kChannels;  // one subscriber, every channel
+  p.counters.name = feed;
+  p.counters.medium = "shm";
+  const feed::ChannelMap map = p.map;
+  Runtime rt = make(std::move(p), feed);
+
+  // The subscriber: its own thread, every channel, until each session has
+  // been delivered to its end.
+  std::vector<Digest> got(kInstruments);
+  std::atomic<bool> sub_done{false};
+  std::string sub_error;
+  uint64_t delivered = 0;
+  std::thread sub([&] {
+    try {
+      feed::SubscriberConfig c;
+      c.channel = kBase;
+      c.books = kBooks;
+      Counting h;
+      feed::SubscriberChannels<shm::SubscriberMedium, Counting> ch(
+          map, c, h, [&](uint32_t k) { return std::make_shared<shm::SubscriberMedium>(ring(feed, k)); });
+      ch.start();
+      const uint64_t deadline = monotonic_ns() + 60 * kNsPerSec;
+      while (!ch.finished() && monotonic_ns() < deadline) ch.idle(ch.do_work());
+      for (uint32_t i = 0; i < kInstruments; ++i) {
+        const auto* books = ch.find(map.of(i))->subscriber().books();
+        got[i] = {books->book(i).instrument_seq(), books->book(i).checksum()};
+      }
+      delivered = h.messages;
+      if (!ch.finished()) sub_error = "the subscriber did not finish within 60 s";
+    } catch (const std::exception& e) {
+      sub_error = e.what();
+    }
+    sub_done = true;
+  });
+
+  std::vector<Digest> want(kInstruments);
+  bool file_seen = false;
+  Runtime::Hooks hooks;
+  hooks.publish = [&](Runtime::Lane& lane) { return publish_limited(lane, map); };
+  hooks.started = [&](Runtime& r) {
+    file_seen = r.counters_file() && std::filesystem::exists(r.counters_file()->path());
+    EXPECT_NE(r.described(3).find(shm::channel_ring_name(feed, kChannels, 3)), std::string::npos) << r.described(3);
+  };
+  hooks.finished = [&](Runtime::Lane& lane) {  // each thread, its own instruments: no overlap
+    auto& ch = lane.publisher();
+    for (size_t a = 0; a < ch.size(); ++a)
+      for (uint32_t i = 0; i < kInstruments; ++i)
+        if (map.of(i) == ch.index(a)) {
+          const auto& b = ch.agent(a).core().books().book(i);
+          want[i] = {b.instrument_seq(), b.checksum()};
+        }
+  };
+  Runtime::Outcome out;
+  try {
+    out = rt.run(std::move(hooks));
+  } catch (...) {
+    sub.join();
+    throw;
+  }
+  sub.join();
+  ASSERT_TRUE(sub_error.empty()) << sub_error;
+  EXPECT_FALSE(out.stopped);
+  EXPECT_EQ(out.published, 2 * kPerThread);
+  EXPECT_EQ(delivered, 2 * kPerThread);
+  EXPECT_TRUE(file_seen) << "the counters file exists while the feed runs";
+  for (uint32_t i = 0; i < kInstruments; ++i) {
+    EXPECT_GT(want[i].seq, 0u) << "instrument " << i;
+    EXPECT_EQ(got[i], want[i]) << "instrument " << i << " on channel index " << map.of(i);
+  }
+  for (size_t t = 0; t < rt.lanes(); ++t) EXPECT_EQ(rt.lane(t).paced.published, kPerThread);
+}
+
+TEST(PublisherRuntime, AChannelThatCannotBeBuiltFailsTheRunWithItsNameAndStopsTheOthers) {
+  const std::string feed = feed_name("fail");
+  Runtime rt = make(plan(2), feed, /*fail_channel*/ 3);
+  Runtime::Hooks hooks;
+  bool published = false;
+  hooks.publish = [&](Runtime::Lane&) {
+    published = true;
+    return feed::PaceResult{};
+  };
+  try {
+    (void)rt.run(std::move(hooks));
+    FAIL() << "run() returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("channel {}", kBase + 3)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no ring for you"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(published) << "no thread publishes once one could not build its channels";
+}
+
+TEST(PublisherRuntime, AStopRequestEndsARunThatWaitsForSubscribers) {
+  const std::string feed = feed_name("stop");
+  StopFlag stop;
+  runtime::PublisherPlan p = plan(1);
+  p.wait_subscribers = 1;  // nobody comes
+  p.stop = &stop;
+  Runtime rt = make(std::move(p), feed);
+  Runtime::Hooks hooks;
+  hooks.started = [&](Runtime&) { stop.request(); };  // as a signal handler would, once it runs
+  uint64_t seen_stopping = 0;
+  hooks.publish = [&](Runtime::Lane& lane) {
+    seen_stopping += lane.stopping();
+    return feed::PaceResult{0, monotonic_ns()};
+  };
+  const auto out = rt.run(std::move(hooks));
+  EXPECT_TRUE(out.stopped);
+  EXPECT_EQ(seen_stopping, 1u);
+  EXPECT_EQ(out.published, 0u);
+}
+
+TEST(PublisherRuntime, RefusesAPlanThatCannotRun) {
+  auto refused = [](runtime::PublisherPlan p, const char* why) {
+    try {
+      Runtime rt(std::move(p), nullptr, [](uint32_t, auto) -> std::unique_ptr<shm::PublisherMedium> { return nullptr; });
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(plan(5), "5 publishing threads for 4 channels");
+  refused(plan(0), "0 publishing threads");
+  runtime::PublisherPlan cpus = plan(2);
+  cpus.cpus = {0};
+  refused(cpus, "1 CPUs for 2 publishing threads");
+  runtime::PublisherPlan high = plan(1);
+  high.engine.channel = 65534;
+  refused(high, "goes past channel id 65535");
+}
