@@ -121,7 +121,8 @@ for line in open(sys.argv[1]):
     _, inst, seq, checksum = line.split()
     pub[inst] = [int(seq), checksum]
 sub = tomllib.load(open(sys.argv[2], "rb"))
-got = {k: [v[0], v[1]] for k, v in sub["books"].items()}
+# The result lists every book the feed declares; the example prints those that saw an update.
+got = {k: [v[0], v[1]] for k, v in sub["books"].items() if v[0] > 0}
 assert len(pub) >= 8, f"the example printed {len(pub)} books"
 assert got == pub, f"books differ: published {pub}, subscribed {got}"
 print(f"-- {len(pub)} books identical over 4 channels")

@@ -142,20 +142,25 @@ grep -q "a.0000.pcap: offset 24: the recording goes on with another session" "$W
 note "a file left out of the rotation, a second session: reported where they begin, what came before replayed"
 
 # --------------------------------------------------------------- snapshots --
-# A recorder that joins late starts from a snapshot; one stopped for 0.5 s is
-# lapped (320 KiB of records: 1024 of the largest, 256 bytes, ~2500 small ones) and resumes from one. Each
+# A recorder that joins late starts from a snapshot; one stopped while the
+# publisher writes 6000 messages is lapped (320 KiB of records: 1024 of the
+# largest, 256 bytes, ~2500 small ones) and resumes from one. Each
 # gap is recorded with the books the snapshot gave, and the replay goes on
 # through it: the books end as the original publisher's (their checksums; the
 # instruments' sequences differ, the replay having cleared and re-added books).
 books() { grep -E '^"[0-9]+" = \[[1-9]' "$1" | sed -E 's/\[[0-9]+, /[/' | sort; }
-start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 3s --instruments 50 --idle block --shm-slots 1024 --set shm.max_datagram=256 \
+# The feed is long enough for every step below on a busy host; each step
+# waits for the counter that says it happened, not for time.
+start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 12s --instruments 50 --idle block --shm-slots 1024 --set shm.max_datagram=256 \
   --retransmit-bytes 64K --result "$WORK/s-pub.toml"
-wait_ring_of() { local i=0; until [ -e "/dev/shm/mdcast-$1.ring" ]; do sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || fail "no ring $1"; done; }
-wait_ring_of "$NAME-s"
-sleep 0.5
+wait_log s-pub "^mdcast publish: .*session [0-9a-f]{16}" 30
+wait_published "$PID_s_pub" 6000  # more than the ring holds: a late recorder starts from a snapshot
 start_bg s-rec record --name "$NAME-s" --idle block --out "$WORK/s" --result "$WORK/s-rec.toml"
-sleep 1
-kill -STOP "$PID_s_rec"; sleep 0.5; kill -CONT "$PID_s_rec"
+wait_stat "$PID_s_rec" rec.datagrams 100 30 || fail "the late recorder recorded nothing in 30 s"
+kill -STOP "$PID_s_rec"; wait_stopped "$PID_s_rec"
+at=$(stat_value "$PID_s_pub" pub.messages_published)
+wait_published "$PID_s_pub" $((at + 6000))  # laps the stopped recorder
+kill -CONT "$PID_s_rec"
 wait_pid "$PID_s_rec" 60 || fail "recorder (snapshots) exited non-zero"
 wait_pid "$PID_s_pub" 30 || fail "publisher (snapshots) exited non-zero"
 gaps=$(toml_get "$WORK/s-rec.toml" rec.gap_markers)
@@ -182,7 +187,7 @@ note "--from $from: $skipped datagrams rebuilt into a book image, the rest repla
 GROUP="239.77.12.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0 --idle block)
 start_bg u-pub publish "${udp[@]}" --rate 20k --duration 1s --instruments 50 --wait-subscribers 1 --result "$WORK/u-pub.toml"
-sleep 0.3
+wait_log u-pub '^mdcast publish: UDP multicast .*control tcp:' 30  # it announces itself from now on
 start_bg u-rec record "${udp[@]}" --out "$WORK/u"
 wait_pid "$PID_u_rec" 60 || fail "recorder over UDP exited non-zero"
 wait_pid "$PID_u_pub" 30 || fail "publisher over UDP exited non-zero"
@@ -205,7 +210,7 @@ verify_original "$WORK/u-pub.toml" "$WORK/udp-sub.toml" >/dev/null || fail "UDP 
 GROUP2="239.77.13.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
 udp2=(--medium udp --udp-group "$GROUP2" --interface lo --set udp.control_port=0 --idle block)
 start_bg ur-replay replay "${udp2[@]}" --speed max --wait-subscribers 1 --linger 2s --result "$WORK/ur-rep.toml" "$file"
-sleep 0.3
+wait_log ur-replay '^mdcast replay: UDP multicast .*control tcp:' 30
 start_bg ur-sub subscribe "${udp2[@]}" --result "$WORK/ur-sub.toml"
 wait_pid "$PID_ur_replay" 60 || fail "replay over UDP exited non-zero"
 wait_pid "$PID_ur_sub" 60 || fail "subscriber of the replay over UDP exited non-zero"

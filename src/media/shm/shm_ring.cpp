@@ -86,28 +86,29 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   // mistyped --shm-slots) is refused with the numbers, not populated.
   // Records for `slots` datagrams of the largest size, packed; the index and
   // control block on top (history::RetransmitRing::packed_memory_for).
-  const auto data = mul_add(slots_, slot_size_, 0);
-  const auto ring = data && *data < (uint64_t{1} << 56)
-                        ? std::optional<uint64_t>(history::RetransmitRing::packed_memory_for(static_cast<size_t>(*data)))
-                        : std::nullopt;
-  const auto lane_end = ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + *ring + 63) / 64 * 64) : std::nullopt;
+  // 0 stands for "past 64 bits" (no size here is 0: slots >= 16); plain
+  // integers rather than optionals, which GCC's -O1 flow analysis misreads.
+  const uint64_t data = mul_add(slots_, slot_size_, 0).value_or(0);
+  const uint64_t ring = data && data < (uint64_t{1} << 56)
+                            ? history::RetransmitRing::packed_memory_for(static_cast<size_t>(data))
+                            : 0;
+  const uint64_t lane_end =
+      ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + ring + 63) / 64 * 64).value_or(0) : 0;
   // The reader region starts on a page of its own, so a reader maps it
   // writable apart from the ring (hugetlbfs maps whole huge pages only).
   const uint64_t reader_bytes = reader_region_bytes(reader_slots_);
-  const auto total = lane_end && *lane_end < (uint64_t{1} << 62)
-                         ? std::optional<uint64_t>(round_up(*lane_end, 4096) + reader_bytes)
-                         : std::nullopt;
+  const uint64_t total = lane_end && lane_end < (uint64_t{1} << 62) ? round_up(lane_end, 4096) + reader_bytes : 0;
   const std::string file = ring_path(opts.dir.empty() ? "/dev/shm" : opts.dir, opts.name);
-  if (!total || *total > opts.max_bytes)
+  if (!total || total > opts.max_bytes)
     fail("shm ring {} would need {} ({} records of {} bytes and their index, {} reader slots), more than "
          "shm.max_bytes ({}): lower shm.slots (--shm-slots), shm.max_datagram or shm.readers, or raise "
          "shm.max_bytes if this host has the memory",
-         file, total ? format_bytes(*total) : std::string("more than 16 EiB"), slots_, slot_size_, reader_slots_,
+         file, total ? format_bytes(total) : std::string("more than 16 EiB"), slots_, slot_size_, reader_slots_,
          format_bytes(opts.max_bytes));
-  ring_bytes_ = static_cast<size_t>(*ring);
+  ring_bytes_ = static_cast<size_t>(ring);
   lane_offset_ = (kRingOffset + ring_bytes_ + 63) / 64 * 64;
   // On hugetlbfs the region starts on a huge page (at most one more page).
-  const uint64_t huge_reader_offset = round_up(*lane_end, kHugePage);
+  const uint64_t huge_reader_offset = round_up(lane_end, kHugePage);
   const size_t huge_bytes = static_cast<size_t>(round_up(huge_reader_offset + reader_bytes, kHugePage));
 
   std::string dir = opts.dir;
@@ -121,7 +122,7 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   if (!huge_fs)
     if (const auto fs = filesystem_space(dir)) huge_fs = fs->huge_pages;
   const auto layout = [&] {
-    reader_offset_ = static_cast<size_t>(huge_fs ? huge_reader_offset : round_up(*lane_end, 4096));
+    reader_offset_ = static_cast<size_t>(huge_fs ? huge_reader_offset : round_up(lane_end, 4096));
     return huge_fs ? huge_bytes : static_cast<size_t>(reader_offset_ + reader_bytes);
   };
   size_t bytes = layout();
@@ -148,7 +149,7 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
     path_ = ring_path("/dev/shm", opts.name);
     mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
   }
-  data_bytes_ = static_cast<size_t>(*data);
+  data_bytes_ = static_cast<size_t>(data);
   history::RetransmitRing::format_packed(ring_memory(), data_bytes_, max_datagram_);
   copy_ring_ = history::RetransmitRing(ring_memory(), max_datagram_);
   ring_lo_ = ring_memory().data();
