@@ -1,13 +1,15 @@
 // The feed engines: retransmit ring, publisher staging, subscriber live path.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/mapped_memory.hpp"
 #include "mdcast/feed/publisher.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_log.hpp"
 #include "mdcast/feed/subscriber.hpp"
 #include "stream.hpp"
 
@@ -15,8 +17,10 @@ namespace mdcast::micro {
 namespace {
 
 // claim + fill the header + commit, and a get() of a datagram a little
-// older (what serving a retransmit request does), per datagram.
-void claim_commit_get(benchmark::State& state, history::RetransmitRing& ring, uint16_t len) {
+// older (what serving a retransmit request does), per datagram: through the
+// engine's RetransmitLog (one tag test per call), or a log itself.
+template <class Log>
+void claim_commit_get(benchmark::State& state, Log& ring, uint16_t len) {
   uint64_t seq = 0;
   size_t got = 0;
   for (auto _ : state) {
@@ -29,24 +33,43 @@ void claim_commit_get(benchmark::State& state, history::RetransmitRing& ring, ui
   benchmark::DoNotOptimize(got);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
+// Fixed slots (the names are the ones docs/performance.md compares across
+// builds: before the two logs were split this was one RetransmitRing).
 void BM_RetransmitRing(benchmark::State& state) {
   const size_t max_datagram = 4032;
-  auto mem = MappedMemory::anonymous(history::RetransmitRing::memory_for(64u << 20, max_datagram));
-  history::RetransmitRing ring(mem.span(), max_datagram);
+  auto mem = MappedMemory::anonymous(history::RetransmitLog::memory_for(64u << 20, max_datagram));
+  history::RetransmitLog ring(mem.span(), max_datagram);
   claim_commit_get(state, ring, 1000);
 }
 BENCHMARK(BM_RetransmitRing);
+void BM_SlotLog(benchmark::State& state) {
+  const size_t max_datagram = 4032;
+  auto mem = MappedMemory::anonymous(history::SlotLog::memory_for(64u << 20, max_datagram));
+  history::SlotLog ring(mem.span(), max_datagram);
+  claim_commit_get(state, ring, 1000);
+}
+BENCHMARK(BM_SlotLog);
 
-// The same over the packed layout (the shm medium's), with datagrams of
-// range(0) bytes: records are packed back to back instead of one slot each.
+// The same over the term log (the shm medium's), with datagrams of range(0)
+// bytes: records are packed back to back instead of one slot each.
+std::span<std::byte> term_log_memory(MappedMemory& mem, size_t max_datagram) {
+  const size_t data = size_t{64} << 20;
+  mem = MappedMemory::anonymous(history::TermLog::memory_for(data));
+  history::TermLog::format(mem.span(), data, max_datagram);
+  return mem.span();
+}
 void BM_RetransmitRingPacked(benchmark::State& state) {
-  const size_t max_datagram = 4032, data = size_t{64} << 20;
-  auto mem = MappedMemory::anonymous(history::RetransmitRing::packed_memory_for(data));
-  history::RetransmitRing::format_packed(mem.span(), data, max_datagram);
-  history::RetransmitRing ring(mem.span(), max_datagram);
+  MappedMemory mem;
+  history::RetransmitLog ring(term_log_memory(mem, 4032), 4032);
   claim_commit_get(state, ring, static_cast<uint16_t>(state.range(0)));
 }
 BENCHMARK(BM_RetransmitRingPacked)->Arg(104)->Arg(1000);
+void BM_TermLog(benchmark::State& state) {
+  MappedMemory mem;
+  history::TermLog ring(term_log_memory(mem, 4032), 4032);
+  claim_commit_get(state, ring, static_cast<uint16_t>(state.range(0)));
+}
+BENCHMARK(BM_TermLog)->Arg(104)->Arg(1000);
 
 struct NullSink {
   uint64_t bytes = 0;
@@ -91,12 +114,76 @@ BENCHMARK(BM_PublishOpaque64)->ArgName("batching")->Arg(1)->Arg(0);
 // one message per datagram (batching:0) each datagram takes a 128-byte
 // record instead of a 4 KiB slot.
 void BM_PublishOpaque64Packed(benchmark::State& state) {
-  const size_t data = size_t{64} << 20;
-  auto mem = MappedMemory::anonymous(history::RetransmitRing::packed_memory_for(data));
-  history::RetransmitRing::format_packed(mem.span(), data, 4032);
-  publish_opaque64(state, mem.span());
+  MappedMemory mem;
+  publish_opaque64(state, term_log_memory(mem, 4032));
 }
 BENCHMARK(BM_PublishOpaque64Packed)->ArgName("batching")->Arg(1)->Arg(0);
+
+// What a 64-byte message costs in log memory, fixed slots (log:0) against
+// the term log (log:1), for UDP's datagrams (1472 bytes) and those of shm and
+// the in-memory medium (4032), one message per datagram (batching:0) or
+// full datagrams (:1). Counted from the records' own addresses over the last
+// datagrams of the run (one lap at most, so each line and page is counted
+// once): the log's bytes per message (a slot, or a record with its padding:
+// how fast a lap goes by), and the 64-byte lines and 4 KiB pages the writer
+// stores to per message (the claim and index words included) - what the
+// caches, the TLB and, on a shared log, every reader pay. The time is the
+// publish's, as in BM_PublishOpaque64.
+void BM_LogFootprint64(benchmark::State& state) {
+  const bool term = state.range(0) != 0;
+  const auto max_datagram = static_cast<size_t>(state.range(1));
+  MappedMemory mem;
+  std::span<std::byte> ring_memory;
+  if (term) {
+    ring_memory = term_log_memory(mem, max_datagram);
+  } else {
+    mem = MappedMemory::anonymous(history::SlotLog::memory_for(64u << 20, max_datagram));
+    ring_memory = mem.span();
+  }
+  feed::PublisherConfig pc = pub_config(state.range(2) ? 20'000 : 0);
+  pc.max_datagram = max_datagram;
+  NullSink sink;
+  feed::Publisher<NullSink> pub(pc, sink, ring_memory);
+  std::byte payload[64]{};
+  uint32_t inst = 0;
+  for (auto _ : state) {
+    wire::Message m = wire::Message::make_opaque(inst, {payload, 64 - wire::opaque::kPayload});
+    inst = inst == 99 ? 0 : inst + 1;
+    benchmark::DoNotOptimize(pub.publish(m, 1));
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+  pub.flush(1);  // the open datagram too (a run of a few iterations may have no other)
+
+  const history::RetransmitLog& log = pub.core().ring();
+  const uint64_t newest = log.newest();
+  const uint64_t oldest = std::max<uint64_t>(log.oldest(), newest > 10'000 ? newest - 10'000 + 1 : 1);
+  std::set<uintptr_t> lines, pages;
+  uint64_t messages = 0, bytes = 0;
+  auto touch = [&](uintptr_t at, size_t n) {
+    for (uintptr_t l = at / 64; l <= (at + n - 1) / 64; ++l) lines.insert(l);
+    for (uintptr_t p = at / 4096; p <= (at + n - 1) / 4096; ++p) pages.insert(p);
+  };
+  const auto base = reinterpret_cast<uintptr_t>(log.memory());
+  const size_t entries = history::TermLog::index_entries(size_t{64} << 20);
+  for (uint64_t seq = oldest; seq <= newest && seq != 0; ++seq) {
+    const auto d = log.get(seq);
+    if (d.empty()) continue;
+    messages += wire::read_header(d.data()).message_count;
+    bytes += term ? history::record::size_for(d.size()) : log.slot_size();
+    touch(reinterpret_cast<uintptr_t>(d.data()) - history::RetransmitLog::kRecordHeader,
+          history::RetransmitLog::kRecordHeader + d.size());
+    // The claim's other store: the index entry (term) or the reserved word (slots).
+    touch(term ? base + history::TermLog::kControlSize + 8 * (seq % entries) : base, 8);
+  }
+  if (messages == 0) return state.SkipWithError("no datagram held");
+  const auto per = [&](double v) { return benchmark::Counter(v / static_cast<double>(messages)); };
+  state.counters["bytes/msg"] = per(static_cast<double>(bytes));
+  state.counters["lines/msg"] = per(static_cast<double>(lines.size()));
+  state.counters["pages/msg"] = per(static_cast<double>(pages.size()));
+}
+BENCHMARK(BM_LogFootprint64)
+    ->ArgNames({"log", "max_datagram", "batching"})
+    ->ArgsProduct({{0, 1}, {1472, 4032}, {0, 1}});
 
 // Publisher::publish of the synthetic order flow (book check + apply + encode),
 // Generator::next included (subtract BM_GeneratorNext).

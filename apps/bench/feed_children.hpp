@@ -167,8 +167,9 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   // subscriber at most (their progress counts messages, one per datagram here).
   // A packed ring holds as many of these small datagrams as fit, not
   // slots() of them: it is primed until its writer has lapped it once.
-  const history::RetransmitRing& primed = agent.core().ring();
-  const bool prime_lap = spec.prime_retransmit_ring && primed.packed();
+  const history::RetransmitLog& primed = agent.core().ring();
+  const bool prime_lap =
+      spec.prime_retransmit_ring && primed.layout() == history::RetransmitLog::Layout::kTerm;
   uint64_t prime =
       prime_lap ? UINT64_MAX
                 : std::max<uint64_t>(spec.prime_datagrams, spec.prime_retransmit_ring ? primed.slots() : 0) + 256;
@@ -282,8 +283,8 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     // The pages the window's slot writes entered, from the slots themselves
     // (their real addresses: alignment and slot size as they are), over the
     // window's datagrams the ring still holds. Off the measured path.
-    const history::RetransmitRing& ring = agent.core().ring();
-    const uint64_t lap_start = ring.packed() ? ring.oldest()
+    const history::RetransmitLog& ring = agent.core().ring();
+    const uint64_t lap_start = ring.layout() == history::RetransmitLog::Layout::kTerm ? ring.oldest()
                                : w1.newest >= ring.slots() ? w1.newest - ring.slots() + 1 : 1;
     me.ring_slot_bytes = ring.slot_size();
     me.ring_page_bytes = mapping_page_size(ring.memory());
@@ -291,9 +292,9 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
     for (uint64_t seq = std::max({w0.newest + 1, lap_start, ring.oldest()}); seq <= w1.newest && seq != 0; ++seq) {
       const auto d = ring.get(seq);
       if (d.empty()) continue;
-      const auto slot = reinterpret_cast<uintptr_t>(d.data()) - history::RetransmitRing::kSlotHeader;
-      p4.add(slot, history::RetransmitRing::kSlotHeader + d.size());
-      pk.add(slot, history::RetransmitRing::kSlotHeader + d.size());
+      const auto slot = reinterpret_cast<uintptr_t>(d.data()) - history::RetransmitLog::kRecordHeader;
+      p4.add(slot, history::RetransmitLog::kRecordHeader + d.size());
+      pk.add(slot, history::RetransmitLog::kRecordHeader + d.size());
       ++me.ring_swept;
     }
     me.ring_pages_4k = p4.pages();

@@ -16,7 +16,7 @@
 #include "checks.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/doctor/sysfs.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/term_log.hpp"
 #include "mdcast/media/udp/udp_socket.hpp"
 #include "mdcast/wire/protocol.hpp"
 
@@ -44,9 +44,9 @@ std::string path_under(const Options& o, const std::string& p) {
 // What a shm publisher's ring file needs: its records, index and control
 // block (the lane and header are a few KiB more).
 uint64_t shm_ring_bytes(const Options& o) {
-  const uint64_t data = uint64_t{o.shm.slots} * history::RetransmitRing::slot_size_for(o.shm.max_datagram);
+  const uint64_t data = uint64_t{o.shm.slots} * history::TermLog::record_size_for(o.shm.max_datagram);
   if (data >= (uint64_t{1} << 56)) return data;  // far more than any host: the check refuses it either way
-  return history::RetransmitRing::packed_memory_for(static_cast<size_t>(data));
+  return history::TermLog::memory_for(static_cast<size_t>(data));
 }
 
 }  // namespace

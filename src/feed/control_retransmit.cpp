@@ -61,7 +61,7 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Retransm
                                   r.count, r.from_seq),
                       budget.wait_ns(r.count), out);
   }
-  const history::RetransmitRing& ring = core_.ring();
+  const history::RetransmitLog& ring = core_.ring();
   auto status = RetransmitStatus::kOk;
   if (r.session != core_.session())
     status = RetransmitStatus::kWrongSession;

@@ -27,20 +27,21 @@ PublisherCore::PublisherCore(const PublisherConfig& cfg, std::span<std::byte> ri
     : cfg_(cfg), session_(cfg.session ? cfg.session : new_session_id()), books_(cfg.books), pacer_(cfg.pacing) {
   cfg_.validate();
   if (ring_memory.empty()) {
-    owned_ring_ = MappedMemory::anonymous(history::RetransmitRing::memory_for(cfg.retransmit_bytes, cfg.max_datagram));
+    owned_ring_ = MappedMemory::anonymous(history::RetransmitLog::memory_for(cfg.retransmit_bytes, cfg.max_datagram));
     ring_memory = owned_ring_.span();
   }
-  if (ring_memory.size() < history::RetransmitRing::memory_for(0, cfg.max_datagram))
+  if (ring_memory.size() < history::RetransmitLog::memory_for(0, cfg.max_datagram))
     fail("retransmit ring memory of {} bytes is too small for {}-byte datagrams", ring_memory.size(),
          cfg.max_datagram);
-  ring_ = history::RetransmitRing(ring_memory, cfg.max_datagram);
+  ring_ = history::RetransmitLog(ring_memory, cfg.max_datagram);
   // Room for every unsent datagram plus the largest fragmented message, twice over.
   const size_t max_fragments = cfg.max_message / (datagram_capacity() - fragment::kPayload) + 2;
   if (ring_.slots() < 2 * (cfg.max_unsent + max_fragments))
     fail("retransmit ring of {} datagrams of {} bytes cannot hold max_unsent {} + {} fragments twice over; {}",
          ring_.slots(), cfg.max_datagram, cfg.max_unsent, max_fragments,
-         ring_.packed() ? "raise shm.slots (--shm-slots), the ring's size over shm"
-                        : "raise publisher.retransmit_bytes (--retransmit-bytes)");
+         ring_.layout() == history::RetransmitLog::Layout::kTerm
+             ? "raise shm.slots (--shm-slots), the ring's size over shm"
+             : "raise publisher.retransmit_bytes (--retransmit-bytes)");
   if (counters) {
     counters_ = counters;
   } else {
@@ -75,7 +76,7 @@ inline void prefetch_for_write(const std::byte* p, size_t bytes) noexcept {
 
 void PublisherCore::open(uint64_t now) noexcept {
   open_ = ring_.claim(ring_.newest() + 1);
-  prefetch_for_write(open_ + 64 - history::RetransmitRing::kSlotHeader, std::min(kPrefetchAhead, cfg_.max_datagram));
+  prefetch_for_write(open_ + 64 - history::RetransmitLog::kRecordHeader, std::min(kPrefetchAhead, cfg_.max_datagram));
   open_len_ = 0;
   open_count_ = 0;
   open_since_ = now;

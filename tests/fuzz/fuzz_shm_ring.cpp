@@ -16,7 +16,8 @@
 #include "fuzz_support.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/record.hpp"
+#include "mdcast/history/retransmit_log.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
 
 using namespace mdcast;
@@ -51,8 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.max_datagram = kMax;
   o.huge_pages = false;
   RingWriter w(o, 1, 1, "unix:@fuzz");
-  history::RetransmitRing eng(w.ring_memory(), kMax);  // the engine builds in place, as a publisher does
-  FUZZ_CHECK(eng.packed(), "the shm ring is packed");
+  history::RetransmitLog eng(w.ring_memory(), kMax);  // the engine builds in place, as a publisher does
+  FUZZ_CHECK(eng.layout() == history::RetransmitLog::Layout::kTerm, "the shm ring is a term log");
   Forger f(w.path());
   std::optional<RingReader> r;
   r.emplace(w.path());
@@ -82,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         switch (in.u8() % 4) {
           case 0: v = in.u32(); break;
           case 1: v = seq + in.u8(); break;
-          case 2: v = history::RetransmitRing::kClaimed | (seq + 1); break;
+          case 2: v = history::record::kClaimed | (seq + 1); break;
           default: v = uint64_t{in.u32()} << 32 | in.u32(); break;
         }
         std::memcpy(f.base + at, &v, 8);

@@ -388,7 +388,7 @@ TEST_F(PublisherCoreTest, DatagramsStayRetrievableUntilTheRingWraps) {
   c.max_unsent = 1;
   // Caller-provided ring memory: exactly 50 slots of 320 bytes (an owned
   // mapping is rounded up to whole pages, huge ones where the host has them).
-  const size_t bytes = history::RetransmitRing::memory_for(50 * 320, 256);
+  const size_t bytes = history::RetransmitLog::memory_for(50 * 320, 256);
   auto mem = std::make_unique<std::byte[]>(bytes + 64);
   std::byte* aligned = mem.get() + (64 - reinterpret_cast<uintptr_t>(mem.get()) % 64) % 64;
   PublisherCore p(c, {aligned, bytes});

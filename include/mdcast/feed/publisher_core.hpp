@@ -19,7 +19,7 @@
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/pacer.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/retransmit_log.hpp"
 #include "mdcast/wire/datagram.hpp"
 
 namespace mdcast::feed {
@@ -93,7 +93,7 @@ class PublisherCore {
   [[nodiscard]] bool ended() const noexcept { return ended_; }
   [[nodiscard]] uint64_t end_seq() const noexcept { return end_seq_; }
   [[nodiscard]] const book::BookSet& books() const noexcept { return books_; }
-  [[nodiscard]] const history::RetransmitRing& ring() const noexcept { return ring_; }
+  [[nodiscard]] const history::RetransmitLog& ring() const noexcept { return ring_; }
   [[nodiscard]] const Pacer& pacer() const noexcept { return pacer_; }
   void set_pacing_rate(double r) noexcept {
     pacer_.set_rate(r);
@@ -112,7 +112,7 @@ class PublisherCore {
   PublisherConfig cfg_;
   uint64_t session_;
   MappedMemory owned_ring_;
-  history::RetransmitRing ring_;
+  history::RetransmitLog ring_;
   book::BookSet books_;
   Pacer pacer_;
   std::unique_ptr<PublisherCounters> owned_counters_;

@@ -79,18 +79,18 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
          opts.readers, kMaxReaderSlots);
   reader_slots_ = opts.readers;
   max_datagram_ = opts.max_datagram;
-  slot_size_ = history::RetransmitRing::slot_size_for(opts.max_datagram);
+  slot_size_ = history::TermLog::record_size_for(opts.max_datagram);
   slots_ = opts.slots;
   lane_slot_size_ = (kLaneHeader + opts.max_datagram + 63) / 64 * 64;
   // Before anything is allocated: a ring larger than the cap (64 GiB from a
   // mistyped --shm-slots) is refused with the numbers, not populated.
   // Records for `slots` datagrams of the largest size, packed; the index and
-  // control block on top (history::RetransmitRing::packed_memory_for).
+  // control block on top (history::TermLog::memory_for).
   // 0 stands for "past 64 bits" (no size here is 0: slots >= 16); plain
   // integers rather than optionals, which GCC's -O1 flow analysis misreads.
   const uint64_t data = mul_add(slots_, slot_size_, 0).value_or(0);
   const uint64_t ring = data && data < (uint64_t{1} << 56)
-                            ? history::RetransmitRing::packed_memory_for(static_cast<size_t>(data))
+                            ? history::TermLog::memory_for(static_cast<size_t>(data))
                             : 0;
   const uint64_t lane_end =
       ring ? mul_add(kLaneSlots, lane_slot_size_, (kRingOffset + ring + 63) / 64 * 64).value_or(0) : 0;
@@ -150,8 +150,8 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
     mem_ = detail::create_ring_file(path_, "/dev/shm", bytes, group);
   }
   data_bytes_ = static_cast<size_t>(data);
-  history::RetransmitRing::format_packed(ring_memory(), data_bytes_, max_datagram_);
-  copy_ring_ = history::RetransmitRing(ring_memory(), max_datagram_);
+  history::TermLog::format(ring_memory(), data_bytes_, max_datagram_);
+  copy_log_ = history::TermLog(ring_memory(), max_datagram_);
   ring_lo_ = ring_memory().data();
   ring_hi_ = ring_lo_ + ring_bytes_;
   RingHeaderView h{};
@@ -173,9 +173,9 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
   h.lane_slot_size = lane_slot_size_;
   h.lane_slots = kLaneSlots;
   h.file_bytes = mem_.size();
-  h.data_offset = history::RetransmitRing::packed_data_offset(data_bytes_);
+  h.data_offset = history::TermLog::data_offset(data_bytes_);
   h.data_bytes = data_bytes_;
-  h.index_entries = history::RetransmitRing::packed_index_entries(data_bytes_);
+  h.index_entries = history::TermLog::index_entries(data_bytes_);
   h.reader_offset = reader_offset_;
   h.reader_bytes = reader_bytes;
   h.reader_slots = reader_slots_;
@@ -186,7 +186,7 @@ RingWriter::RingWriter(const RingOptions& opts, uint64_t session, uint16_t chann
 RingWriter::RingWriter(RingWriter&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), slot_size_(o.slot_size_), slots_(o.slots_),
       ring_bytes_(o.ring_bytes_), data_bytes_(o.data_bytes_), lane_offset_(o.lane_offset_), lane_slot_size_(o.lane_slot_size_),
-      max_datagram_(o.max_datagram_), ring_lo_(o.ring_lo_), ring_hi_(o.ring_hi_), copy_ring_(o.copy_ring_),
+      max_datagram_(o.max_datagram_), ring_lo_(o.ring_lo_), ring_hi_(o.ring_hi_), copy_log_(o.copy_log_),
       huge_(o.huge_), reader_offset_(o.reader_offset_), reader_slots_(o.reader_slots_), reap_next_(o.reap_next_),
       reap_word_(o.reap_word_), reap_full_(o.reap_full_),
       newest_(o.newest_), lane_pos_(o.lane_pos_), last_reap_(o.last_reap_) {
@@ -322,11 +322,11 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
   if (h.magic != kRingMagic) fail("{} is not an mdcast ring (or its publisher is still creating it)", path);
   // Geometry, without overflow: each product is bounded before it is formed.
   const bool sane = h.header_size == kRingHeaderSize && h.max_datagram >= 1 && h.max_datagram <= 65535 &&
-                    h.slot_size == history::RetransmitRing::slot_size_for(h.max_datagram) && h.slot_size <= (1u << 20) &&
+                    h.slot_size == history::TermLog::record_size_for(h.max_datagram) && h.slot_size <= (1u << 20) &&
                     h.slots >= 4 && h.slots <= (uint64_t{1} << 40) && h.data_bytes == h.slots * h.slot_size &&
-                    h.index_entries == history::RetransmitRing::packed_index_entries(h.data_bytes) &&
-                    h.data_offset == history::RetransmitRing::packed_data_offset(h.data_bytes) &&
-                    h.ring_offset == kRingOffset && h.ring_bytes == history::RetransmitRing::packed_memory_for(h.data_bytes) &&
+                    h.index_entries == history::TermLog::index_entries(h.data_bytes) &&
+                    h.data_offset == history::TermLog::data_offset(h.data_bytes) &&
+                    h.ring_offset == kRingOffset && h.ring_bytes == history::TermLog::memory_for(h.data_bytes) &&
                     h.lane_offset >= h.ring_offset + h.ring_bytes && h.lane_offset <= (uint64_t{1} << 62) &&
                     h.lane_slot_size >= kLaneHeader + h.max_datagram && h.lane_slot_size <= (1u << 20) &&
                     h.lane_slots >= 1 && h.lane_slots <= 4096 &&
@@ -345,21 +345,16 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
   mem_ = MappedMemory::shared(f.fd.get(), static_cast<size_t>(h.file_bytes), false, "shm ring " + path);
   hdr_ = h;
   hdr_.control[sizeof hdr_.control - 1] = 0;
-  c_.ring = mem_.data() + h.ring_offset;
-  c_.index = c_.ring + history::RetransmitRing::kControlSize;
-  c_.data = c_.ring + h.data_offset;
+  // The geometry checked above, from the private copy of the header.
+  log_ = history::TermReader(mem_.data() + h.ring_offset, static_cast<size_t>(h.data_bytes),
+                             static_cast<size_t>(h.max_datagram));
   c_.lane = mem_.data() + h.lane_offset;
-  c_.data_bytes = h.data_bytes;
-  c_.max_record = h.slot_size;
-  c_.entries = h.index_entries;
   c_.lane_slot_size = h.lane_slot_size;
   c_.lane_slots = h.lane_slots;
-  c_.max_datagram = h.max_datagram;
-  seek(1, 0);  // the first record's place
   // Where the writer is now, as far as the records prove it: the bound on
   // how far it can be later.
   if (!proven_published(published(), monotonic_ns())) {
-    c_.base = newest_in_index();
+    c_.base = log_.newest_indexed();
     c_.base_ns = monotonic_ns();
   }
   if (f.writable && h.reader_slots > 0) {
@@ -397,8 +392,7 @@ RingReader::RingReader(const std::string& path, std::optional<uid_t> owner) : pa
 RingReader::RingReader(RingReader&& o) noexcept
     : path_(std::move(o.path_)), mem_(std::move(o.mem_)), ctl_(std::move(o.ctl_)), rdr_(std::move(o.rdr_)),
       slot_(std::exchange(o.slot_, -1)),
-      hdr_(o.hdr_), owner_(o.owner_), c_(o.c_), next_(o.next_), pos_(o.pos_), off_(o.off_),
-      lane_next_(o.lane_next_) {}
+      hdr_(o.hdr_), owner_(o.owner_), log_(o.log_), c_(o.c_), lane_next_(o.lane_next_) {}
 
 RingReader& RingReader::operator=(RingReader&& o) noexcept {
   if (this != &o) {
@@ -410,10 +404,8 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     slot_ = std::exchange(o.slot_, -1);
     hdr_ = o.hdr_;
     owner_ = o.owner_;
+    log_ = o.log_;
     c_ = o.c_;
-    next_ = o.next_;
-    pos_ = o.pos_;
-    off_ = o.off_;
     lane_next_ = o.lane_next_;
   }
   return *this;
@@ -447,8 +439,9 @@ bool RingReader::wait(uint64_t timeout_ns) noexcept {
   // not yet judged corrupt), or the lane. The record itself, not the
   // published word: that is stored after the record, and a forged one must
   // not keep a reader spinning.
-  const uint64_t q = word(c_.data + off_).load(std::memory_order_acquire);
-  const bool data = q == next_ || (q != 0 && q != (next_ | history::RetransmitRing::kClaimed) && c_.implausible_at != next_);
+  const auto m = log_.mark();
+  const bool data = m == history::TermReader::Mark::kCommitted ||
+                    (m == history::TermReader::Mark::kOther && c_.implausible_at != log_.seq());
   const bool lane = word(lane_slot(lane_next_)).load(std::memory_order_acquire) >= 2 * lane_next_ + 2;
   if (!data && !lane) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};

@@ -2,7 +2,8 @@
 // lane, and every decision to move its cursor other than by one record.
 // Those are where a corrupt or forged word could send a reader to where
 // nothing will ever be written, so each is backed by what the records
-// themselves hold: an index entry and the header it points at agreeing.
+// themselves hold (history::TermReader: an index entry and the header it
+// points at agreeing), and by how fast any writer could have gone.
 #include <cstdint>
 
 #include "mdcast/core/clock.hpp"
@@ -11,7 +12,6 @@
 namespace mdcast::media::shm {
 namespace {
 
-constexpr uint64_t kClaimed = history::RetransmitRing::kClaimed;
 static_assert(kNsPerSec % kMaxPlausibleDatagramsPerSec == 0);
 constexpr uint64_t kNsPerPlausibleDatagram = kNsPerSec / kMaxPlausibleDatagramsPerSec;
 
@@ -28,39 +28,15 @@ uint64_t sat_add(uint64_t a, uint64_t b) noexcept {
 bool RingReader::plausible(uint64_t seq, uint64_t now) const noexcept {
   if (c_.base_ns == 0) return true;
   const uint64_t elapsed = now > c_.base_ns ? now - c_.base_ns : 0;
-  return seq <= sat_add(sat_add(c_.base, c_.entries), elapsed / kNsPerPlausibleDatagram);
-}
-
-// Where the writer put a record only: 64-byte aligned, whole before the end,
-// claimed under the horizon.
-const std::byte* RingReader::indexed(uint64_t seq, uint64_t& pos) const noexcept {
-  pos = word(c_.index + 8 * (seq % c_.entries)).load(std::memory_order_acquire);
-  const size_t off = static_cast<size_t>(pos % c_.data_bytes);
-  if (off % 64 != 0 || off + c_.max_record > c_.data_bytes) return nullptr;
-  if (pos >= horizon().load(std::memory_order_acquire)) return nullptr;
-  return c_.data + off;
-}
-
-bool RingReader::locate(uint64_t seq, uint64_t& pos) const noexcept {
-  const std::byte* r = indexed(seq, pos);
-  if (r == nullptr || seq_word(r).load(std::memory_order_acquire) != seq) return false;
-  // Acquire, so that the horizon is read after the whole header.
-  if (history::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_acquire) > c_.max_datagram)
-    return false;
-  // Not reclaimed (the header just read might be a later lap's bytes).
-  return horizon().load(std::memory_order_relaxed) <= pos + c_.data_bytes;
+  return seq <= sat_add(sat_add(c_.base, log_.entries()), elapsed / kNsPerPlausibleDatagram);
 }
 
 // The writer commits a record before it publishes its sequence, so a
-// published p is real only if the index places p, or a later lap of its
-// entry, in a record that says so, and if no writer could have got there
-// faster.
+// published p is real only if the records show the writer got to p, and if
+// no writer could have got there faster.
 bool RingReader::proven_published(uint64_t p, uint64_t now) noexcept {
   if (p == 0) return true;  // nothing published yet
-  uint64_t pos = 0;
-  const std::byte* r = indexed(p, pos);
-  const uint64_t s = r ? seq_word(r).load(std::memory_order_acquire) & ~kClaimed : 0;
-  if (r && s >= p && (s - p) % c_.entries == 0 && plausible(p, now)) {
+  if (log_.reached(p) && plausible(p, now)) {
     if (p >= c_.base) {
       c_.base = p;
       c_.base_ns = now;
@@ -79,94 +55,40 @@ void RingReader::note_implausible(uint64_t& last, uint64_t v) noexcept {
   ++c_.implausible;
 }
 
-// The newest committed sequence whose index entry and record agree: where a
-// reader starts when the published word cannot be believed.
-uint64_t RingReader::newest_in_index() const noexcept {
-  uint64_t best = 0;
-  for (size_t i = 0; i < c_.entries; ++i) {
-    uint64_t pos = 0;
-    const std::byte* r = indexed(i, pos);
-    if (r == nullptr) continue;
-    const uint64_t q = seq_word(r).load(std::memory_order_acquire);
-    if (q != 0 && (q & kClaimed) == 0 && q % c_.entries == i && q > best) best = q;
-  }
-  return best;
-}
-
-bool RingReader::seek_after(uint64_t p) noexcept {
-  if (p == 0) {
-    seek(1, 0);
-    return true;
-  }
-  uint64_t pos = 0;
-  if (!locate(p, pos)) return false;
-  const std::byte* r = c_.data + pos % c_.data_bytes;
-  const auto l = history::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed);
-  seek(p + 1, pos);
-  step(l);
-  return true;
-}
-
-bool RingReader::resume_point(uint64_t lo, uint64_t hi, uint64_t& seq, uint64_t& pos) const noexcept {
-  if (hi < lo) return false;
-  if (hi - lo >= c_.entries) lo = hi - c_.entries + 1;
-  // Far enough from being reclaimed that the writer will not lap us again at
-  // once (an eighth of a lap), near enough to lose little.
-  const uint64_t h = horizon().load(std::memory_order_acquire);
-  const uint64_t keep = c_.data_bytes - c_.data_bytes / 8;
-  const uint64_t floor = h > keep ? h - keep : 0;
-  auto ok = [&](uint64_t t, uint64_t& at) { return locate(t, at) && at >= floor; };
-  uint64_t at = 0;
-  if (!ok(hi, at)) return false;  // not even the newest: nothing here proves where the writer is
-  seq = hi;
-  pos = at;
-  // Positions grow with sequences: the first one far enough ahead, by bisection.
-  while (lo < seq) {
-    const uint64_t mid = lo + (seq - lo) / 2;
-    if (ok(mid, at)) {
-      seq = mid;
-      pos = at;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return true;
-}
-
 bool RingReader::skip_ahead(uint64_t newest) noexcept {
   uint64_t seq = 0, pos = 0;
-  if (!resume_point(next_ + 1, newest, seq, pos)) return false;
-  c_.lapped += seq - next_;
-  seek(seq, pos);
+  if (!log_.resume_point(log_.seq() + 1, newest, seq, pos)) return false;
+  c_.lapped += seq - log_.seq();
+  log_.seek(seq, pos);
   return true;
 }
 
 RingReader::Read RingReader::overtaken() noexcept {
-  const uint64_t q = seq_word(c_.data + off_).load(std::memory_order_acquire);
-  const uint64_t h = horizon().load(std::memory_order_acquire);
+  const auto m = log_.mark();
+  const uint64_t h = log_.horizon();
   const uint64_t now = monotonic_ns();
   uint64_t newest = published();
   if (!proven_published(newest, now)) newest = 0;
-  if (h > pos_ + c_.data_bytes) {
+  if (log_.reclaimed_by(h)) {
     // The horizon says the writer reclaimed our record: a lap, if the
     // records prove the writer went on. Resume an eighth of a lap ahead of
     // being reclaimed again, as far as the records prove the writer is.
     if (newest == 0) {
-      const uint64_t n = newest_in_index();
+      const uint64_t n = log_.newest_indexed();
       if (plausible(n, now)) newest = n;
     }
-    if (newest > next_ && skip_ahead(newest)) return Read::kLapped;
+    if (newest > log_.seq() && skip_ahead(newest)) return Read::kLapped;
     // The horizon word alone does not move a reader.
     note_implausible(c_.implausible_horizon, h);
     return Read::kEmpty;
   }
-  if (q == 0 || q == (next_ | kClaimed)) return Read::kEmpty;  // not yet after all
+  if (m == history::TermReader::Mark::kPending) return Read::kEmpty;  // not yet after all
   // Not reclaimed, yet our record holds what the writer never puts there (a
   // sequence or a length not ours): corruption, never followed. If the
   // writer is proven past this position, what was here is lost (the engine
   // sees the gap and recovers it); otherwise wait for the writer.
-  note_implausible(c_.implausible_at, next_);
-  if (newest > next_ && skip_ahead(newest)) return Read::kLapped;
+  note_implausible(c_.implausible_at, log_.seq());
+  if (newest > log_.seq() && skip_ahead(newest)) return Read::kLapped;
   return Read::kEmpty;
 }
 
@@ -179,9 +101,9 @@ RingReader::Read RingReader::read_lane(std::byte* buf, size_t& len) noexcept {
   if (m1 == want) {
     // A heartbeat follows the data committed before it: hand it out once
     // that was read (it is in the ring: the next read finds it).
-    if (word(s + 8).load(std::memory_order_acquire) >= next_) return Read::kEmpty;
+    if (word(s + 8).load(std::memory_order_acquire) >= log_.seq()) return Read::kEmpty;
     auto l = static_cast<size_t>(word(s + 16).load(std::memory_order_acquire));
-    if (l > c_.max_datagram) l = 0;
+    if (l > log_.max_datagram()) l = 0;
     copy_out(buf, s + kLaneHeader, l);
     if (marker.load(std::memory_order_relaxed) == want) {
       len = l;
@@ -241,12 +163,12 @@ void RingReader::seek_to_writer() noexcept {
   const uint64_t now = monotonic_ns();
   uint64_t p = published();
   if (!proven_published(p, now)) {
-    const uint64_t n = newest_in_index();
+    const uint64_t n = log_.newest_indexed();
     p = plausible(n, now) ? n : c_.base;
   }
   // Record p may have been reclaimed since (a writer a lap ahead): then the
   // newest the records hold.
-  if (!seek_after(p)) (void)seek_after(newest_in_index());
+  if (!log_.seek_after(p)) (void)log_.seek_after(log_.newest_indexed());
   const uint64_t w = word(mem_.data() + kLanePosOffset).load(std::memory_order_acquire);
   if (proven_lane_position(w)) {
     lane_next_ = w;

@@ -8,7 +8,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/slot_log.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_front_door.hpp"
@@ -336,8 +336,8 @@ bool VerbsControlClient::try_read(uint32_t rid, uint64_t session, uint64_t from,
     if (k > 0) wr[k - 1].next = &wr[k];
     ++k;
   };
-  add(ring.addr + history::RetransmitRing::kControlSize + first * ss, base, run1 * ss, false);
-  if (run1 < n) add(ring.addr + history::RetransmitRing::kControlSize, base + run1 * ss, (n - run1) * ss, false);
+  add(ring.addr + history::SlotLog::kControlSize + first * ss, base, run1 * ss, false);
+  if (run1 < n) add(ring.addr + history::SlotLog::kControlSize, base + run1 * ss, (n - run1) * ss, false);
   add(ring.addr, base + size_t{n} * ss, sizeof(uint64_t), true);
   ibv_send_wr* bad = nullptr;
   if (const int rc = ibv_post_send(c.stream->qp(), &wr[0], &bad)) {
@@ -383,17 +383,17 @@ void VerbsControlClient::finish_read(uint32_t idx, bool ok) {
     const uint32_t len = load_le<uint32_t>(slot + 8);
     // Valid: committed as s, a sane length, and not reclaimed before the
     // reserved word was read (a wrap to s + slots claims the slot first).
-    bool valid = seq == s && len >= wire::dgram::kHeaderSize && len <= ss - history::RetransmitRing::kSlotHeader &&
+    bool valid = seq == s && len >= wire::dgram::kHeaderSize && len <= ss - history::SlotLog::kSlotHeader &&
                  reserved < s + ring.slots;
     if (valid) {
-      const auto h = wire::read_header(slot + history::RetransmitRing::kSlotHeader);
+      const auto h = wire::read_header(slot + history::SlotLog::kSlotHeader);
       valid = h.sequence == s && h.session == r.session && h.length == len;
     }
     if (!valid) {
       counters_.read_invalid.add();
       break;
     }
-    r.valid.emplace_back(slot + history::RetransmitRing::kSlotHeader, len);
+    r.valid.emplace_back(slot + history::SlotLog::kSlotHeader, len);
   }
   if (r.valid.empty()) {
     // Not in the ring (too old, not yet sent, another session): the publisher answers.

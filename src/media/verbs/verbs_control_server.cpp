@@ -8,7 +8,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/slot_log.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_front_door.hpp"
@@ -40,7 +40,7 @@ std::optional<RingAdvert> RingAdvert::decode(std::span<const std::byte> in) noex
   a.rkey = load_le<uint32_t>(in.data() + 16);
   a.slot_size = load_le<uint32_t>(in.data() + 20);
   a.slots = load_le<uint64_t>(in.data() + 24);
-  if (a.slots == 0 || a.slot_size < history::RetransmitRing::kSlotHeader + wire::dgram::kHeaderSize || a.slot_size % 64)
+  if (a.slots == 0 || a.slot_size < history::SlotLog::kSlotHeader + wire::dgram::kHeaderSize || a.slot_size % 64)
     return std::nullopt;
   return a;
 }
@@ -208,9 +208,9 @@ void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<c
   rdma_conn_param p{};
   std::byte advert[RingAdvert::kSize];
   const std::byte* ring = ring_.memory.data();
-  if (opts_.rdma_read && dev->ring_mr && ring && load_le<uint64_t>(ring + 24) == history::RetransmitRing::kMagic) {
+  if (opts_.rdma_read && dev->ring_mr && ring && load_le<uint64_t>(ring + 24) == history::SlotLog::kMagic) {
     // The geometry comes from the ring's own control block, written by the
-    // RetransmitRing the Publisher built in this memory.
+    // SlotLog the Publisher built in this memory.
     RingAdvert a;
     a.addr = reinterpret_cast<uintptr_t>(ring);
     a.rkey = dev->ring_mr->rkey;

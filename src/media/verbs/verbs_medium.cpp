@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "mdcast/core/error.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/slot_log.hpp"
 #include "verbs_setup.hpp"
 
 namespace mdcast::media::verbs {
@@ -61,8 +61,8 @@ PublisherFit PublisherMedium::configure(PublisherFit cfg) const {
   cfg.retransmit_bytes = sink_->ring_memory().size();
   // A ring slot must not be rewritten while a send from it may be in flight:
   // the ring outruns the send queue plus everything the engine holds back.
-  const size_t slots = (sink_->ring_memory().size() - history::RetransmitRing::kControlSize) /
-                       history::RetransmitRing::slot_size_for(cfg.max_datagram);
+  const size_t slots = (sink_->ring_memory().size() - history::SlotLog::kControlSize) /
+                       history::SlotLog::slot_size_for(cfg.max_datagram);
   if (slots <= size_t{cfg.max_unsent} + opts_.send_queue_depth + 1)
     fail("retransmit ring of {} slots is too small for max_unsent {} + send_queue_depth {}: raise retransmit_bytes",
          slots, cfg.max_unsent, opts_.send_queue_depth);

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "mdcast/core/error.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/slot_log.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_receiver.hpp"
 #include "mdcast/media/verbs/verbs_sink.hpp"
@@ -300,7 +300,7 @@ VerbsSink::VerbsSink(const Options& opts) : opts_(opts) {
 
   // The retransmit ring: allocated and registered once; datagrams are built
   // in its slots and sent from them, and subscribers READ it.
-  ring_mem_ = MappedMemory::anonymous(history::RetransmitRing::memory_for(opts_.retransmit_bytes, max_datagram_));
+  ring_mem_ = MappedMemory::anonymous(history::SlotLog::memory_for(opts_.retransmit_bytes, max_datagram_));
   if (!ring_mem_.huge_pages())
     log_line(opts_.log, fmt::format("retransmit ring ({} bytes): no huge pages reserved (vm.nr_hugepages); "
                                     "using 4 KiB pages",

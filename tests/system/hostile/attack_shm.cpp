@@ -20,6 +20,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/mapped_memory.hpp"
 #include "mdcast/core/process.hpp"
+#include "mdcast/history/slot_log.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
 #include "mdcast/media/stream/stream_control.hpp"
 
@@ -43,7 +44,7 @@ MappedMemory forge_ring(const UniqueFd& f, const std::string& control, size_t& b
   shm::RingHeaderView h{};
   h.version = shm::kRingLayoutVersion;
   h.header_size = shm::kRingHeaderSize;
-  h.slot_size = history::RetransmitRing::slot_size_for(kMaxDatagram);
+  h.slot_size = history::SlotLog::slot_size_for(kMaxDatagram);
   h.slots = kSlots;
   h.max_datagram = kMaxDatagram;
   h.writer_pid = static_cast<uint64_t>(::getpid());
@@ -52,7 +53,7 @@ MappedMemory forge_ring(const UniqueFd& f, const std::string& control, size_t& b
   h.channel = 1;
   std::memcpy(h.control, control.data(), std::min(control.size(), sizeof h.control - 1));
   h.ring_offset = shm::kRingOffset;
-  h.ring_bytes = history::RetransmitRing::kControlSize + h.slots * h.slot_size;
+  h.ring_bytes = history::SlotLog::kControlSize + h.slots * h.slot_size;
   h.lane_offset = (h.ring_offset + h.ring_bytes + 63) / 64 * 64;
   h.lane_slot_size = (shm::kLaneHeader + kMaxDatagram + 63) / 64 * 64;
   h.lane_slots = shm::kLaneSlots;
@@ -61,7 +62,7 @@ MappedMemory forge_ring(const UniqueFd& f, const std::string& control, size_t& b
   MappedMemory m = MappedMemory::shared(f.get(), bytes, true, "squatted ring");
   h.magic = 0;  // published last, as the real writer does
   std::memcpy(m.data(), &h, sizeof h);
-  history::RetransmitRing::format({m.data() + h.ring_offset, h.ring_bytes}, h.slot_size);
+  history::SlotLog::format({m.data() + h.ring_offset, h.ring_bytes}, h.slot_size);
   header_word(m, 0).store(shm::kRingMagic, std::memory_order_release);
   return m;
 }

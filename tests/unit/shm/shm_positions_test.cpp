@@ -62,7 +62,7 @@ class Forger {
   [[nodiscard]] const RingHeaderView& header() const { return h_; }
 
  private:
-  [[nodiscard]] std::byte* index() const { return base_ + h_.ring_offset + history::RetransmitRing::kControlSize; }
+  [[nodiscard]] std::byte* index() const { return base_ + h_.ring_offset + history::TermLog::kControlSize; }
 
   std::byte* base_ = nullptr;
   size_t size_ = 0;

@@ -17,6 +17,7 @@
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/history/retransmit_log.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
 
 namespace mdcast::media::shm {
@@ -197,8 +198,9 @@ TEST(ShmRing, BlockingReaderWakesOnWrite) {
 TEST(ShmRing, InPlaceDatagramsAreReadAsCommitted) {
   RingWriter w(opts(unique_name("inplace"), 64), 1, 1, "unix:@x");
   RingReader r(w.path());
-  history::RetransmitRing ring(w.ring_memory(), 512);  // adopts the writer's geometry
-  EXPECT_EQ(ring.slot_size(), history::RetransmitRing::slot_size_for(1024));
+  history::RetransmitLog ring(w.ring_memory(), 512);  // adopts the writer's term log
+  EXPECT_EQ(ring.layout(), history::RetransmitLog::Layout::kTerm);
+  EXPECT_EQ(ring.slot_size(), history::TermLog::record_size_for(1024));
   EXPECT_EQ(ring.slots(), 64u);
   std::byte out[1024];
   size_t len = 0;

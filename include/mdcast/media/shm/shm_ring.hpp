@@ -1,11 +1,12 @@
 // The shared-memory medium's ring: one writer, many readers, one host.
 //
-// The publisher's retransmit ring (history/retransmit_ring.hpp) lives in a
-// shared file (hugetlbfs when the host has huge pages reserved, /dev/shm
-// otherwise): the engine builds each datagram once, in its slot, and every
-// subscriber process reads it from there with its own cursor, kept in its
-// own memory. Publishing costs the same for one reader or a hundred, and a
-// reader that dies leaves nothing behind that could block anyone.
+// The publisher's retransmit history, a term log (history/term_log.hpp),
+// lives in a shared file (hugetlbfs when the host has huge pages reserved,
+// /dev/shm otherwise): the engine builds each datagram once, in its record,
+// and every subscriber process reads it from there with its own cursor
+// (history/term_reader.hpp), kept in its own memory. Publishing costs the
+// same for one reader or a hundred, and a reader that dies leaves nothing
+// behind that could block anyone.
 //
 // File layout (version 5, little-endian, 64-byte aligned):
 //   [0, 4096)         header: magic, layout version, geometry, writer pid and
@@ -13,7 +14,7 @@
 //                     name, the file's size, where the reader slots are; on
 //                     their own cache lines the event word (futex), a
 //                     liveness stamp, the sleeper summary
-//   [4032, +ring)     the retransmit ring, packed (history/retransmit_ring.hpp):
+//   [4032, +ring)     the term log (history/term_log.hpp):
 //                     control block (the horizon word first) in the header
 //                     page's last line, the sequence index from 4096, then,
 //                     page-aligned, records {u64 seq, u32 length, u32 0,
@@ -28,12 +29,13 @@
 //                     publisher was told (RingOptions::readers, 16 bytes and
 //                     one bit each). Version 4 had 64 slots in the header.
 //
-// A reader walks the records in order, its byte position beside its next
-// sequence. At record position P it waits for the sequence word to say s
-// (0 or s | kClaimed: not yet), copies the datagram, and keeps it if the
-// horizon word is still at most P + data_bytes: nothing of the record was
-// reclaimed while it copied. (Version 3 gave every datagram a fixed 4 KiB
-// slot: a page per 100-byte datagram for the writer and every reader.)
+// A reader walks the records in order (a history::TermReader cursor: its
+// byte position beside its next sequence). At record position P it waits
+// for the sequence word to say s (0 or s being written: not yet), copies the
+// datagram, and keeps it if the horizon word is still at most P +
+// data_bytes: nothing of the record was reclaimed while it copied.
+// (Version 3 gave every datagram a fixed 4 KiB slot: a page per 100-byte
+// datagram for the writer and every reader.)
 // Anything else at P means the writer lapped the reader: it jumps ahead to
 // a record the index and that record's header agree on, and the feed engine
 // recovers the gap through the control plane like any loss. A torn record is
@@ -70,7 +72,8 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/mapped_memory.hpp"
-#include "mdcast/history/retransmit_ring.hpp"
+#include "mdcast/history/term_log.hpp"
+#include "mdcast/history/term_reader.hpp"
 #include "mdcast/media/medium.hpp"
 
 namespace mdcast::media::shm {
@@ -172,11 +175,11 @@ constexpr uint64_t kRingMagicStemMask = 0x00ffffff'ffffffffull;
 }
 constexpr uint32_t kRingLayoutVersion = 5;
 constexpr size_t kRingHeaderSize = 4096;
-// The retransmit ring's 64-byte control block is the header page's last line,
+// The term log's 64-byte control block is the header page's last line,
 // so its index and its records start on page boundaries, and the horizon
 // word has a line of its own.
-constexpr size_t kRingOffset = kRingHeaderSize - history::RetransmitRing::kControlSize;
-constexpr size_t kSlotHeader = history::RetransmitRing::kSlotHeader;  // u64 seq, u32 length, u32 0
+constexpr size_t kRingOffset = kRingHeaderSize - history::TermLog::kControlSize;
+constexpr size_t kSlotHeader = history::TermLog::kRecordHeader;  // u64 seq, u32 length, u32 0
 constexpr size_t kLaneHeader = 32;  // u64 marker, u64 data_newest, u64 length, u64 0
 constexpr size_t kLaneSlots = 64;   // heartbeats a reader may fall behind by without missing one
 // Header offsets of the words the writer and readers share at run time, each
@@ -297,9 +300,9 @@ class RingWriter {
   RingWriter(const RingWriter&) = delete;
   ~RingWriter();  // unlinks the file: readers notice the writer is gone
 
-  // The retransmit ring's memory, formatted for this ring's slots: the
-  // publisher's engine builds its datagrams here (history::RetransmitRing adopts
-  // the geometry), and publish() announces each one.
+  // The term log's memory, formatted for this ring's records: the
+  // publisher's engine builds its datagrams here (history::RetransmitLog
+  // adopts it as a TermLog), and publish() announces each one.
   [[nodiscard]] std::span<std::byte> ring_memory() const noexcept { return {mem_.data() + kRingOffset, ring_bytes_}; }
   [[nodiscard]] bool holds(std::span<const std::byte> d) const noexcept {
     return d.data() >= ring_lo_ && d.data() + d.size() <= ring_hi_;
@@ -314,9 +317,9 @@ class RingWriter {
   // Copies datagram `seq` (newest + 1; len <= max_datagram) into its slot:
   // for an engine whose retransmit ring lives elsewhere, and tests.
   void write(std::span<const std::byte> d, uint64_t seq) noexcept {
-    std::byte* p = copy_ring_.claim(seq);
+    std::byte* p = copy_log_.claim(seq);
     copy_in(p, d.data(), d.size());
-    copy_ring_.commit(seq, static_cast<uint16_t>(d.size()));
+    copy_log_.commit(seq, static_cast<uint16_t>(d.size()));
     publish(seq);
   }
   // Writes an unsequenced datagram (a heartbeat) into the lane. Never blocks.
@@ -376,7 +379,7 @@ class RingWriter {
   size_t max_datagram_ = 0;
   const std::byte* ring_lo_ = nullptr;
   const std::byte* ring_hi_ = nullptr;
-  history::RetransmitRing copy_ring_;  // write()'s view of ring_memory()
+  history::TermLog copy_log_;  // write()'s view of ring_memory()
   bool huge_ = false;
   size_t reader_offset_ = 0;
   size_t reader_slots_ = 0;
@@ -410,19 +413,16 @@ class RingReader {
   // kLapped: the writer overwrote what this reader had not read yet; the
   // cursor has jumped to a safe sequence (lapped() counts datagrams lost).
   Read read(std::byte* buf, size_t& len) noexcept {
-    const std::byte* r = c_.data + off_;
-    const uint64_t q1 = seq_word(r).load(std::memory_order_acquire);
-    if (q1 == next_) {
-      // Stored before the sequence word, which was loaded with acquire.
-      const auto l = static_cast<size_t>(history::RetransmitRing::len_word(const_cast<std::byte*>(r)).load(std::memory_order_relaxed));
-      if (l <= c_.max_datagram) [[likely]] {
-        copy_out(buf, r + kSlotHeader, l);
+    const auto m = log_.mark();
+    if (m == history::TermReader::Mark::kCommitted) {
+      const size_t l = log_.length();
+      if (l <= log_.max_datagram()) [[likely]] {
+        copy_out(buf, log_.payload(), l);
         // After copy_out's acquire fence (or loads): nothing of the record
         // was reclaimed while it was copied.
-        if (horizon().load(std::memory_order_relaxed) <= pos_ + c_.data_bytes) [[likely]] {
+        if (log_.held()) [[likely]] {
           len = l;
-          ++next_;
-          step(l);
+          log_.advance(l);
           return Read::kOk;
         }
       }
@@ -430,17 +430,16 @@ class RingReader {
     }
     // Not yet, unless the writer lapped us: a later lap may leave anything
     // at our position, zeros too.
-    if ((q1 == 0 || q1 == (next_ | history::RetransmitRing::kClaimed)) &&
-        horizon().load(std::memory_order_relaxed) <= pos_ + c_.data_bytes) [[likely]]
+    if (m == history::TermReader::Mark::kPending && log_.held()) [[likely]]
       return read_lane(buf, len);
     return overtaken();
   }
 
   [[nodiscard]] const RingHeaderView& header() const noexcept { return hdr_; }
   [[nodiscard]] uid_t owner() const noexcept { return owner_; }  // the file's owner, checked
-  [[nodiscard]] size_t max_datagram() const noexcept { return c_.max_datagram; }
-  [[nodiscard]] uint64_t position() const noexcept { return next_; }  // next sequence to read
-  [[nodiscard]] uint64_t byte_position() const noexcept { return pos_; }  // where its record goes
+  [[nodiscard]] size_t max_datagram() const noexcept { return log_.max_datagram(); }
+  [[nodiscard]] uint64_t position() const noexcept { return log_.seq(); }  // next sequence to read
+  [[nodiscard]] uint64_t byte_position() const noexcept { return log_.position(); }  // where its record goes
   // The writer's next sequence as its published word says: for display, not
   // proven (the reader itself follows only what the records prove).
   [[nodiscard]] uint64_t writer_position() const noexcept;
@@ -471,18 +470,12 @@ class RingReader {
   [[nodiscard]] int slot() const noexcept { return slot_; }
 
  private:
-  // Everything but the owners below: trivially copied by the moves.
+  // Everything but the owners below and the term log's cursor: trivially
+  // copied by the moves.
   struct Cursor {
-    const std::byte* ring = nullptr;   // the control block (the horizon word)
-    const std::byte* index = nullptr;
-    const std::byte* data = nullptr;
     const std::byte* lane = nullptr;
-    size_t data_bytes = 0;
-    size_t max_record = 0;
-    size_t entries = 0;
     size_t lane_slot_size = 0;
     size_t lane_slots = 0;
-    size_t max_datagram = 0;
     uint64_t ino = 0;
     uint64_t lapped = 0;
     uint64_t implausible = 0;
@@ -497,46 +490,15 @@ class RingReader {
     uint64_t base_ns = 0;
   };
 
-  static const std::atomic<uint64_t>& seq_word(const std::byte* r) noexcept { return word(r); }
-  const std::atomic<uint64_t>& horizon() const noexcept { return word(c_.ring); }
-  // The next record's place: right behind, or the next lap's start when the
-  // largest record would not fit before the end (the writer's rule).
-  void step(size_t len) noexcept {
-    const size_t span = history::RetransmitRing::record_span(len);
-    pos_ += span;
-    off_ += span;
-    if (off_ + c_.max_record > c_.data_bytes) [[unlikely]] {
-      pos_ += c_.data_bytes - off_;
-      off_ = 0;
-    }
-  }
   Read read_lane(std::byte* buf, size_t& len) noexcept;
   [[gnu::cold]] Read overtaken() noexcept;
   [[gnu::cold]] void lane_overtaken(uint64_t marker) noexcept;
   bool plausible(uint64_t seq, uint64_t now) const noexcept;
   bool proven_published(uint64_t p, uint64_t now) noexcept;
   bool proven_lane_position(uint64_t w) const noexcept;
-  // The record the index places seq at (its position in pos), if a writer
-  // could have put one there; its header is the caller's to check.
-  const std::byte* indexed(uint64_t seq, uint64_t& pos) const noexcept;
-  // Record seq, committed where the index says: its position, or false.
-  bool locate(uint64_t seq, uint64_t& pos) const noexcept;
-  // Moves to just after record p (p committed where the index says); false
-  // if the records do not show it.
-  bool seek_after(uint64_t p) noexcept;
-  // The first sequence in [lo, hi] whose record the index and header agree
-  // on and that the writer will not reclaim within an eighth of a lap.
-  bool resume_point(uint64_t lo, uint64_t hi, uint64_t& seq, uint64_t& pos) const noexcept;
   bool skip_ahead(uint64_t newest) noexcept;
-  uint64_t newest_in_index() const noexcept;
   uint64_t newest_in_lane() const noexcept;
   void note_implausible(uint64_t& last, uint64_t v) noexcept;
-  // The one way the cursor moves other than by read()'s step.
-  void seek(uint64_t seq, uint64_t pos) noexcept {
-    next_ = seq;
-    pos_ = pos;
-    off_ = static_cast<size_t>(pos % c_.data_bytes);
-  }
   void release_slot() noexcept;
   [[nodiscard]] uint64_t published() const noexcept {
     return word(mem_.data() + kPublishedOffset).load(std::memory_order_acquire);
@@ -550,10 +512,8 @@ class RingReader {
   int slot_ = -1;      // reader slot, -1: none
   RingHeaderView hdr_{};
   uid_t owner_ = 0;
+  history::TermReader log_;  // the data: next sequence and its record
   Cursor c_;
-  uint64_t next_ = 1;       // next data sequence
-  uint64_t pos_ = 0;        // its record's byte position
-  size_t off_ = 0;          // pos_ % data_bytes
   uint64_t lane_next_ = 0;  // next lane position
 };
 
