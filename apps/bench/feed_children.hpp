@@ -356,13 +356,13 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
     if (now > subscribe_by) return me.fail("no subscription acknowledgement within 15 s");
     // The data path too: a medium may learn where the control plane is from
     // it (UDP: the publisher's announcement on the group).
-    agent.do_work();
+    agent.do_work(now);
     agent.poll_control(now);
     sleep_ns(kNsPerMs);
   }
   me.finish(ProcState::kReady);
   if (!b.await_go([&](uint64_t now) {
-        agent.do_work();
+        agent.do_work(now);
         agent.poll_control(now);
       }))
     return me.fail("aborted before the start");

@@ -1,10 +1,11 @@
 // SubscriberCore: the control plane. The subscription and its retries,
 // replies from the publisher, status reports, timers, filter changes.
 //
-// Everything here is noexcept but control frames are built and parsed with
-// allocations: each is guarded, so that running out of memory costs a
-// counted, dropped frame (its request times out and is asked again), never
-// std::terminate.
+// Everything here is noexcept. The requests poll() sends are encoded into
+// the frame buffer, without allocating; the subscription, the replies'
+// parsing and the channel's own queueing may allocate: each is guarded, so
+// that running out of memory costs a counted, dropped frame (its request
+// times out and is asked again), never std::terminate.
 #include <algorithm>
 #include <type_traits>
 #include <variant>
@@ -132,11 +133,18 @@ void SubscriberCore::send_subscribe(uint64_t now) noexcept {
 
 void SubscriberCore::send_status(uint64_t now) noexcept {
   last_status_ = now;
+  const wire::StatusReport r{next_seq_, highest_seen_ >= next_seq_ ? highest_seen_ - next_seq_ + 1 : 0,
+                             counters_->gaps.get(), cfg_.capacity};
+  send_encoded(wire::encode_control(0, r, frame_buffer()));
+}
+
+void SubscriberCore::send(std::span<const std::byte> f) noexcept {
+  if (!ctl_) return;
   try {
-    send(wire::encode_control(0, wire::StatusReport{next_seq_, highest_seen_ >= next_seq_ ? highest_seen_ - next_seq_ + 1 : 0,
-                                                    counters_->gaps.get(), cfg_.capacity}));
+    (void)ctl_->send(f);
   } catch (...) {
-    // Out of memory: this report is skipped, the next interval sends one.
+    // The channel could not queue it (out of memory): as if refused, the
+    // request's deadline asks again (a status report waits for the next).
   }
 }
 
@@ -145,7 +153,7 @@ void SubscriberCore::add_instruments(std::span<const uint32_t> ids, uint64_t now
     if (i >= n_inst_ || filter_[i]) continue;
     filter_[i] = 1;
     cfg_.instruments.push_back(i);
-    if (session_ != 0) start_irec(i, now);
+    if (session_ != 0) start_irec(i);
   }
   if (connected_) send_subscribe(now);
 }

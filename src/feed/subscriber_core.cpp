@@ -32,6 +32,12 @@ SubscriberCore::SubscriberCore(const SubscriberConfig& cfg, ControlChannel* cont
   meta_ = std::make_unique<Meta[]>(n_slots_);
   irecs_.resize(cfg.max_instrument_recoveries);
   for (auto& r : irecs_) r.hold = std::make_unique<std::byte[]>(cfg.instrument_hold_bytes);
+  // The control round's requests are encoded here, so that sending them
+  // allocates nothing: the largest is a snapshot request naming every
+  // instrument the filter may hold.
+  frame_bytes_ = std::max(wire::ctl::kSmallFrame, wire::ctl::snapshot_request_size(cfg.all_instruments ? 0 : n_inst_));
+  frame_ = std::make_unique<std::byte[]>(frame_bytes_);
+  if (!cfg.all_instruments) snap_ids_ = std::make_unique<uint32_t[]>(n_inst_);
 }
 
 SubscriberCore::~SubscriberCore() = default;
@@ -50,7 +56,7 @@ uint32_t SubscriberCore::active_irecs() const noexcept {
 
 // ------------------------------------------------------------ screening --
 
-bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size, uint64_t now) noexcept {
+bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size) noexcept {
   if (chk != wire::DatagramCheck::kOk) {
     counters_->malformed.add();
     if (chk == wire::DatagramCheck::kBadCrc) counters_->crc_errors.add();
@@ -82,7 +88,7 @@ bool SubscriberCore::admit(const wire::DatagramHeader& h, wire::DatagramCheck ch
       if (cfg_.secret && ctl_ && !session_confirmed_) mode_ = Mode::kUnconfirmed;
       return true;
     }
-    return other_session(h.session, now);
+    return other_session(h.session);
   }
   return true;
 }
@@ -121,7 +127,7 @@ void SubscriberCore::store(std::span<const std::byte> d, uint64_t seq, Rail rail
     }
     floor_ = new_base;
     base = new_base;
-    enter_snapshot(now);
+    enter_snapshot();
   }
   Meta& m = meta_[slot_of(seq)];
   if (m.seq == seq) {
@@ -158,9 +164,7 @@ void SubscriberCore::drain(uint64_t now) noexcept {
     const std::span<const std::byte> d{&window_[slot_of(next_seq_) * slot_bytes_], m.len};
     const wire::DatagramHeader h = wire::read_header(d.data());
     m.seq = 0;
-    // m.recv is for the handler's latency figure; timers run on `now`, or a
-    // recovery started by a long-buffered datagram would start overdue.
-    deliver_buffered(d, h, m.recv, now);
+    deliver_buffered(d, h, m.recv);  // received then: the handler's latency figure
     ++next_seq_;
   }
   counters_->next_sequence.set(next_seq_);
@@ -202,19 +206,19 @@ void SubscriberCore::hold(uint32_t inst, wire::MessageView v, const Delivery& dl
   r.hold_len += kHoldHeader + v.size();
 }
 
-void SubscriberCore::out_of_sequence(uint32_t inst, wire::MessageView v, const Delivery& dl, uint64_t now) noexcept {
+void SubscriberCore::out_of_sequence(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept {
   if (v.instrument_seq() < last_iseq_[inst] + 1) {  // already in the book: a snapshot covered it
     counters_->messages_superseded.add();
     return;
   }
   counters_->instrument_gaps.add();
-  start_irec(inst, now);
+  start_irec(inst);
   if (irec_of_[inst] != kNoRec) hold(inst, v, dl);
 }
 
-void SubscriberCore::book_refused(uint32_t inst, wire::MessageView v, const Delivery& dl, uint64_t now) noexcept {
+void SubscriberCore::book_refused(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept {
   counters_->book_errors.add();
-  start_irec(inst, now);
+  start_irec(inst);
   if (irec_of_[inst] != kNoRec) hold(inst, v, dl);
 }
 
@@ -264,7 +268,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
   const uint64_t last = hb.last_seq();
   // Tail loss: the publisher sent more than we saw (unless the claim reaches
   // beyond the window: then the control plane is asked first).
-  if (last > highest_seen_ && (last < ahead_limit() || plausible_ahead(last, now, false))) {
+  if (last > highest_seen_ && (last < ahead_limit() || plausible_ahead(last, false))) {
     highest_seen_ = last;
     counters_->highest_sequence.set(last);
     note_gap(now);
@@ -272,7 +276,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
   if ((flags & wire::kFlagEndOfSession) && !session_ended_) {
     if (ctl_) {
       ++held_end_;
-      claim(kClaimEnd, now);  // ended only at the sequence the publisher confirms
+      claim(kClaimEnd);  // ended only at the sequence the publisher confirms
     } else {
       end_confirmed(last, now);
     }
@@ -288,7 +292,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
       counters_->checksum_ok.add();
     } else {
       counters_->checksum_mismatch.add();
-      start_irec(e.instrument, now);
+      start_irec(e.instrument);
     }
   }
   // The global checksum needs the whole feed, caught up to the heartbeat.
@@ -299,7 +303,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
       counters_->checksum_mismatch.add();
       if (now >= checksum_snapshot_after_) {
         checksum_snapshot_after_ = now + cfg_.checksum_snapshot_interval_ns;
-        enter_snapshot(now);
+        enter_snapshot();
       }
     }
   }

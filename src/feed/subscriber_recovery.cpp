@@ -1,6 +1,10 @@
 // SubscriberCore: getting back what the medium lost. Retransmit requests for
 // the missing runs (timeouts, retries), the full snapshot when history is
 // gone, and single-instrument snapshots with their held messages.
+//
+// What starts a recovery (enter_snapshot, start_irec) only marks its request
+// due: it is often a datagram, and a datagram sends nothing. poll_requests
+// sends what is due, encoded into the frame buffer (subscriber_core.hpp).
 #include <algorithm>
 
 #include "mdcast/feed/subscriber_core.hpp"
@@ -12,7 +16,7 @@ namespace mdcast::feed {
 void SubscriberCore::request_missing(uint64_t now) noexcept {
   scan_needed_ = false;
   if (highest_seen_ + 1 - next_seq_ > cfg_.max_retransmit_span) {
-    enter_snapshot(now);
+    enter_snapshot();
     return;
   }
   auto covered = [this](uint64_t s) -> uint64_t {  // end of the request covering s, or 0
@@ -73,7 +77,7 @@ void SubscriberCore::retransmit_answered(uint32_t rid, uint64_t session, wire::R
     // We asked beyond what the publisher sent: our idea of its tail came
     // from something that lied. Its status bounds what we wait for; asking
     // again before that would only hear "not yet" again.
-    claim(kClaimNotYet, now);
+    claim(kClaimNotYet);
     return;
   }
   // Whatever the answer left out (a capped reply) is asked for again by the
@@ -81,7 +85,7 @@ void SubscriberCore::retransmit_answered(uint32_t rid, uint64_t session, wire::R
   scan_needed_ = true;
   if (status == wire::RetransmitStatus::kTooOld) {
     counters_->retransmit_too_old.add();
-    enter_snapshot(now);
+    enter_snapshot();
     return;
   }
   for (const auto& d : datagrams) receive_recovered(d, now);
@@ -95,7 +99,7 @@ void SubscriberCore::on_retransmitted(uint32_t rid, uint64_t session,
     if (i == n_reqs_) return;
     Request& r = reqs_[i];
     if (++r.retries > cfg_.max_retries) {
-      enter_snapshot(now);
+      enter_snapshot();
       return;
     }
     r.sent = false;  // poll() sends it again: never from inside the medium's callback
@@ -105,12 +109,6 @@ void SubscriberCore::on_retransmitted(uint32_t rid, uint64_t session,
 }
 
 void SubscriberCore::poll_requests(uint64_t now) noexcept {
-  if (mode_ == Mode::kSnapshot) {
-    if (!snap_sent_ || now >= snap_deadline_) {
-      if (snap_sent_) counters_->retransmit_timeouts.add();
-      send_snapshot_request(now);
-    }
-  }
   for (uint32_t i = 0; i < n_reqs_;) {
     Request& r = reqs_[i];
     if (r.sent) {
@@ -120,7 +118,7 @@ void SubscriberCore::poll_requests(uint64_t now) noexcept {
       }
       counters_->retransmit_timeouts.add();
       if (++r.retries > cfg_.max_retries) {
-        enter_snapshot(now);
+        enter_snapshot();
         break;
       }
     }
@@ -132,6 +130,12 @@ void SubscriberCore::poll_requests(uint64_t now) noexcept {
 
   if (mode_ == Mode::kLive && scan_needed_ && next_seq_ <= highest_seen_ && now - gap_since_ >= cfg_.reorder_wait_ns)
     request_missing(now);
+  // Last: a snapshot entered above (retries exhausted, a gap too large) is
+  // asked for in this round, not the next.
+  if (mode_ == Mode::kSnapshot && (!snap_sent_ || now >= snap_deadline_)) {
+    if (snap_sent_) counters_->retransmit_timeouts.add();
+    send_snapshot_request(now);
+  }
 }
 
 // A new control connection knows nothing of what was asked on the previous
@@ -154,7 +158,7 @@ void SubscriberCore::resend_unsent(uint64_t now) noexcept {
 
 // ------------------------------------------------------- full snapshots --
 
-void SubscriberCore::enter_snapshot(uint64_t now) noexcept {
+void SubscriberCore::enter_snapshot() noexcept {
   if (mode_ == Mode::kSnapshot) return;
   mode_ = Mode::kSnapshot;
   counters_->snapshots_requested.add();
@@ -162,25 +166,22 @@ void SubscriberCore::enter_snapshot(uint64_t now) noexcept {
   cancel_irecs();  // the full snapshot covers them
   gap_open_ = false;
   snap_rid_ = next_rid_++;
-  snap_sent_ = false;
+  snap_sent_ = false;  // due: the next poll asks
   snap_cleared_ = false;
-  send_snapshot_request(now);
 }
 
 void SubscriberCore::send_snapshot_request(uint64_t now) noexcept {
   if (!subscribed_) return;  // sent once the subscription is acknowledged
   snap_sent_ = true;
   snap_deadline_ = now + cfg_.request_timeout_ns;
-  try {
-    wire::SnapshotRequest r;
-    r.instruments.all = cfg_.all_instruments;
-    if (!cfg_.all_instruments)
-      for (uint32_t i = 0; i < n_inst_; ++i)
-        if (filter_[i]) r.instruments.ids.push_back(i);
-    send(wire::encode_control(snap_rid_, r));
-  } catch (...) {
-    // Out of memory building the request: the deadline sends it again.
+  wire::SnapshotRequestView r{cfg_.all_instruments, {}};
+  if (!r.all) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < n_inst_; ++i)
+      if (filter_[i]) snap_ids_[n++] = i;
+    r.ids = {snap_ids_.get(), n};
   }
+  send_encoded(wire::encode_control(snap_rid_, r, frame_buffer()));
 }
 
 void SubscriberCore::clear_filtered() noexcept {
@@ -224,9 +225,8 @@ void SubscriberCore::apply_snapshot_run(std::span<const std::byte> run, int irec
 }
 
 void SubscriberCore::finish_snapshot(uint64_t snap_seq, uint64_t now) noexcept {
-  if (snap_seq + 1 < next_seq_) {  // older than what we already delivered: ask again
+  if (snap_seq + 1 < next_seq_) {  // older than what we already delivered: ask again (the next poll)
     snap_sent_ = false;
-    send_snapshot_request(now);
     return;
   }
   if (!snap_cleared_) clear_filtered();
@@ -302,13 +302,13 @@ void SubscriberCore::on_snapshot_done(uint32_t rid, const wire::SnapshotDone& b,
 
 // ----------------------------------------------- per-instrument recovery --
 
-void SubscriberCore::start_irec(uint32_t inst, uint64_t now) noexcept {
+void SubscriberCore::start_irec(uint32_t inst) noexcept {
   if (irec_of_[inst] != kNoRec || mode_ == Mode::kSnapshot) return;
   for (size_t i = 0; i < irecs_.size(); ++i) {
     InstrumentRecovery& r = irecs_[i];
     if (r.busy) continue;
     r.busy = true;
-    r.sent = false;
+    r.sent = false;  // due: the next poll asks
     r.got_chunk = false;
     r.overflow = false;
     r.inst = inst;
@@ -317,24 +317,17 @@ void SubscriberCore::start_irec(uint32_t inst, uint64_t now) noexcept {
     r.hold_len = 0;
     irec_of_[inst] = static_cast<uint8_t>(i);
     counters_->instrument_recoveries.add();
-    send_irec(r, now);
     return;
   }
-  enter_snapshot(now);  // no recovery slot free: recover everything
+  enter_snapshot();  // no recovery slot free: recover everything
 }
 
 void SubscriberCore::send_irec(InstrumentRecovery& r, uint64_t now) noexcept {
   if (!subscribed_) return;
   r.sent = true;
   r.deadline = now + cfg_.request_timeout_ns;
-  try {
-    wire::SnapshotRequest q;
-    q.instruments.all = false;
-    q.instruments.ids = {r.inst};
-    send(wire::encode_control(r.rid, q));
-  } catch (...) {
-    // Out of memory building the request: the deadline sends it again.
-  }
+  const uint32_t id = r.inst;
+  send_encoded(wire::encode_control(r.rid, wire::SnapshotRequestView{false, {&id, 1}}, frame_buffer()));
 }
 
 void SubscriberCore::finish_irec(int idx, uint64_t now) noexcept {
@@ -345,7 +338,7 @@ void SubscriberCore::finish_irec(int idx, uint64_t now) noexcept {
     r.got_chunk = false;
     r.hold_len = 0;
     r.rid = next_rid_++;
-    send_irec(r, now);
+    r.sent = false;  // the next poll asks
     return;
   }
   irec_of_[inst] = kNoRec;  // r stays busy while replaying, so a new recovery uses another slot
@@ -357,7 +350,7 @@ void SubscriberCore::finish_irec(int idx, uint64_t now) noexcept {
     const wire::MessageView v(p + kHoldHeader, load_le<uint16_t>(p + kHoldHeader));
     off += kHoldHeader + v.size();
     if (v.instrument_seq() <= snap_iseq) continue;
-    replay_held(v, Delivery{load_le<uint64_t>(p), load_le<uint64_t>(p + 8), now, true}, now);
+    replay_held(v, Delivery{load_le<uint64_t>(p), load_le<uint64_t>(p + 8), now, true});
   }
   r.busy = false;
   r.hold_len = 0;

@@ -6,8 +6,8 @@
 // (an "ok" exit before the feed was delivered), or a sequence far beyond the
 // window (a full snapshot per forgery). Such a datagram is dropped and
 // counted as a claim; the subscriber asks the publisher (SessionQuery, one in
-// flight, retried after the request timeout) and acts on its answer
-// (SessionStatus). Claims the answer refutes are counted as forged. What the
+// flight, sent by the next poll and retried after the request timeout) and
+// acts on its answer (SessionStatus). Claims the answer refutes are counted as forged. What the
 // control plane says comes from a connection the subscriber authenticated,
 // so it is what the subscriber trusts.
 //
@@ -18,7 +18,7 @@
 
 namespace mdcast::feed {
 
-bool SubscriberCore::other_session(uint64_t s, uint64_t now) noexcept {
+bool SubscriberCore::other_session(uint64_t s) noexcept {
   if (!ctl_) {
     // Nothing can confirm anything: follow the data.
     if (session_ != 0) {
@@ -36,11 +36,11 @@ bool SubscriberCore::other_session(uint64_t s, uint64_t now) noexcept {
   claimed_session_ = s;
   counters_->claims_held.add();
   ++held_session_;
-  claim(kClaimSession, now);
+  claim(kClaimSession);
   return false;
 }
 
-bool SubscriberCore::plausible_ahead(uint64_t seq, uint64_t now, bool sequenced) noexcept {
+bool SubscriberCore::plausible_ahead(uint64_t seq, bool sequenced) noexcept {
   // Within a window's reach of what the publisher confirmed is plausible: a
   // subscriber that fell behind by more than its window gets the datagrams
   // that move it to a snapshot, as it would without confirmations.
@@ -48,14 +48,13 @@ bool SubscriberCore::plausible_ahead(uint64_t seq, uint64_t now, bool sequenced)
   if (sequenced) counters_->claims_held.add();  // a heartbeat is counted as one already
   ++held_ahead_;
   claim_ahead_ = std::max(claim_ahead_, seq);
-  claim(kClaimAhead, now);
+  claim(kClaimAhead);
   return false;
 }
 
-void SubscriberCore::claim(Claim c, uint64_t now) noexcept {
-  claims_ |= c;
-  if (!query_sent_) send_query(now);
-}
+// Only noted: claims come from datagrams, and the query goes out from
+// poll_query (a query already in flight answers this claim too).
+void SubscriberCore::claim(Claim c) noexcept { claims_ |= c; }
 
 void SubscriberCore::send_query(uint64_t now) noexcept {
   // The subscription's acknowledgement answers too; a query waits for it.
@@ -64,11 +63,7 @@ void SubscriberCore::send_query(uint64_t now) noexcept {
   query_rid_ = next_rid_++;
   query_deadline_ = now + cfg_.request_timeout_ns;
   counters_->session_queries.add();
-  try {
-    send(wire::encode_control(query_rid_, wire::SessionQuery{}));
-  } catch (...) {
-    // Out of memory building the frame: the deadline asks again.
-  }
+  send_encoded(wire::encode_control(query_rid_, wire::SessionQuery{}, frame_buffer()));
 }
 
 void SubscriberCore::poll_query(uint64_t now) noexcept {

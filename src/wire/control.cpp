@@ -30,27 +30,51 @@ constexpr size_t kStPosition = 12, kStLag = 20, kStDrops = 28, kStCapacity = 36,
 // Error
 constexpr size_t kErrCode = 12, kErrLen = 14, kErrText = 16;
 
+static_assert(ctl::kSmallFrame >= kRtxSize && ctl::kSmallFrame >= kStSize &&
+                  ctl::kSmallFrame >= ctl::snapshot_request_size(1),
+              "kSmallFrame holds every small request a subscriber sends");
+
 constexpr size_t kMaxSetIds = 1u << 20;  // bounds a hostile instrument list
 constexpr size_t kMaxErrorText = 1024;
 
+void put_header(std::byte* f, CtlType t, uint32_t request_id, size_t size) noexcept {
+  store_le<uint32_t>(f + ctl::kLength, static_cast<uint32_t>(size));
+  store_le<uint8_t>(f + ctl::kType, static_cast<uint8_t>(t));
+  store_le<uint8_t>(f + ctl::kVersion, kVersion);
+  store_le<uint16_t>(f + 6, 0);
+  store_le<uint32_t>(f + ctl::kRequestId, request_id);
+}
+
 std::vector<std::byte> frame(CtlType t, uint32_t request_id, size_t body_size) {
   std::vector<std::byte> f(ctl::kHeaderSize + body_size);
-  store_le<uint32_t>(f.data() + ctl::kLength, static_cast<uint32_t>(f.size()));
-  store_le<uint8_t>(f.data() + ctl::kType, static_cast<uint8_t>(t));
-  store_le<uint8_t>(f.data() + ctl::kVersion, kVersion);
-  store_le<uint16_t>(f.data() + 6, 0);
-  store_le<uint32_t>(f.data() + ctl::kRequestId, request_id);
+  put_header(f.data(), t, request_id, f.size());
   return f;
 }
 
-void put_set(std::byte* p, const InstrumentSet& s) {
-  if (s.all) {
+// The header of a frame of `size` bytes into `out`; false when it does not fit.
+bool frame_into(std::span<std::byte> out, CtlType t, uint32_t request_id, size_t size) noexcept {
+  if (out.size() < size) return false;
+  put_header(out.data(), t, request_id, size);
+  return true;
+}
+
+// A frame built by one of the encoders into a buffer, as a vector.
+template <class Body>
+std::vector<std::byte> to_vector(uint32_t rid, const Body& b, size_t size) {
+  std::vector<std::byte> f(size);
+  (void)encode_control(rid, b, std::span<std::byte>(f));
+  return f;
+}
+
+void put_set(std::byte* p, bool all, std::span<const uint32_t> ids) noexcept {
+  if (all) {
     store_le<uint32_t>(p, ctl::kAll);
     return;
   }
-  store_le<uint32_t>(p, static_cast<uint32_t>(s.ids.size()));
-  for (size_t i = 0; i < s.ids.size(); ++i) store_le<uint32_t>(p + 4 + 4 * i, s.ids[i]);
+  store_le<uint32_t>(p, static_cast<uint32_t>(ids.size()));
+  for (size_t i = 0; i < ids.size(); ++i) store_le<uint32_t>(p + 4 + 4 * i, ids[i]);
 }
+void put_set(std::byte* p, const InstrumentSet& s) noexcept { put_set(p, s.all, s.ids); }
 size_t set_size(const InstrumentSet& s) { return 4 + (s.all ? 0 : 4 * s.ids.size()); }
 
 // Reads a set whose count is at `count_off` and ids follow at `ids_off`.
@@ -318,19 +342,27 @@ std::vector<std::byte> encode_control(uint32_t rid, const Unsubscribe& b) {
   return f;
 }
 
-std::vector<std::byte> encode_control(uint32_t rid, const SnapshotRequest& b) {
-  auto f = frame(CtlType::kSnapshotRequest, rid, set_size(b.instruments));
-  put_set(f.data() + kSetCount, b.instruments);
-  return f;
+size_t encode_control(uint32_t rid, const SnapshotRequestView& b, std::span<std::byte> out) noexcept {
+  const size_t size = ctl::snapshot_request_size(b.all ? 0 : b.ids.size());
+  if (!frame_into(out, CtlType::kSnapshotRequest, rid, size)) return 0;
+  put_set(out.data() + kSetCount, b.all, b.ids);
+  return size;
 }
 
-std::vector<std::byte> encode_control(uint32_t rid, const RetransmitRequest& b) {
-  auto f = frame(CtlType::kRetransmitRequest, rid, kRtxSize - ctl::kHeaderSize);
-  store_le<uint64_t>(f.data() + kRtxSession, b.session);
-  store_le<uint64_t>(f.data() + kRtxFrom, b.from_seq);
-  store_le<uint32_t>(f.data() + kRtxCount, b.count);
-  return f;
+std::vector<std::byte> encode_control(uint32_t rid, const SnapshotRequest& b) {
+  const SnapshotRequestView v{b.instruments.all, b.instruments.ids};
+  return to_vector(rid, v, ctl::snapshot_request_size(v.all ? 0 : v.ids.size()));
 }
+
+size_t encode_control(uint32_t rid, const RetransmitRequest& b, std::span<std::byte> out) noexcept {
+  if (!frame_into(out, CtlType::kRetransmitRequest, rid, kRtxSize)) return 0;
+  store_le<uint64_t>(out.data() + kRtxSession, b.session);
+  store_le<uint64_t>(out.data() + kRtxFrom, b.from_seq);
+  store_le<uint32_t>(out.data() + kRtxCount, b.count);
+  return kRtxSize;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const RetransmitRequest& b) { return to_vector(rid, b, kRtxSize); }
 
 std::vector<std::byte> encode_control(uint32_t rid, const SnapshotDone& b) {
   auto f = frame(CtlType::kSnapshotDone, rid, kSnSize - ctl::kHeaderSize);
@@ -341,8 +373,12 @@ std::vector<std::byte> encode_control(uint32_t rid, const SnapshotDone& b) {
   return f;
 }
 
-std::vector<std::byte> encode_control(uint32_t rid, const SessionQuery&) {
-  return frame(CtlType::kSessionQuery, rid, 0);
+size_t encode_control(uint32_t rid, const SessionQuery&, std::span<std::byte> out) noexcept {
+  return frame_into(out, CtlType::kSessionQuery, rid, ctl::kHeaderSize) ? ctl::kHeaderSize : 0;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const SessionQuery& b) {
+  return to_vector(rid, b, ctl::kHeaderSize);
 }
 
 std::vector<std::byte> encode_control(uint32_t rid, const SessionStatus& b) {
@@ -356,14 +392,16 @@ std::vector<std::byte> encode_control(uint32_t rid, const SessionStatus& b) {
   return f;
 }
 
-std::vector<std::byte> encode_control(uint32_t rid, const StatusReport& b) {
-  auto f = frame(CtlType::kStatusReport, rid, kStSize - ctl::kHeaderSize);
-  store_le<uint64_t>(f.data() + kStPosition, b.position);
-  store_le<uint64_t>(f.data() + kStLag, b.lag);
-  store_le<uint64_t>(f.data() + kStDrops, b.drops);
-  store_le<uint64_t>(f.data() + kStCapacity, b.capacity);
-  return f;
+size_t encode_control(uint32_t rid, const StatusReport& b, std::span<std::byte> out) noexcept {
+  if (!frame_into(out, CtlType::kStatusReport, rid, kStSize)) return 0;
+  store_le<uint64_t>(out.data() + kStPosition, b.position);
+  store_le<uint64_t>(out.data() + kStLag, b.lag);
+  store_le<uint64_t>(out.data() + kStDrops, b.drops);
+  store_le<uint64_t>(out.data() + kStCapacity, b.capacity);
+  return kStSize;
 }
+
+std::vector<std::byte> encode_control(uint32_t rid, const StatusReport& b) { return to_vector(rid, b, kStSize); }
 
 std::vector<std::byte> encode_control(uint32_t rid, const ErrorReply& b) {
   const size_t tl = std::min(b.text.size(), kMaxErrorText);

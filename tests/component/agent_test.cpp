@@ -166,7 +166,7 @@ TEST(AgentsOverMemLoop, LateJoinerRecoversTheHistory) {
     ASSERT_TRUE(log.add(m));
     if (i % 16 == 0) {
       pub.do_work(now);
-      for (Sub* s : subs) s->agent.do_work();
+      for (Sub* s : subs) s->agent.do_work(now);
     }
     if (i == kMessages / 2) {
       pub.flush(now);

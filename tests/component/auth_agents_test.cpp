@@ -73,8 +73,8 @@ TEST(AuthAgentsOverMem, TheRightSecretGetsEverythingTheWrongOneIsRefused) {
   // Subscribe before publishing, so the right subscriber needs no recovery.
   while (pub.subscribed_clients() < 1 && now < deadline) {
     pub.do_work(now = monotonic_ns());
-    good.agent->do_work();
-    wrong.agent->do_work();
+    good.agent->do_work(now);
+    wrong.agent->do_work(now);
   }
   ASSERT_EQ(pub.subscribed_clients(), 1u);
   book::GeneratorConfig g;
@@ -86,14 +86,14 @@ TEST(AuthAgentsOverMem, TheRightSecretGetsEverythingTheWrongOneIsRefused) {
     while (pub.publish(m, now = monotonic_ns()) == feed::PublishResult::kBackPressured) pub.do_work(now);
     ++i;
     pub.do_work(now);
-    good.agent->do_work();
-    wrong.agent->do_work();
+    good.agent->do_work(now);
+    wrong.agent->do_work(now);
   }
   while (!pub.end_session(now)) pub.do_work(now = monotonic_ns());
   while (!good.agent->finished() && now < deadline) {
     pub.do_work(now = monotonic_ns());
-    good.agent->do_work();
-    wrong.agent->do_work();
+    good.agent->do_work(now);
+    wrong.agent->do_work(now);
   }
   ASSERT_TRUE(good.agent->finished());
   EXPECT_EQ(good.h.delivered, kMessages);

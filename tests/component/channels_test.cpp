@@ -210,7 +210,7 @@ void publish_all(Pub& pub, PublishedLog& log, const std::vector<ChannelSub*>& su
     ASSERT_TRUE(log.add(m));
     if (i % 16 == 0) {
       pub.do_work(now);
-      for (ChannelSub* s : subs) s->sub->do_work();
+      for (ChannelSub* s : subs) s->sub->do_work(now);
     }
     if (i == kMessages / 2) {
       pub.flush(now);
@@ -344,7 +344,7 @@ TEST(Channels, ASubscriberAttachesItsChannelsTogetherOnceAllAreBuilt) {
   ASSERT_EQ(opened, (std::vector<uint32_t>{0, 1}));
 
   // The first duty cycle: each channel hears what came since it attached.
-  sub.do_work();
+  sub.do_work(monotonic_ns());
   for (size_t i = 0; i < sub.size(); ++i) {
     SCOPED_TRACE(fmt::format("channel index {}", sub.index(i)));
     const auto& c = sub.agent(i).subscriber().counters();
@@ -362,7 +362,7 @@ TEST(Channels, ASubscriberAttachesItsChannelsTogetherOnceAllAreBuilt) {
   bool done = false;
   while (!done && now < deadline) {
     pub->do_work(now = monotonic_ns());
-    sub.do_work();
+    sub.do_work(now);
     done = sub.finished();
   }
   std::string r;

@@ -53,8 +53,8 @@ template <class S, class AgentOf>
 struct DriveAll {
   std::vector<S*> subs;
   AgentOf agent_of;
-  bool on_round(uint64_t, uint64_t) noexcept {
-    for (S* s : subs) agent_of(*s).do_work();
+  bool on_round(uint64_t now, uint64_t) noexcept {
+    for (S* s : subs) agent_of(*s).do_work(now);
     return true;
   }
 };
@@ -76,7 +76,7 @@ bool finish_all(Pub& pub, const std::vector<S*>& subs, AgentOf agent_of, uint64_
     pub.do_work(now);
     bool all = true;
     for (S* s : subs) {
-      agent_of(*s).do_work();
+      agent_of(*s).do_work(now);
       all &= agent_of(*s).finished();
     }
     if (all) return true;

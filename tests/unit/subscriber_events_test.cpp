@@ -89,6 +89,8 @@ TEST_F(SubscriberTest, NothingFetchedIsAskedAgainThenSnapshot) {
   EXPECT_FALSE(sub_->in_snapshot());
   sub_->on_retransmitted(rid, kSession, {}, now_);  // beyond max_retries = 2
   EXPECT_TRUE(sub_->in_snapshot());
+  EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty()) << "never asked from inside the medium's callback";
+  poll();
   ASSERT_EQ(ctl_.all<SnapshotRequest>().size(), 1u);
   reply(feed_.snapshot(ctl_.all<SnapshotRequest>()[0].first, feed_.instruments_with_data()));
   EXPECT_TRUE(sub_->caught_up());
@@ -105,6 +107,7 @@ TEST_F(SubscriberTest, OutstandingRequestsAreResentWhenResubscribed) {
   publish_pairs(2);
   rx_seq({1, 2});
   rx(feed_.heartbeat({1, 2}, {}, {{2, 0xbad}}));  // instrument 2 is recovered alone
+  poll();
   const auto irec = ctl_.all<SnapshotRequest>();
   ASSERT_EQ(irec.size(), 1u);
   publish_pairs(2);
@@ -152,6 +155,7 @@ TEST_F(SubscriberTest, SnapshotRequestIsResentWhenResubscribed) {
   rx_seq({1, 3});
   poll();
   reply(feed_.retransmit_reply(rid_of(2), 2, 1, RetransmitStatus::kTooOld));
+  poll();
   const auto snaps = ctl_.all<SnapshotRequest>();
   ASSERT_EQ(snaps.size(), 1u);
   // The connection drops; the medium reports only the new one.
@@ -238,6 +242,7 @@ TEST(SubscriberDeliveryHook, OncePerDatagramInSequenceOrderBeforeItsMessages) {
   const auto req = ctl.all<RetransmitRequest>().at(0);
   sub.on_control_frame(feed.retransmit_reply(req.first, 9, 3, RetransmitStatus::kTooOld), now);
   ASSERT_TRUE(sub.in_snapshot());
+  sub.poll(now);
   const auto snap = feed.snapshot(ctl.all<SnapshotRequest>().at(0).first, feed.instruments_with_data());  // at 12
   feed.publish({feed.add(1), feed.add(2)});  // 13
   rx(13);

@@ -1,7 +1,8 @@
 // Out of memory on the subscriber's control path. Its entry points are
-// noexcept, yet building and parsing control frames allocates: a failed
-// allocation must cost a counted, dropped frame (asked again later), never
-// std::terminate. This executable replaces the global allocation functions
+// noexcept, yet parsing control frames, building a subscription and a
+// channel's queueing allocate: a failed allocation must cost a counted,
+// dropped frame (asked again later), never std::terminate. (That the
+// requests themselves allocate nothing: subscriber_noalloc_test.cpp.) This executable replaces the global allocation functions
 // so that a test can make every allocation fail for a while.
 #include <gtest/gtest.h>
 
@@ -121,7 +122,7 @@ TEST_F(SubscriberOomTest, RequestsThatCannotBeBuiltAreAskedAgainLater) {
   const auto& cfg = sub_->config();
   {
     NoMemory oom;
-    sub_->poll(now_);                  // a retransmit request (encoded by the channel) and a status report
+    sub_->poll(now_);                  // a retransmit request and a status report (the channel's copies fail)
     sub_->on_control_connected(now_);  // a subscribe
   }
   EXPECT_TRUE(ctl_.sent.empty());

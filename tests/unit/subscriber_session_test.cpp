@@ -9,8 +9,10 @@ namespace {
 
 class SubscriberSessionTest : public SubscriberTest {
  protected:
-  // The one query in flight (fails the test if there is not exactly one).
+  // The one query in flight, sent by the control round after the claim
+  // (fails the test if there is not exactly one).
   uint32_t query() {
+    poll();
     const auto q = ctl_.all<SessionQuery>();
     EXPECT_EQ(q.size(), 1u);
     return q.empty() ? 0 : q.back().first;
@@ -149,6 +151,8 @@ TEST_F(SubscriberSessionTest, ManyClaimsOneQueryInFlightRetriedOnTimeout) {
   forger.session = 0xdead;
   forger.publish({forger.add(1)});
   for (int i = 0; i < 100; ++i) rx(forger.dg(1));
+  EXPECT_TRUE(ctl_.all<SessionQuery>().empty()) << "a datagram sends nothing: the next poll asks";
+  poll();
   EXPECT_EQ(ctl_.all<SessionQuery>().size(), 1u) << "a flood of claims is one probe";
   EXPECT_EQ(sub_->counters().claims_held.get(), 100u);
   now_ += sub_config().request_timeout_ns;

@@ -238,9 +238,12 @@ TEST_F(SubscriberTest, AnotherSessionIsConfirmedBeforeItResets) {
   EXPECT_EQ(sub_->session(), kSession) << "a datagram alone changes nothing";
   EXPECT_EQ(sub_->counters().claims_held.get(), 1u);
   EXPECT_EQ(h_.msgs.size(), 4u);
+  EXPECT_TRUE(ctl_.all<SessionQuery>().empty()) << "a datagram sends nothing: the next poll asks";
+  poll();
   const auto q = ctl_.all<SessionQuery>();
   ASSERT_EQ(q.size(), 1u);
   rx(next.dg(1));  // more of the same claim: still one query in flight
+  poll();
   EXPECT_EQ(ctl_.all<SessionQuery>().size(), 1u);
   reply(encode_control(q[0].first, SessionStatus{next.session, 1, 1, false, 0}));
   EXPECT_EQ(sub_->session(), next.session);
@@ -257,6 +260,7 @@ TEST_F(SubscriberTest, AnotherSessionIsConfirmedBeforeItResets) {
   ctl_.clear();
   rx(feed_.dg(2));
   EXPECT_EQ(sub_->counters().stale_session.get(), 1u);
+  poll();
   EXPECT_TRUE(ctl_.all<SessionQuery>().empty());
 }
 
@@ -279,6 +283,7 @@ TEST_F(SubscriberTest, EndOfSessionHeartbeat) {
   rx(feed_.dg(1));
   rx(feed_.heartbeat({}, {}, {}, kFlagEndOfSession));
   EXPECT_FALSE(sub_->session_ended()) << "the control plane confirms an end first";
+  poll();
   const auto q = ctl_.all<SessionQuery>();
   ASSERT_EQ(q.size(), 1u);
   reply(encode_control(q[0].first, SessionStatus{kSession, 1, 1, true, 1}));
@@ -318,6 +323,8 @@ TEST_F(SubscriberTest, GlobalChecksumMismatchForcesAFullSnapshot) {
   rx(hb);
   EXPECT_EQ(sub_->counters().checksum_mismatch.get(), 1u);
   EXPECT_TRUE(sub_->in_snapshot());
+  EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty()) << "a datagram sends nothing: the next poll asks";
+  poll();
   ASSERT_EQ(ctl_.all<SnapshotRequest>().size(), 1u);
   EXPECT_TRUE(ctl_.all<SnapshotRequest>()[0].second.instruments.all);
 }
@@ -330,6 +337,7 @@ TEST_F(SubscriberTest, ChecksumMismatchRecoversOneInstrumentWhileOthersFlow) {
   rx(feed_.heartbeat({1, 2}, {}, {{2, 0xbad}}));
   EXPECT_EQ(sub_->counters().checksum_mismatch.get(), 1u);
   EXPECT_FALSE(sub_->in_snapshot()) << "one instrument, not the whole feed";
+  poll();
   const auto snaps = ctl_.all<SnapshotRequest>();
   ASSERT_EQ(snaps.size(), 1u);
   EXPECT_FALSE(snaps[0].second.instruments.all);
@@ -381,6 +389,7 @@ TEST_F(SubscriberTest, InstrumentSequenceJumpRecoversThatInstrument) {
   Bytes d = DatagramBuilder(3, kSession, kChannel, kPubSender).add(gap).build();
   rx(d);
   EXPECT_EQ(sub_->counters().instrument_gaps.get(), 1u);
+  poll();
   const auto snaps = ctl_.all<SnapshotRequest>();
   ASSERT_EQ(snaps.size(), 1u);
   EXPECT_EQ(snaps[0].second.instruments.ids, std::vector<uint32_t>{2});
@@ -396,6 +405,7 @@ TEST_F(SubscriberTest, BookErrorRecoversThatInstrument) {
   m.instrument_seq = 2;
   rx(DatagramBuilder(2, kSession, kChannel, kPubSender).add(m).build());
   EXPECT_EQ(sub_->counters().book_errors.get(), 1u);
+  poll();
   const auto snaps = ctl_.all<SnapshotRequest>();
   ASSERT_EQ(snaps.size(), 1u);
   EXPECT_EQ(snaps[0].second.instruments.ids, std::vector<uint32_t>{2});
@@ -407,6 +417,7 @@ TEST_F(SubscriberTest, RefusedInstrumentRecoveryDropsTheInstrument) {
   publish_pairs(1);
   rx(feed_.dg(1));
   rx(feed_.heartbeat({2}, {}, {{2, 1}}));
+  poll();
   const uint32_t rid = ctl_.all<SnapshotRequest>().at(0).first;
   reply(encode_control(rid, SnapshotDone{kSession, SnapshotStatus::kNotEntitled, 0, 0}));
   EXPECT_FALSE(sub_->wants(2));

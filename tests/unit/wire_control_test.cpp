@@ -3,6 +3,7 @@
 // however the stream was split.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 
 #include "mdcast/wire/control.hpp"
@@ -113,6 +114,34 @@ TEST(WireControl, RetransmitRequestRoundTrips) {
   EXPECT_EQ(r.session, 9u);
   EXPECT_EQ(r.from_seq, UINT64_MAX);
   EXPECT_EQ(r.count, 65535u);
+}
+
+// The encoders into a caller's buffer (what a subscriber's control round
+// uses) write exactly what the allocating ones return, and nothing useful
+// when the buffer is short: they report 0 and the caller sends nothing.
+TEST(WireControl, EncodersIntoABufferMatchAndRefuseShortBuffers) {
+  std::array<std::byte, 256> buf{};
+  auto same = [&](size_t n, const Bytes& want, std::string_view what) {
+    ASSERT_EQ(n, want.size()) << what;
+    EXPECT_EQ(to_hex({buf.data(), n}), to_hex(want)) << what;
+  };
+  same(encode_control(5, RetransmitRequest{9, 77, 3}, buf), encode_control(5, RetransmitRequest{9, 77, 3}),
+       "retransmit request");
+  same(encode_control(6, SessionQuery{}, buf), encode_control(6, SessionQuery{}), "session query");
+  same(encode_control(7, StatusReport{1, 2, 3, 4}, buf), encode_control(7, StatusReport{1, 2, 3, 4}), "status");
+  const std::vector<uint32_t> ids{4, 1, 9};
+  SnapshotRequest q;
+  q.instruments.all = false;
+  q.instruments.ids = ids;
+  same(encode_control(8, SnapshotRequestView{false, ids}, buf), encode_control(8, q), "snapshot request, a list");
+  same(encode_control(8, SnapshotRequestView{}, buf), encode_control(8, SnapshotRequest{}), "snapshot request, all");
+  EXPECT_EQ(ctl::snapshot_request_size(ids.size()), encode_control(8, q).size());
+
+  const std::span<std::byte> shorter(buf.data(), ctl::snapshot_request_size(ids.size()) - 1);
+  EXPECT_EQ(encode_control(8, SnapshotRequestView{false, ids}, shorter), 0u);
+  EXPECT_EQ(encode_control(5, RetransmitRequest{}, std::span<std::byte>(buf.data(), 31)), 0u);
+  EXPECT_EQ(encode_control(6, SessionQuery{}, std::span<std::byte>(buf.data(), 11)), 0u);
+  EXPECT_EQ(encode_control(7, StatusReport{}, std::span<std::byte>(buf.data(), 43)), 0u);
 }
 
 TEST(WireControl, RetransmitReplyRoundTripsDatagrams) {

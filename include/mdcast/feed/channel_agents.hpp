@@ -4,7 +4,7 @@
 //                            PublisherAgent per channel, each over its own
 //                            medium; publish() routes a message to its
 //                            instrument's channel (one table load, no
-//                            virtual call), do_work() runs every channel's
+//                            virtual call), do_work(now) runs every channel's
 //                            duty cycle. feed::run_paced drives it as it
 //                            drives one agent.
 //   SubscriberChannels<M, H> one subscriber over the channels its filter
@@ -203,10 +203,11 @@ class SubscriberChannels {
     start_all(build_all(std::move(joining)));
   }
 
-  // One duty cycle of every channel joined. Returns datagrams taken.
-  size_t do_work() {
+  // One duty cycle of every channel joined, at `now` (SubscriberAgent::do_work).
+  // Returns datagrams taken.
+  size_t do_work(uint64_t now) {
     size_t n = 0;
-    for (auto& c : channels_) n += c.agent->do_work();
+    for (auto& c : channels_) n += c.agent->do_work(now);
     return n;
   }
   void idle(size_t n) noexcept {
@@ -221,8 +222,10 @@ class SubscriberChannels {
   template <class Hooks>
   bool run(Hooks& hooks) {
     uint64_t seen = control_rounds();
+    SpinClock clock(opts_.control_poll_ns == 0);
+    size_t n = 0;
     for (;;) {
-      const size_t n = do_work();
+      n = do_work(clock.now(n));
       if (const uint64_t r = control_rounds(); r != seen) {
         seen = r;
         if (finished()) return true;

@@ -51,8 +51,9 @@
 // and not passed. A Handler without the member pays nothing for it.
 //
 // The data path (on_datagram in the live state) allocates nothing, throws
-// nothing and makes no virtual call per message. Control requests are built
-// on the recovery path only.
+// nothing and makes no virtual call per message. No datagram, in order or
+// not, sends a control request: what it raises is marked due and goes out
+// from the next poll() (SubscriberCore, "Requests leave the data path").
 #pragma once
 
 #include <cstdint>
@@ -92,20 +93,20 @@ class Subscriber final : public SubscriberCore {
   static constexpr bool kHasEvents =
       requires(Handler& h, SubscriberEvent e, std::string_view s) { h.on_event(e, s); };
 
-  void deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received, uint64_t now,
+  void deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
                bool recovered) noexcept;
   // Inlined into deliver's loop: a call per message costs measurably there.
-  [[gnu::always_inline]] inline void process(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
+  [[gnu::always_inline]] inline void process(wire::MessageView v, const Delivery& dl) noexcept;
 
   // SubscriberCore's way to the handler (the recovery path).
   void receive_recovered(std::span<const std::byte> d, uint64_t now) noexcept override {
     on_datagram(d, Rail::kRecovery, now);
   }
-  void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
-                        uint64_t now) noexcept override {
-    deliver(d, h, received, now, true);
+  void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h,
+                        uint64_t received) noexcept override {
+    deliver(d, h, received, true);
   }
-  void replay_held(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept override { process(v, dl, now); }
+  void replay_held(wire::MessageView v, const Delivery& dl) noexcept override { process(v, dl); }
   void notify_snapshot(uint32_t inst, const book::BookSet* b) noexcept override { handler_.on_snapshot(inst, b); }
   void notify_reset(uint64_t session) noexcept override { handler_.on_reset(session); }
   void notify_event(SubscriberEvent e, std::string_view detail) noexcept override {
@@ -128,7 +129,7 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   // new session begins) is worked out, and counted, out of line.
   if (chk != wire::DatagramCheck::kOk || d.size() > cfg_.max_datagram || h.channel != cfg_.channel ||
       (cfg_.sender_id != 0 && h.sender == cfg_.sender_id) || h.session != session_) [[unlikely]] {
-    if (!admit(h, chk, d.size(), now)) return;
+    if (!admit(h, chk, d.size())) return;
   }
   if (unknown) counters_->unknown_messages.add(unknown);
   last_rx_ = now;
@@ -141,7 +142,7 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   const uint64_t seq = h.sequence;
   if (seq > highest_seen_) {
     // Beyond the window is a claim the control plane confirms first.
-    if (seq >= ahead_limit() && !plausible_ahead(seq, now, true)) [[unlikely]]
+    if (seq >= ahead_limit() && !plausible_ahead(seq, true)) [[unlikely]]
       return;
     highest_seen_ = seq;
     counters_->highest_sequence.set(seq);
@@ -153,7 +154,7 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   if (mode_ == Mode::kLive && seq == next_seq_) [[likely]] {
     // The common case: in order, delivered straight from the medium's buffer.
     rail_first(rail);
-    deliver(d, h, now, now, rail == Rail::kRecovery);
+    deliver(d, h, now, rail == Rail::kRecovery);
     ++next_seq_;
     // Nothing is ever buffered above highest_seen_, so with next_seq_ past it
     // (no gap) and no full recovery started by this datagram, the window has
@@ -171,10 +172,9 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
 
 template <SubscriberHandler Handler>
 void Subscriber<Handler>::deliver(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
-                                  uint64_t now, bool recovered) noexcept {
+                                  bool recovered) noexcept {
   counters_->datagrams_delivered.add();
-  // `received` is when the datagram arrived (latency); `now` drives timers.
-  const Delivery dl{h.sequence, h.send_time_ns, received, recovered};
+  const Delivery dl{h.sequence, h.send_time_ns, received, recovered};  // received: when it arrived
   if constexpr (kHasDatagramHook) handler_.on_datagram_delivered(d, dl);
   wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
   wire::MessageView v;
@@ -182,7 +182,7 @@ void Subscriber<Handler>::deliver(std::span<const std::byte> d, const wire::Data
     const auto t = static_cast<uint8_t>(v.type());
     if (t == static_cast<uint8_t>(wire::MsgType::kFragment)) [[unlikely]] {
       wire::MessageView whole;
-      if (reassemble(wire::FragmentView(v), whole)) process(whole, dl, now);
+      if (reassemble(wire::FragmentView(v), whole)) process(whole, dl);
       continue;
     }
     if (t < static_cast<uint8_t>(wire::MsgType::kInstrumentDefinition) ||
@@ -190,12 +190,12 @@ void Subscriber<Handler>::deliver(std::span<const std::byte> d, const wire::Data
         t == static_cast<uint8_t>(wire::MsgType::kSnapshotChunk) ||
         t == static_cast<uint8_t>(wire::MsgType::kHeartbeat))
       continue;  // unknown types were counted at validation; others do not belong here
-    process(v, dl, now);
+    process(v, dl);
   }
 }
 
 template <SubscriberHandler Handler>
-void Subscriber<Handler>::process(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept {
+void Subscriber<Handler>::process(wire::MessageView v, const Delivery& dl) noexcept {
   const uint32_t inst = v.instrument();
   if (!wants(inst)) {
     counters_->messages_filtered.add();
@@ -207,14 +207,14 @@ void Subscriber<Handler>::process(wire::MessageView v, const Delivery& dl, uint6
   }
   const uint32_t iseq = v.instrument_seq();
   if (iseq != last_iseq_[inst] + 1) [[unlikely]] {
-    out_of_sequence(inst, v, dl, now);
+    out_of_sequence(inst, v, dl);
     return;
   }
   const wire::Message m = wire::decode(v);
   if (books_) {
     const book::ApplyResult r = books_->apply(m);
     if (r != book::ApplyResult::kOk && r != book::ApplyResult::kIgnored) [[unlikely]] {
-      book_refused(inst, v, dl, now);
+      book_refused(inst, v, dl);
       return;
     }
     books_->set_instrument_seq(inst, iseq);

@@ -7,9 +7,11 @@
 //   MyHandler h;                       // on_message, on_snapshot, on_reset (feed/subscriber.hpp)
 //   feed::SubscriberAgent agent(medium, subscriber_config, h);
 //   agent.start();
-//   while (!agent.finished()) agent.idle(agent.do_work());
+//   while (!agent.finished()) agent.idle(agent.do_work(monotonic_ns()));
 //
-// or agent.run(hooks) for the same loop with a hook on every control round.
+// or agent.run(hooks) for the same loop with a hook on every control round
+// (and a clock read only every few rounds, see run). do_work takes the time
+// as PublisherAgent::do_work does: a test drives both on one virtual clock.
 //
 // Threading: one thread calls everything; the handler runs on it, from
 // inside do_work. The data path (datagrams in, messages out to the handler)
@@ -32,12 +34,33 @@ namespace mdcast::feed {
 
 struct SubscriberAgentOptions {
   // Least time between two polls of the control plane (a system call, and
-  // the engine's timers). 0: every idle round and every 16th busy one.
+  // the engine's timers, which send the requests datagrams raised: see
+  // SubscriberCore). 0: every idle round and every 16th busy one.
   uint64_t control_poll_ns = 100 * kNsPerUs;
   // kBlock: after 64 idle rounds sleep in the medium (futex, completion
   // channel) where it can; any other mode as IdleStrategy does.
   IdleMode idle = IdleMode::kSpin;
   size_t batch = 64;  // datagrams taken from the medium per do_work at most
+};
+
+// The time a spinning duty loop hands do_work: read every 64th idle round
+// and every 16th busy one (after a round that took n datagrams), the last
+// reading in between - a clock read costs more than a look at an empty
+// medium, and a control round on a 100 us timer loses nothing by waiting a
+// few rounds for it. `every_round`: read each time (control_poll_ns 0, whose
+// control round per idle round costs far more than the read).
+class SpinClock {
+ public:
+  explicit SpinClock(bool every_round) noexcept : every_round_(every_round) {}
+  uint64_t now(size_t n) noexcept {
+    if (every_round_ || last_ == 0 || (++rounds_ & (n ? 15u : 63u)) == 0) last_ = monotonic_ns();
+    return last_;
+  }
+
+ private:
+  bool every_round_;
+  uint32_t rounds_ = 0;
+  uint64_t last_ = 0;
 };
 
 template <media::SubscriberMedium Medium, SubscriberHandler Handler>
@@ -58,23 +81,21 @@ class SubscriberAgent {
   // history comes through recovery).
   void start() { medium_.start(); }
 
-  // One duty cycle: up to `batch` datagrams into the engine; the control
-  // plane when its timer is due. The clock is read every 64th idle round and
-  // every 16th busy one, so a spin waiting for data stays a tight loop (each
-  // datagram is stamped by the medium as it arrives). Returns datagrams taken.
-  size_t do_work() {
+  // One duty cycle at `now`: up to `batch` datagrams into the engine (each
+  // stamped by the medium as it arrives, not with `now`); then the control
+  // round when its timer is due at `now` (control_poll_ns since the last).
+  // `now` may lag the clock a little (run reads it every few rounds): the
+  // round comes that much later. Returns datagrams taken.
+  size_t do_work(uint64_t now) {
     const size_t n = medium_.source().poll(
         [this](std::span<const std::byte> d, uint64_t rx, media::RailId rail) noexcept {
           sub_.on_datagram(d, rail == media::RailId::kB ? Rail::kB : Rail::kA, rx);
         },
         opts_.batch);
-    const bool round = opts_.control_poll_ns == 0 ? (n == 0 || (++busy_rounds_ & 15) == 0)
-                                                  : (n == 0 ? (++idle_rounds_ & 63) == 0 : (++busy_rounds_ & 15) == 0);
     data_since_control_ |= n != 0;
-    if (round) {
-      const uint64_t now = monotonic_ns();
-      if (now - last_control_ >= opts_.control_poll_ns) poll_control(now);
-    }
+    const bool due = opts_.control_poll_ns == 0 ? (n == 0 || (++busy_rounds_ & 15) == 0)
+                                                : now - last_control_ >= opts_.control_poll_ns;
+    if (due) poll_control(now);
     return n;
   }
 
@@ -103,12 +124,16 @@ class SubscriberAgent {
 
   // do_work/idle until the session ended and everything was delivered, or
   // hooks.on_control_round(now) returns false (checked after every control
-  // round). Returns true when the session ended.
+  // round). Returns true when the session ended. The clock is read every
+  // 64th idle round and every 16th busy one (SpinClock), so a spin waiting
+  // for data stays a tight loop.
   template <class Hooks>
   bool run(Hooks& hooks) {
     uint64_t seen = control_rounds_;
+    SpinClock clock(opts_.control_poll_ns == 0);
+    size_t n = 0;
     for (;;) {
-      const size_t n = do_work();
+      n = do_work(clock.now(n));
       if (control_rounds_ != seen) {
         seen = control_rounds_;
         if (finished()) return true;
@@ -139,8 +164,7 @@ class SubscriberAgent {
   uint64_t control_rounds_ = 0;
   uint64_t last_data_ = 0;
   bool data_since_control_ = false;
-  uint32_t busy_rounds_ = 0;
-  uint32_t idle_rounds_ = 0;
+  uint32_t busy_rounds_ = 0;  // control_poll_ns 0: a control round every 16th busy one
   uint32_t quiet_rounds_ = 0;
 };
 

@@ -27,6 +27,27 @@
 // reports connection changes, control frames and datagrams it fetched itself
 // (RDMA READ) straight to it.
 //
+// Requests leave the data path. Processing a datagram sends no control
+// frame: what a datagram raises - a full snapshot (the window overflowed, a
+// checksum disagreed), an instrument's recovery (its sequence jumped, its
+// book refused a message), a query about a claim (another session, an end,
+// a sequence far ahead) - is only marked due ("not sent", in slots and
+// flags that exist from construction), and poll() sends whatever is due,
+// encoded into a frame buffer the core allocated up front. Gaps were always
+// asked for from poll() (after reorder_wait). So a datagram costs no
+// allocation, no system call and no call back into the medium from inside
+// its own poll, and the requests poll() sends allocate nothing either (the
+// subscription, its handshake and filter changes still may).
+//
+// The price, bounded: a request a datagram raises goes out at the next
+// poll(), so its latency grows by at most one control round - with
+// SubscriberAgent, control_poll_ns (100 us by default) plus the few duty
+// rounds SubscriberAgent::run may take to read the clock (16 busy, 64 idle).
+// A request raised by a control frame (the datagrams of a retransmit reply,
+// a snapshot's end) goes out in the poll() of the same control round: the
+// agent polls the engine right after the medium's control plane. The
+// subscription's acknowledgement sends what waited for it at once.
+//
 // Single-threaded. Construction throws Error for an invalid configuration;
 // everything else is noexcept except changing the filter (add/remove
 // instruments), which may allocate.
@@ -97,8 +118,11 @@ class SubscriberCore : public media::ControlEvents {
   // What the engine knows the publisher sent: media say so when no data comes.
   [[nodiscard]] uint64_t publisher_position() const noexcept final { return highest_seen_; }
 
-  // Timers: subscribe retries, request timeouts, gap requests, status reports,
-  // publisher silence. Call from the duty loop.
+  // The control round's part of the engine: subscribe retries, request
+  // timeouts, gap requests, status reports, publisher silence, and every
+  // request marked due since the last call (see "Requests leave the data
+  // path" above). Call from the duty loop, at least every control_poll_ns:
+  // that bounds how long a request raised by a datagram waits.
   void poll(uint64_t now) noexcept;
 
   // Changes the filter; new instruments are recovered by snapshot.
@@ -150,23 +174,24 @@ class SubscriberCore : public media::ControlEvents {
   // on_datagram on the recovery rail, so it is screened like any other.
   virtual void receive_recovered(std::span<const std::byte> d, uint64_t now) noexcept = 0;
   // A validated datagram from the window, now next in sequence.
-  virtual void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t received,
-                                uint64_t now) noexcept = 0;
+  virtual void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h,
+                                uint64_t received) noexcept = 0;
   // A held message of a recovered instrument, replayed after its snapshot.
-  virtual void replay_held(wire::MessageView v, const Delivery& dl, uint64_t now) noexcept = 0;
+  virtual void replay_held(wire::MessageView v, const Delivery& dl) noexcept = 0;
   virtual void notify_snapshot(uint32_t inst, const book::BookSet* books) noexcept = 0;
   virtual void notify_reset(uint64_t session) noexcept = 0;
   virtual void notify_event(SubscriberEvent e, std::string_view detail) noexcept = 0;
 
   // ---- out of line for the live path: everything unusual -----------------
+  // None of these sends: a request they raise is marked due for poll().
   // A datagram the common-case screen did not pass: counts why and returns
   // whether to go on (a newer session is adopted and goes on).
-  bool admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size, uint64_t now) noexcept;
+  bool admit(const wire::DatagramHeader& h, wire::DatagramCheck chk, size_t size) noexcept;
   // A sequenced datagram at or beyond ahead_limit(): it claims the
   // publisher is further than the window reaches. True: act on it (the
   // control plane confirmed that far, or there is none); false: it was
   // dropped and counted, and the control plane is asked.
-  bool plausible_ahead(uint64_t seq, uint64_t now, bool sequenced) noexcept;
+  bool plausible_ahead(uint64_t seq, bool sequenced) noexcept;
   [[nodiscard]] uint64_t ahead_limit() const noexcept { return window_base() + n_slots_; }
   void publisher_back() noexcept;
   void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now) noexcept;
@@ -180,8 +205,8 @@ class SubscriberCore : public media::ControlEvents {
   bool reassemble(const wire::FragmentView& f, wire::MessageView& whole) noexcept;
   void hold(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept;
   // The message's instrument sequence is not last + 1.
-  void out_of_sequence(uint32_t inst, wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
-  void book_refused(uint32_t inst, wire::MessageView v, const Delivery& dl, uint64_t now) noexcept;
+  void out_of_sequence(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept;
+  void book_refused(uint32_t inst, wire::MessageView v, const Delivery& dl) noexcept;
 
   void rail_first(Rail r) noexcept {
     if (r == Rail::kA) counters_->rail_a_first.add();
@@ -233,7 +258,7 @@ class SubscriberCore : public media::ControlEvents {
   };
   struct InstrumentRecovery {
     bool busy = false;
-    bool sent = false;
+    bool sent = false;  // false (while busy): due now, as Request::sent
     bool got_chunk = false;
     bool overflow = false;
     uint32_t inst = 0;
@@ -254,10 +279,11 @@ class SubscriberCore : public media::ControlEvents {
   // subscriber_session.cpp: what the control plane confirms. A datagram
   // that claims a new session, an end of session or a sequence far ahead
   // never acts alone: the claim is noted, the publisher asked (one query in
-  // flight, retried on the request timeout), and the answer decides.
+  // flight, sent by the next poll, retried on the request timeout), and the
+  // answer decides.
   enum Claim : uint8_t { kClaimSession = 1, kClaimEnd = 2, kClaimAhead = 4, kClaimNotYet = 8 };
-  bool other_session(uint64_t s, uint64_t now) noexcept;  // true: adopted (no control plane to ask)
-  void claim(Claim c, uint64_t now) noexcept;
+  bool other_session(uint64_t s) noexcept;  // true: adopted (no control plane to ask)
+  void claim(Claim c) noexcept;
   void send_query(uint64_t now) noexcept;
   void poll_query(uint64_t now) noexcept;
   void on_session_status(uint32_t rid, const wire::SessionStatus& b, uint64_t now) noexcept;
@@ -271,14 +297,14 @@ class SubscriberCore : public media::ControlEvents {
   void retransmit_answered(uint32_t rid, uint64_t session, wire::RetransmitStatus status,
                            std::span<const std::span<const std::byte>> datagrams, uint64_t now) noexcept;
   void poll_requests(uint64_t now) noexcept;
-  void enter_snapshot(uint64_t now) noexcept;
+  void enter_snapshot() noexcept;
   void send_snapshot_request(uint64_t now) noexcept;
   void apply_snapshot_run(std::span<const std::byte> run, int irec) noexcept;
   void clear_filtered() noexcept;
   void finish_snapshot(uint64_t snap_seq, uint64_t now) noexcept;
   void on_snapshot_data(uint32_t rid, const wire::SnapshotData& b) noexcept;
   void on_snapshot_done(uint32_t rid, const wire::SnapshotDone& b, uint64_t now) noexcept;
-  void start_irec(uint32_t inst, uint64_t now) noexcept;
+  void start_irec(uint32_t inst) noexcept;
   void send_irec(InstrumentRecovery& r, uint64_t now) noexcept;
   void finish_irec(int idx, uint64_t now) noexcept;
   void cancel_irecs() noexcept;
@@ -290,8 +316,13 @@ class SubscriberCore : public media::ControlEvents {
   void on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept;
   void send_subscribe(uint64_t now) noexcept;
   void send_status(uint64_t now) noexcept;
-  void send(const std::vector<std::byte>& f) noexcept {
-    if (ctl_) (void)ctl_->send(f);
+  // The channel's refusal (false) or failure to queue (an exception) drops
+  // the frame: its request's deadline asks again.
+  void send(std::span<const std::byte> f) noexcept;
+  [[nodiscard]] std::span<std::byte> frame_buffer() noexcept { return {frame_.get(), frame_bytes_}; }
+  // The first n bytes of the frame buffer, as encode_control wrote them (0: it did not fit).
+  void send_encoded(size_t n) noexcept {
+    if (n) send(std::span<const std::byte>(frame_.get(), n));
   }
   void set_error(std::string_view a, std::string_view b, std::string_view c = {}) noexcept;
 
@@ -327,7 +358,7 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t claimed_session_ = 0;  // the last other session a datagram claimed
   // Datagrams behind each kind of claim, counted as forged if refuted.
   uint64_t held_session_ = 0, held_end_ = 0, held_ahead_ = 0;
-  bool query_sent_ = false;
+  bool query_sent_ = false;  // false with claims_ set: a query is due
   uint32_t query_rid_ = 0;
   uint64_t query_deadline_ = 0;
 
@@ -335,11 +366,18 @@ class SubscriberCore : public media::ControlEvents {
   uint32_t n_reqs_ = 0;
 
   uint32_t snap_rid_ = 0;
-  bool snap_sent_ = false;
+  bool snap_sent_ = false;  // false in Mode::kSnapshot: the snapshot request is due
   bool snap_cleared_ = false;
   uint64_t snap_deadline_ = 0;
 
   std::vector<InstrumentRecovery> irecs_;
+
+  // Where poll() encodes a request: large enough for a snapshot request that
+  // names every instrument (snap_ids_ lists the filter's for it; none when
+  // the filter is all instruments).
+  std::unique_ptr<std::byte[]> frame_;
+  size_t frame_bytes_ = 0;
+  std::unique_ptr<uint32_t[]> snap_ids_;
 
   bool connected_ = false;
   bool subscribed_ = false;

@@ -19,6 +19,7 @@
 // its tests. docs/architecture.md walks through it.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -158,9 +159,12 @@ class ControlChannel {
   // Asks for datagrams [from, from + count) of `session`. A medium that can
   // fetch them itself (RDMA READ of the publisher's ring) overrides this and
   // answers through ControlEvents::on_retransmitted; the default sends the
-  // request to the publisher.
+  // request to the publisher (encoded on the stack: the engine's control
+  // round allocates nothing of its own).
   virtual bool request_retransmit(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) {
-    return send(wire::encode_control(rid, wire::RetransmitRequest{session, from, count}));
+    std::array<std::byte, wire::ctl::kSmallFrame> f;
+    const size_t n = wire::encode_control(rid, wire::RetransmitRequest{session, from, count}, f);
+    return send(std::span<const std::byte>(f.data(), n));
   }
 };
 

@@ -5,8 +5,10 @@
 // header: u32 length (total), u8 type, u8 version, u16 reserved, u32 request id
 // (echoed in the reply). docs/protocol.md gives every body.
 //
-// This is control code: building frames allocates; parsing is bounds-checked
-// and never throws (hostile clients send anything).
+// This is control code: building frames allocates, except through the
+// encoders into a caller's buffer (a subscriber's requests, sent from its
+// control round without allocating); parsing is bounds-checked and never
+// throws (hostile clients send anything).
 #pragma once
 
 #include <cstdint>
@@ -173,6 +175,29 @@ struct FirstFrameRoute {
 // Wire channel ids (ascending) as an operator reads them: "3", "1 to 4",
 // "1, 5, 9"; "none" for none. What a refusal for an unknown channel names.
 [[nodiscard]] std::string format_channel_ids(std::span<const uint16_t> ids);
+
+// Encoders into a caller's buffer: each writes one complete frame at the
+// start of `out` and returns its length, or returns 0 (out left unspecified)
+// when `out` is shorter than the frame. They never allocate and never throw:
+// a subscriber builds its requests with them in its control round, in space
+// it allocated at construction.
+// A snapshot request whose set is a view (all, or `ids`), so that nothing is
+// built to send one.
+struct SnapshotRequestView {
+  bool all = true;
+  std::span<const uint32_t> ids;
+};
+namespace ctl {
+// The bytes of a SnapshotRequest for n instrument ids (0 for all).
+[[nodiscard]] constexpr size_t snapshot_request_size(size_t n) noexcept { return kHeaderSize + 4 + 4 * n; }
+// Fits every fixed-size frame a subscriber sends (retransmit request, session
+// query, status report) and a snapshot request for one instrument.
+constexpr size_t kSmallFrame = 64;
+}  // namespace ctl
+size_t encode_control(uint32_t request_id, const RetransmitRequest& b, std::span<std::byte> out) noexcept;
+size_t encode_control(uint32_t request_id, const SnapshotRequestView& b, std::span<std::byte> out) noexcept;
+size_t encode_control(uint32_t request_id, const SessionQuery& b, std::span<std::byte> out) noexcept;
+size_t encode_control(uint32_t request_id, const StatusReport& b, std::span<std::byte> out) noexcept;
 
 // Encoders: each returns one complete frame.
 std::vector<std::byte> encode_control(uint32_t request_id, const Subscribe& b);

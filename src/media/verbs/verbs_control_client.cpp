@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "mdcast/core/bytes.hpp"
@@ -302,7 +303,9 @@ bool VerbsControlClient::request_retransmit(uint32_t rid, uint64_t session, uint
   }
   if (try_read(rid, session, from, count)) return true;
   counters_.rc_retransmit_requests.add();
-  return queue_rc(wire::encode_control(rid, wire::RetransmitRequest{session, from, count}));
+  std::array<std::byte, wire::ctl::kSmallFrame> f;
+  const size_t n = wire::encode_control(rid, wire::RetransmitRequest{session, from, count}, f);
+  return queue_rc(std::span<const std::byte>(f.data(), n));
 }
 
 bool VerbsControlClient::try_read(uint32_t rid, uint64_t session, uint64_t from, uint32_t count) {

@@ -91,7 +91,7 @@ TEST(VerbsQKey, WrongQKeyFromTheStartSaysWhatItListensOn) {
                                [&] {
                                  const uint64_t now = monotonic_ns();
                                  pub.do_work(now);
-                                 sub.do_work();
+                                 sub.do_work(now);
                                  sub.poll_control(now);
                                },
                                20'000);

@@ -161,8 +161,9 @@ struct SubWorld {
   SubWorld(const mv::Options& o, const Scenario& sc)
       : medium(o), rec(book_config(sc).max_instruments), agent(medium, subscriber_config(sc, 0), rec) {}
   void poll() {
-    agent.do_work();
-    agent.poll_control(monotonic_ns());
+    const uint64_t now = monotonic_ns();
+    agent.do_work(now);
+    agent.poll_control(now);
   }
 };
 

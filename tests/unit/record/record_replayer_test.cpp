@@ -321,8 +321,8 @@ TEST(Replayer, RepublishesThroughAPublisherAgent) {
   sub.start();
   struct Hooks {
     decltype(sub)& s;
-    bool on_work(uint64_t) {
-      s.do_work();
+    bool on_work(uint64_t now) {
+      s.do_work(now);
       return true;
     }
   } hooks{sub};
@@ -334,7 +334,7 @@ TEST(Replayer, RepublishesThroughAPublisherAgent) {
     const uint64_t now = monotonic_ns();
     ended = ended || agent.end_session(now);
     agent.do_work(now);
-    sub.do_work();
+    sub.do_work(now);
   }
   EXPECT_TRUE(sub.finished());
   EXPECT_EQ(count.messages, 16u);
