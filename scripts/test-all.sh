@@ -2,7 +2,10 @@
 # Every test of the project, in the order that fails fastest, each stage
 # timed; `make test` and CI (.ci/run) run this. Where each suite runs:
 #
-#   checks  the include layering (scripts/check-layering.sh), before any build
+#   checks  before any build (scripts/checks.sh): the include layering
+#           (check-layering.sh) and every C++ block of the docs compiled
+#           (check-doc-snippets.py; also CTest's system.doc_snippets, label
+#           `docs`, which the asan stage leaves out for that reason)
 #   debug   build the command line and the verbs test executables only
 #           (target debug-suite); the benchmark smoke tests (label `bench`:
 #           timing-heavy runs that a sanitizer only slows), and the binaries
@@ -78,11 +81,11 @@ build() { configure "$1" && cmake --build --preset "$1" -j "$JOBS" ${2:+--target
 ctest_in() { local dir=$1; shift; (cd "build/$dir" && ctest --output-on-failure -j "$JOBS" $CTEST_ARGS "$@"); }
 
 run_stage deps        ./scripts/install-deps.sh
-run_stage checks      ./scripts/check-layering.sh
+run_stage checks      ./scripts/checks.sh
 run_stage debug-build build debug debug-suite
 run_stage debug-tests ctest_in debug -L bench
 run_stage asan-build  build asan
-run_stage asan-tests  ctest_in asan -LE 'verbs|bench'
+run_stage asan-tests  ctest_in asan -LE 'verbs|bench|docs'
 run_stage fuzz-build  build fuzz fuzzers
 run_stage fuzz-run    ./scripts/run-fuzzers.sh build/fuzz "$FUZZ_SECONDS"
 run_stage verbs       ./scripts/test-verbs.sh build/debug

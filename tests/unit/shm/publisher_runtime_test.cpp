@@ -149,7 +149,7 @@ TEST(PublisherRuntime, FourChannelsOnTwoThreadsDeliverEverySessionWithThePublish
           map, c, h, [&](uint32_t k) { return std::make_shared<shm::SubscriberMedium>(ring(feed, k)); });
       ch.start();
       const uint64_t deadline = monotonic_ns() + 60 * kNsPerSec;
-      while (!ch.finished() && monotonic_ns() < deadline) ch.idle(ch.do_work());
+      while (!ch.finished() && monotonic_ns() < deadline) ch.idle(ch.do_work(monotonic_ns()));
       for (uint32_t i = 0; i < kInstruments; ++i) {
         const auto* books = ch.find(map.of(i))->subscriber().books();
         got[i] = {books->book(i).instrument_seq(), books->book(i).checksum()};

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The checks that need no build, `make test`'s first stage (test-all.sh
+# `checks`): the include layering (check-layering.sh) and the code in the
+# docs (check-doc-snippets.py: every C++ block compiles). Runs both, then
+# exits 1 if either failed.
+#
+#   scripts/checks.sh [REPO]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rc=0
+"$here/check-layering.sh" "$@" || rc=1
+"$here/check-doc-snippets.py" "$@" || rc=1
+exit $rc
