@@ -147,6 +147,7 @@ struct ScriptedMedium {
   }
   [[nodiscard]] std::string describe() const { return "scripted"; }
   [[nodiscard]] std::vector<media::CounterGroup> counter_groups() const { return {}; }
+  [[nodiscard]] uint64_t lost_datagrams() const noexcept { return 0; }
 };
 static_assert(media::SubscriberMedium<ScriptedMedium>);
 
