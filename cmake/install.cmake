@@ -23,6 +23,8 @@ endif()
 # The doctor's checks (mdcast::doctor) use the media above; recordings
 # (mdcast::record) need only the core, and libpcap.
 list(APPEND MDCAST_LIBRARIES mdcast_doctor mdcast_record)
+# Settings by name (mdcast::settings) choose among all of the media above.
+list(APPEND MDCAST_LIBRARIES mdcast_settings)
 
 # The public headers are C++20: a consumer that asks for less gets it raised.
 target_compile_features(mdcast_feed PUBLIC cxx_std_20)
@@ -83,7 +85,7 @@ list(REVERSE reversed)
 foreach(lib IN LISTS reversed)
   string(APPEND MDCAST_PC_LIBS " -l$<TARGET_LINKER_FILE_BASE_NAME:${lib}>")
 endforeach()
-set(MDCAST_PC_REQUIRES "fmt libsodium libpcap liburing")
+set(MDCAST_PC_REQUIRES "fmt libsodium libpcap liburing tomlplusplus")
 set(MDCAST_PC_CFLAGS "")
 if(MDCAST_HAVE_VERBS)
   string(APPEND MDCAST_PC_REQUIRES " libibverbs librdmacm")

@@ -1,5 +1,6 @@
 // An application publishing its own market data (instruments, orders, trades) to N subscribers over
-// shared memory or RDMA verbs. Prints each message as published; examples/subscriber prints the same.
+// shared memory, UDP multicast or RDMA verbs, the medium chosen by name as `mdcast` chooses it
+// (mdcast/settings). Prints each message as published; examples/subscriber prints the same.
 //   publisher [--subscribers N] [--rounds R] [--name FEED] [--medium udp [--interface IFACE] [--udp-group GROUP:PORT]] [--medium verbs [--local-ip IP] [--group IP]]
 #include <exception>
 #include <vector>
@@ -7,11 +8,8 @@
 #include <mdcast/core/clock.hpp>
 #include <mdcast/core/error.hpp>
 #include <mdcast/feed/publisher_agent.hpp>
-#include <mdcast/media/shm/shm_medium.hpp>
-#include <mdcast/media/udp/udp_medium.hpp>
-#ifdef MDCAST_HAVE_VERBS
-#include <mdcast/media/verbs/verbs_medium.hpp>
-#endif
+#include <mdcast/settings/media.hpp>
+#include <mdcast/settings/settings.hpp>
 
 #include "example.hpp"
 
@@ -75,26 +73,31 @@ void publish(Medium& medium, const example::Args& a, uint64_t session) {
   fmt::print(stderr, "publisher: {} messages, {} datagrams\n", messages.size(), agent.core().last_committed());
 }
 
+// The flags as settings keys (`mdcast --help-config` lists them all; a TOML
+// file with the same sections is settings::load_config): each value is
+// checked by the key's one parser.
+settings::Settings feed_settings(const example::Args& a) {
+  settings::Settings s;
+  const std::pair<const char*, const std::string*> keys[] = {
+      {"feed.medium", &a.medium},        {"feed.name", &a.name},           {"udp.group", &a.udp_group},
+      {"udp.interface", &a.interface},   {"verbs.local_ip", &a.local_ip},  {"verbs.control_ip", &a.control_ip},
+      {"verbs.group", &a.group}};
+  for (const auto& [key, value] : keys) settings::apply_setting(s, key, *value, key);
+  return s;
+}
+
 int main(int argc, char** argv) try {
   const example::Args a = example::parse(argc, argv);
+  const settings::Settings s = feed_settings(a);
   const uint64_t session = feed::new_session_id();  // 64 random bits: new per run, never reused
   with_context(fmt::format("feed '{}' over {}", a.name, a.medium), [&] {
-    if (a.medium == "shm") {
-      media::shm::Options o;
-      o.name = a.name;
-      media::shm::PublisherMedium medium(o, session);  // creates the ring, listens for subscribers
-      publish(medium, a, session);
-    } else if (a.medium == "udp") {
-      media::udp::PublisherMedium medium(example::udp_options(a), session);  // joins nothing: sends to the group, announces its control address
-      publish(medium, a, session);
-#ifdef MDCAST_HAVE_VERBS
-    } else if (a.medium == "verbs") {
-      media::verbs::PublisherMedium medium(example::verbs_options(a));  // joins the group, registers the ring
-      publish(medium, a, session);
-#endif
-    } else {
-      example::medium_not_available(a.medium);
-    }
+    // The medium's types from its name (an Error names the media this build has).
+    settings::with_medium(s.feed.medium, [&](auto entry) {
+      // shm creates the ring and listens for subscribers; udp sends to the group and announces its
+      // control address; verbs joins the group and registers its ring.
+      auto medium = decltype(entry)::publisher(s, session);
+      publish(*medium, a, session);
+    });
   });
   return 0;
 } catch (const std::exception& e) {  // mdcast::Error: setup or control failed; its text says what and where

@@ -28,7 +28,7 @@
 #include "mdcast/core/error.hpp"
 #include "plan.hpp"
 #include "progress.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 #include "report.hpp"
 #include "run.hpp"
 #include "runners.hpp"
@@ -39,7 +39,7 @@ namespace mdcast::app {
 namespace bench {
 
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where) {
-  return with_medium(m, [&](auto entry) { return decltype(entry)::bench(s, where); });
+  return with_medium(m, [&](auto entry) { return medium_bench(entry, s, where); });
 }
 
 }  // namespace bench

@@ -177,8 +177,14 @@ class MediumBench {
 };
 
 // Throws Error "medium 'X' is not available in this build" for media this
-// binary cannot bench. Each medium's bench (its raw baseline) is its
-// registry entry's bench(): raw_shm.cpp, raw_verbs.cpp.
+// binary cannot bench. Each medium's bench (its raw baseline) is an overload
+// on its settings entry (mdcast/settings/media.hpp): raw_shm.cpp,
+// raw_udp.cpp, raw_verbs.cpp.
 std::unique_ptr<MediumBench> make_medium_bench(MediumKind m, const Settings& s, const Placement& where);
+std::unique_ptr<MediumBench> medium_bench(ShmEntry, const Settings& s, const Placement& where);
+std::unique_ptr<MediumBench> medium_bench(UdpEntry, const Settings& s, const Placement& where);
+#ifdef MDCAST_HAVE_VERBS
+std::unique_ptr<MediumBench> medium_bench(VerbsEntry, const Settings& s, const Placement& where);
+#endif
 
 }  // namespace mdcast::app::bench

@@ -21,7 +21,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 
 namespace mdcast::app::bench {
 namespace {
@@ -165,12 +165,8 @@ class ShmBench final : public MediumBench {
 
 }  // namespace
 
-}  // namespace mdcast::app::bench
-
-namespace mdcast::app {
-
-std::unique_ptr<bench::MediumBench> ShmEntry::bench(const Settings& s, const bench::Placement& where) {
-  return std::make_unique<bench::ShmBench>(s, where);
+std::unique_ptr<MediumBench> medium_bench(ShmEntry, const Settings& s, const Placement& where) {
+  return std::make_unique<ShmBench>(s, where);
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::app::bench

@@ -43,7 +43,7 @@
 #include "mdcast/core/fd.hpp"
 #include "mdcast/media/udp/udp_socket.hpp"
 #include "mdcast/wire/protocol.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 
 namespace mdcast::app::bench {
 namespace {
@@ -371,12 +371,8 @@ class UdpBench final : public MediumBench {
 
 }  // namespace
 
-}  // namespace mdcast::app::bench
-
-namespace mdcast::app {
-
-std::unique_ptr<bench::MediumBench> UdpEntry::bench(const Settings& s, const bench::Placement& where) {
-  return std::make_unique<bench::UdpBench>(s, where);
+std::unique_ptr<MediumBench> medium_bench(UdpEntry, const Settings& s, const Placement& where) {
+  return std::make_unique<UdpBench>(s, where);
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::app::bench

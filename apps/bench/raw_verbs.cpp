@@ -35,7 +35,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 
 namespace mdcast::app::bench {
 namespace {
@@ -272,12 +272,8 @@ class VerbsBench final : public MediumBench {
 
 }  // namespace
 
-}  // namespace mdcast::app::bench
-
-namespace mdcast::app {
-
-std::unique_ptr<bench::MediumBench> VerbsEntry::bench(const Settings& s, const bench::Placement& where) {
-  return std::make_unique<bench::VerbsBench>(s, where);
+std::unique_ptr<MediumBench> medium_bench(VerbsEntry, const Settings& s, const Placement& where) {
+  return std::make_unique<VerbsBench>(s, where);
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::app::bench

@@ -20,9 +20,8 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/stats/counters_file.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 #include "result.hpp"
-#include "settings_values.hpp"
 #include "runners.hpp"
 
 extern char** environ;

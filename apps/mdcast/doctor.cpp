@@ -10,7 +10,7 @@
 #include "exit_codes.hpp"
 #include "mdcast/doctor/doctor.hpp"
 #include "mdcast/media/udp/udp_options.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 
 namespace mdcast::app {
 

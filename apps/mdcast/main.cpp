@@ -269,6 +269,7 @@ int main(int argc, char** argv) {
     if (!config.empty()) load_config(s, config);
     for (const auto& [k, v] : f.set) apply_setting(s, k, v, "--" + k.substr(k.find('.') + 1));
     install_signal_handlers();
+    s.feed.stop = &g_stop_flag;  // a subscriber waiting for its publisher gives up on SIGINT/SIGTERM
     if (pub->parsed()) return run_publish(s);
     if (sub->parsed()) return run_subscribe(s);
     if (demo->parsed()) {

@@ -15,10 +15,9 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 #include "result.hpp"
 #include "runners.hpp"
-#include "settings_values.hpp"
 
 namespace mdcast::app {
 namespace {

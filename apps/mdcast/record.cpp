@@ -18,7 +18,7 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
 #include "print.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 #include "result.hpp"
 #include "runners.hpp"
 

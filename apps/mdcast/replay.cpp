@@ -12,7 +12,7 @@
 #include "mdcast/record/replayer.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 #include "result.hpp"
 #include "runners.hpp"
 

@@ -1,5 +1,5 @@
 // `mdcast subscribe`: the library's agents over the
-// medium the settings name (registry.hpp), with a counters file, a result
+// medium the settings name (mdcast/settings/media.hpp), with a counters file, a result
 // file and a clean end on SIGINT/SIGTERM. The duty loops are the library's
 // (feed::run_paced, SubscriberAgent::run); this file only reports.
 #include "runners.hpp"
@@ -25,10 +25,9 @@
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "print.hpp"
-#include "registry.hpp"
+#include "settings.hpp"
 #include "exit_codes.hpp"
 #include "result.hpp"
-#include "settings_values.hpp"
 
 namespace mdcast::app {
 

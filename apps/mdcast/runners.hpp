@@ -1,5 +1,5 @@
 // The publisher and subscriber processes: the library's agents over the
-// medium the settings name (registry.hpp), with counters files, result files
+// medium the settings name (mdcast/settings/media.hpp), with counters files, result files
 // and a clean end on SIGINT/SIGTERM.
 #pragma once
 

@@ -3,10 +3,10 @@
 // defaults a user can paste), and the formatters round-trip.
 #include <gtest/gtest.h>
 
-#include "settings.hpp"
-#include "settings_values.hpp"
+#include "mdcast/settings/settings.hpp"
+#include "mdcast/settings/values.hpp"
 
-namespace mdcast::app {
+namespace mdcast::settings {
 namespace {
 
 TEST(Settings, EveryDefaultParsesBackToItself) {
@@ -51,4 +51,4 @@ TEST(Settings, InfoOfAnUnknownKeyIsAnError) {
 }
 
 }  // namespace
-}  // namespace mdcast::app
+}  // namespace mdcast::settings

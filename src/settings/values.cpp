@@ -3,9 +3,9 @@
 #include <cctype>
 #include <cmath>
 
-#include "settings_values.hpp"
+#include "mdcast/settings/values.hpp"
 
-namespace mdcast::app {
+namespace mdcast::settings {
 
 
 std::string trim(std::string s) {
@@ -139,4 +139,4 @@ std::string_view pacing_name(feed::PacingMode m) {
   return "?";
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::settings

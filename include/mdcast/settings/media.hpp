@@ -1,13 +1,19 @@
-// The media this build knows, by name: the one place in the command line
-// that names a medium. `mdcast publish|subscribe|demo|bench` are templates
-// over an entry's types and run the library's agents on them; nothing else
-// in apps/ knows which medium it drives.
+// The media this build knows, by name: an application that takes its medium
+// from settings (a TOML file, flags: settings.hpp) binds it here, and is a
+// template over an entry's types from then on. `mdcast publish|subscribe|
+// demo|bench` are such templates; nothing else in them names a medium.
 //
-// Adding a medium: its folder in the library (media/<name>/), one entry here
-// (its types, how the settings map onto its options, the one control
-// endpoint a publisher of several channels listens on: Door), one line in
-// with_medium(), and - for `mdcast bench` - its raw baseline
-// (apps/bench/raw_<name>.cpp).
+//   settings::with_medium(s.feed.medium, [&](auto entry) {
+//     using E = decltype(entry);
+//     auto medium = E::publisher(s, session);   // std::unique_ptr<E::Publisher>
+//     ...
+//   });
+//
+// An entry holds its medium's types (Publisher, Subscriber, and Door: the one
+// control endpoint a publisher of several channels listens on), how the
+// settings map onto its options, and how channel index k of a feed differs.
+// Adding a medium: its folder (media/<name>/), its settings section
+// (settings.hpp, keys.cpp), an entry here and one line in with_medium().
 #pragma once
 
 #include <fmt/format.h>
@@ -23,19 +29,13 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
 #include "mdcast/media/udp/udp_medium.hpp"
-#include "runners.hpp"  // g_stop
-#include "settings.hpp"
+#include "mdcast/settings/settings.hpp"
 #ifdef MDCAST_HAVE_VERBS
 #include "mdcast/media/verbs/verbs_front_door.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
 #endif
 
-namespace mdcast::app {
-
-namespace bench {
-class MediumBench;
-struct Placement;
-}  // namespace bench
+namespace mdcast::settings {
 
 using SettingPairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -80,7 +80,7 @@ struct ShmEntry {
     o.channel = s.feed.channel;
     o.control = s.feed.control;
     o.wait_ns = s.sub.wait_ns;
-    o.cancelled = [] { return g_stop != 0; };
+    if (const StopFlag* stop = s.feed.stop) o.cancelled = [stop] { return stop->requested(); };
     o.group = s.shm.group;
     o.max_bytes = s.shm.max_bytes;
     o.readers = s.shm.readers;
@@ -122,7 +122,6 @@ struct ShmEntry {
   // the demo describes where it runs.
   static SettingPairs demo_settings(const Settings&) { return {}; }
   static std::string demo_where(const Settings&) { return "shared memory"; }
-  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
 };
 
 struct UdpEntry {
@@ -191,7 +190,6 @@ struct UdpEntry {
     return fmt::format("UDP multicast {} on {}{}", demo_group(s), s.udp.interface,
                        s.udp.rail_b.empty() ? "" : ", rail B " + s.udp.rail_b);
   }
-  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
 };
 
 #ifdef MDCAST_HAVE_VERBS
@@ -223,11 +221,17 @@ struct VerbsEntry {
     return o;
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint32_t) {
-    if (!s.pub.secrets.empty() && s.verbs.rdma_read)
-      fmt::print(stderr, "mdcast publish: secrets configured: RDMA READ of the retransmit ring is off "
-                         "(it would bypass authentication and entitlements); retransmissions go through the "
-                         "control plane\n");
-    return std::make_unique<Publisher>(options(s));
+    media::verbs::Options o = options(s);
+    if (!s.pub.secrets.empty() && s.verbs.rdma_read) {
+      constexpr std::string_view kWhy =
+          "secrets configured: RDMA READ of the retransmit ring is off (it would bypass authentication and "
+          "entitlements); retransmissions go through the control plane";
+      if (o.log)
+        o.log(kWhy);
+      else
+        fmt::print(stderr, "mdcast-verbs: {}\n", kWhy);
+    }
+    return std::make_unique<Publisher>(std::move(o));
   }
   static std::unique_ptr<Subscriber> subscriber(const Settings& s) { return std::make_unique<Subscriber>(options(s)); }
   // A publisher's channels share one RC listener (verbs.control_ip:port):
@@ -260,7 +264,6 @@ struct VerbsEntry {
   static std::string demo_where(const Settings& s) {
     return "RDMA (UD multicast data, RC control) on " + media::verbs::resolve_options(options(s), true).local_ip;
   }
-  static std::unique_ptr<bench::MediumBench> bench(const Settings& s, const bench::Placement& where);
 };
 #endif
 
@@ -291,4 +294,4 @@ decltype(auto) with_medium(MediumKind m, F&& f) {
   );
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::settings

@@ -6,9 +6,9 @@
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/media/udp/udp_options.hpp"
-#include "settings_values.hpp"
+#include "mdcast/settings/values.hpp"
 
-namespace mdcast::app {
+namespace mdcast::settings {
 
 const std::map<std::string, SettingKey>& setting_keys() {
   static const std::map<std::string, SettingKey> r = [] {
@@ -361,4 +361,4 @@ const std::map<std::string, SettingKey>& setting_keys() {
   return r;
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::settings

@@ -1,4 +1,4 @@
-#include "settings.hpp"
+#include "mdcast/settings/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/media/channel_group.hpp"
-#include "settings_values.hpp"
+#include "mdcast/settings/values.hpp"
 
-namespace mdcast::app {
+namespace mdcast::settings {
 namespace {
 
 std::string node_text(const toml::node& n) {
@@ -191,4 +191,4 @@ SettingInfo setting_info(const std::string& key) {
   return {key, it->second.type, it->second.help, it->second.get(Settings{})};
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::settings

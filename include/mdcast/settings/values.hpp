@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "mdcast/core/error.hpp"
-#include "settings.hpp"
+#include "mdcast/settings/settings.hpp"
 
-namespace mdcast::app {
+namespace mdcast::settings {
 
 std::string trim(std::string s);
 // A non-negative decimal number with an optional unit from `suffixes`.
@@ -44,4 +44,4 @@ struct SettingKey {
 };
 const std::map<std::string, SettingKey>& setting_keys();
 
-}  // namespace mdcast::app
+}  // namespace mdcast::settings

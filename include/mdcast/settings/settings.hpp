@@ -1,0 +1,202 @@
+// A feed's settings by name: one struct per TOML section ([feed], [publisher],
+// [subscriber], [shm], [udp], [verbs], [control], [demo]), filled from
+// defaults, then a TOML file (load_config), then single keys
+// (apply_setting: `mdcast`'s flags). Every key has one parser, shared by the
+// file and the flags, so a bad value gets the same clear message wherever it
+// came from. From them, the engines' configurations (publisher_config ...)
+// and, in media.hpp, the medium they name. docs/configuration.md lists the
+// keys; an application reads the same files as `mdcast`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
+#include "mdcast/core/idle.hpp"
+#include "mdcast/core/stop.hpp"
+#include "mdcast/feed/channels.hpp"
+#include "mdcast/feed/config.hpp"
+#include "mdcast/media/fault/fault.hpp"
+#include "mdcast/media/stream/stream_server.hpp"
+
+namespace mdcast::media::verbs {
+class RequestInbox;  // verbs_front_door.hpp, where the verbs medium is built
+}  // namespace mdcast::media::verbs
+
+namespace mdcast::settings {
+
+// A wrong setting or command line (exit_code::kUsage): the user fixes the
+// command, not the host.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const Error& e) : Error(e.what()) {}
+  using Error::Error;
+};
+template <class... Args>
+[[noreturn]] void fail_usage(fmt::format_string<Args...> f, Args&&... args) {
+  throw UsageError(fmt::format(f, std::forward<Args>(args)...));
+}
+
+enum class MediumKind : uint8_t { kAuto, kShm, kUdp, kVerbs };
+std::string_view to_string(MediumKind m);
+
+struct FeedOptions {
+  MediumKind medium = MediumKind::kAuto;
+  std::string name = "mdcast";       // the feed's name: shm ring and control socket derive from it
+  uint16_t channel = 1;               // the feed's first channel id; channel index k is channel + k
+  uint32_t channels = 1;             // 1..16: each its own group/ring, sequence space and publishing agent
+  std::vector<feed::ChannelRange> channel_map;  // instruments placed by hand; the others by the stable hash
+  uint32_t channel_index = 0;        // not a key: which channel these settings are of (channel_settings)
+  // Not a key: a publisher of several channels hands each channel's medium
+  // the inbox of its shared control endpoint (control is then that endpoint).
+  std::shared_ptr<media::ConnectionInbox> control_inbox;
+  uint32_t max_instruments = 1024;
+  uint32_t max_orders = 1u << 20;
+  uint32_t max_levels = 256;
+  IdleMode idle = IdleMode::kSpin;
+  std::string control;               // control address override (default derived from name/medium)
+  const StopFlag* stop = nullptr;    // not a key: a subscriber's wait for its publisher ends when it is requested
+  uint64_t control_poll_ns = 100 * kNsPerUs;  // how often a busy loop looks at the control plane
+};
+
+struct PublisherOptions {
+  double rate = 100'000;             // synthetic messages/s
+  uint64_t duration_ns = 10 * kNsPerSec;
+  uint32_t instruments = 100;
+  uint64_t seed = 1;
+  size_t max_datagram = 0;           // 0: the medium's natural size
+  uint64_t flush_interval_ns = 20 * kNsPerUs;
+  uint64_t heartbeat_interval_ns = 100 * kNsPerMs;
+  size_t retransmit_bytes = 64u << 20;
+  feed::PacingMode pacing = feed::PacingMode::kNone;
+  double pacing_rate = 1e6;
+  double pacing_min_rate = 10'000;
+  uint64_t linger_ns = 3 * kNsPerSec; // keep serving recovery after the end of the session
+  bool crc = false;
+  uint32_t sender_id = 1;
+  std::string secrets;               // secrets file: identities, secrets, entitlements (empty: an open feed)
+  std::string result;                // write a result file here at the end
+  uint64_t session = 0;
+  uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
+  uint32_t threads = 0;              // publishing threads (0: one per CPU of `cpus`, else 1)
+  std::vector<int> cpus;             // pin publishing thread t to cpus[t]
+};
+
+struct SubscriberOptions {
+  bool all_instruments = true;
+  std::vector<uint32_t> instruments;
+  std::string identity;              // who this subscriber proves to be (empty: the secret file's only line)
+  std::string secret_file;           // its secret (empty: an open feed, no authentication)
+  bool verify = true;                // heartbeat checksums
+  bool print = false;
+  uint64_t capacity = 0;
+  double inject_loss = 0;            // drop this fraction of received datagrams (shows recovery)
+  uint64_t duration_ns = 0;          // 0: until the publisher ends its session
+  uint64_t wait_ns = 10 * kNsPerSec; // wait this long for the publisher to appear
+  uint64_t publisher_timeout_ns = 2 * kNsPerSec;
+  uint64_t give_up_ns = 10 * kNsPerSec;  // exit when the publisher is silent this long
+  size_t window_bytes = 16u << 20;
+  uint32_t sender_id = 0;
+  std::string result;
+  int cpu = -1;                      // pin the subscriber's thread here (-1: not pinned)
+};
+
+struct ShmOptions {
+  size_t slots = 16384;
+  size_t max_datagram = 4032;
+  bool huge_pages = true;
+  std::string dir;
+  std::string group;                      // publisher: readers' group ("" = this user only)
+  uint64_t max_bytes = uint64_t{4} << 30; // publisher: largest ring it creates
+  size_t readers = 1024;                  // publisher: reader slots (subscribers that can block), media::shm::kDefaultReaderSlots
+  std::string publisher_user;             // subscriber: whose ring it trusts ("" = its own user)
+};
+
+struct VerbsSettings {
+  std::string device;                // "" = the device that owns local_ip
+  uint8_t port = 1;
+  int gid_index = 1;                 // RoCE v2 / IPv4
+  std::string local_ip;              // "" = the IPv4 address of (device, port, gid_index)
+  std::string group = "239.77.0.1";
+  uint32_t qkey = 0x01234567;         // rdma_cm's RDMA_UDP_QKEY (docs/protocol.md 1.4)
+  std::string control_ip;            // publisher: listen address; subscriber: the publisher's
+  uint16_t control_port = 7471;
+  bool rdma_read = true;             // retransmissions by RDMA READ of the publisher's ring
+  double rate = 100'000;             // peak datagrams/s: the receive ring holds ~100 ms of it
+  bool log_setup = true;             // not a config key: the bench's children keep setup lines quiet
+  // Not a key: a publisher of several channels hands each channel's server
+  // the inbox of its shared RC endpoint (at control_ip:control_port).
+  std::shared_ptr<media::verbs::RequestInbox> control_inbox;
+};
+
+struct UdpSettings {
+  std::string group = "239.77.1.1:7470";
+  std::string interface = "lo";      // nothing leaves this host unless an interface is named
+  std::string rail_b;                // GROUP:PORT[@IFACE]
+  uint8_t ttl = 1;
+  bool loop = true;
+  uint32_t mtu = 0;
+  bool gso = true;
+  bool gro = true;
+  uint32_t busy_poll_us = 0;
+  double rate = 10'000;              // peak datagrams/s: socket buffers hold ~100 ms of it
+  uint16_t control_port = 7471;
+  uint64_t cut_a_after_ns = 0;       // subscriber fault injection (demo, tests)
+  uint64_t cut_a_for_ns = 0;
+};
+
+struct DemoOptions {
+  uint32_t subscribers = 4;
+  double loss = 0;                   // injected into subscriber 1
+  uint64_t cut_rail_a_ns = 0;        // udp A/B: subscriber 1 loses rail A for this long, from 2 s in
+  bool keep = false;                 // keep the run directory
+  bool progress = true;
+  std::vector<int> cpus;             // the publisher's threads first, then one per subscriber
+};
+
+struct Settings {
+  FeedOptions feed;
+  PublisherOptions pub;
+  SubscriberOptions sub;
+  ShmOptions shm;
+  media::StreamServerConfig control_server;  // [control]: what the publisher's control transport allows one client
+  VerbsSettings verbs;
+  UdpSettings udp;
+  DemoOptions demo;
+};
+
+// Sets key ("section.name") from text; `where` prefixes errors ("--rate",
+// "demo.toml:7"). Throws Error.
+void apply_setting(Settings& s, const std::string& key, const std::string& value, const std::string& where);
+// Loads a TOML file; unknown keys and bad values are errors naming file:line.
+void load_config(Settings& s, const std::string& path);
+// Every known key: its value's type, help text and default (for --help and --help-config).
+struct SettingInfo {
+  std::string key, type, help, default_text;
+};
+std::vector<SettingInfo> known_settings();
+// One of them; throws Error for an unknown key.
+SettingInfo setting_info(const std::string& key);
+
+// The engines' configurations from the settings: the one mapping, used by
+// publish, subscribe, demo and bench alike.
+feed::PublisherConfig publisher_config(const Settings& s, uint64_t session);
+feed::ControlConfig control_config(const Settings& s);
+feed::SubscriberConfig subscriber_config(const Settings& s);
+// feed.channels and feed.channel_map as a map (UsageError when wrong).
+feed::ChannelMap channel_map(const Settings& s);
+// subscriber.inject_loss as a fault profile (inactive when 0).
+media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed);
+
+// Value parsers (exposed for tests). Each throws Error with an example of a good value.
+uint64_t parse_duration(const std::string& v);
+uint64_t parse_size(const std::string& v);
+double parse_rate(const std::string& v);
+std::vector<uint32_t> parse_id_list(const std::string& v);  // "0-9,20,31"
+std::string format_duration(uint64_t ns);
+
+}  // namespace mdcast::settings
