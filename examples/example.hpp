@@ -1,5 +1,5 @@
-// What the examples share: their command line, the udp and verbs
-// options it maps onto, the books' size, and one line of text per message (the
+// What the examples share: their command line, the settings it maps onto
+// (the medium by name, as `mdcast` takes it), the books' size, and one line of text per message (the
 // subscriber prints exactly the lines the publisher printed).
 #pragma once
 
@@ -8,14 +8,12 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <mdcast/book/order_book.hpp>
 #include <mdcast/core/error.hpp>
-#include <mdcast/media/udp/udp_options.hpp>
+#include <mdcast/settings/settings.hpp>
 #include <mdcast/wire/messages.hpp>
-#ifdef MDCAST_HAVE_VERBS
-#include <mdcast/media/verbs/verbs_options.hpp>
-#endif
 
 namespace example {
 
@@ -59,30 +57,19 @@ inline Args parse(int argc, char** argv) {
   return a;
 }
 
-[[noreturn]] inline void medium_not_available(const std::string& medium) {
-#ifdef MDCAST_HAVE_VERBS
-  mdcast::fail("medium '{}' is not available (this mdcast has shm, udp and verbs)", medium);
-#else
-  mdcast::fail("medium '{}' is not available (this mdcast has shm and udp: it was built without rdma-core)", medium);
-#endif
+// The flags as settings keys (`mdcast --help-config` lists them all; a TOML
+// file with the same sections is settings::load_config), each value checked
+// by its key's one parser. settings::with_medium then picks the medium's
+// types from feed.medium (an Error names the media this build has).
+inline mdcast::settings::Settings settings(const Args& a) {
+  mdcast::settings::Settings s;
+  const std::pair<const char*, const std::string*> keys[] = {
+      {"feed.medium", &a.medium},       {"feed.name", &a.name},          {"udp.group", &a.udp_group},
+      {"udp.interface", &a.interface},  {"verbs.local_ip", &a.local_ip}, {"verbs.control_ip", &a.control_ip},
+      {"verbs.group", &a.group}};
+  for (const auto& [key, value] : keys) mdcast::settings::apply_setting(s, key, *value, key);
+  return s;
 }
-
-inline mdcast::media::udp::Options udp_options(const Args& a) {
-  mdcast::media::udp::Options o;
-  o.rail_a = {a.udp_group, a.interface};  // the publisher listens for control on the interface's address, port 7471
-  return o;
-}
-
-#ifdef MDCAST_HAVE_VERBS
-inline mdcast::media::verbs::Options verbs_options(const Args& a) {
-  mdcast::media::verbs::Options o;
-  o.local_ip = a.local_ip;      // "" = the first RoCE device's IPv4 address
-  o.control_ip = a.control_ip;  // publisher: "" = local_ip
-  o.group_ip = a.group;
-  return o;
-}
-#endif
-
 // Instrument ids 0..15. The subscriber's books must hold what the
 // publisher's do (a snapshot fills them), so both sides use this.
 inline constexpr mdcast::book::BookConfig kBooks{16, 4096, 64};

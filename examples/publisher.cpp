@@ -9,7 +9,6 @@
 #include <mdcast/core/error.hpp>
 #include <mdcast/feed/publisher_agent.hpp>
 #include <mdcast/settings/media.hpp>
-#include <mdcast/settings/settings.hpp>
 
 #include "example.hpp"
 
@@ -73,22 +72,9 @@ void publish(Medium& medium, const example::Args& a, uint64_t session) {
   fmt::print(stderr, "publisher: {} messages, {} datagrams\n", messages.size(), agent.core().last_committed());
 }
 
-// The flags as settings keys (`mdcast --help-config` lists them all; a TOML
-// file with the same sections is settings::load_config): each value is
-// checked by the key's one parser.
-settings::Settings feed_settings(const example::Args& a) {
-  settings::Settings s;
-  const std::pair<const char*, const std::string*> keys[] = {
-      {"feed.medium", &a.medium},        {"feed.name", &a.name},           {"udp.group", &a.udp_group},
-      {"udp.interface", &a.interface},   {"verbs.local_ip", &a.local_ip},  {"verbs.control_ip", &a.control_ip},
-      {"verbs.group", &a.group}};
-  for (const auto& [key, value] : keys) settings::apply_setting(s, key, *value, key);
-  return s;
-}
-
 int main(int argc, char** argv) try {
   const example::Args a = example::parse(argc, argv);
-  const settings::Settings s = feed_settings(a);
+  const settings::Settings s = example::settings(a);  // the medium by name, and its addresses
   const uint64_t session = feed::new_session_id();  // 64 random bits: new per run, never reused
   with_context(fmt::format("feed '{}' over {}", a.name, a.medium), [&] {
     // The medium's types from its name (an Error names the media this build has).

@@ -9,12 +9,8 @@
 #include <mdcast/core/clock.hpp>
 #include <mdcast/core/error.hpp>
 #include <mdcast/feed/subscriber_agent.hpp>
-#include <mdcast/media/shm/shm_medium.hpp>
-#include <mdcast/media/udp/udp_medium.hpp>
+#include <mdcast/settings/media.hpp>
 #include <mdcast/record/recorder.hpp>
-#ifdef MDCAST_HAVE_VERBS
-#include <mdcast/media/verbs/verbs_medium.hpp>
-#endif
 
 #include "example.hpp"
 
@@ -60,23 +56,14 @@ void record_feed(Medium& medium, const std::string& out) {
 int main(int argc, char** argv) try {
   const example::Args a = example::parse(argc, argv);
   if (a.out.empty()) fail("--out BASE is required (files BASE.0000.pcap, BASE.0001.pcap, ...)");
+  const settings::Settings s = example::settings(a);  // the medium by name, and its addresses
   with_context(fmt::format("recording feed '{}' over {}", a.name, a.medium), [&] {
-    if (a.medium == "shm") {
-      media::shm::Options o;
-      o.name = a.name;
-      media::shm::SubscriberMedium medium(o);
-      record_feed(medium, a.out);
-    } else if (a.medium == "udp") {
-      media::udp::SubscriberMedium medium(example::udp_options(a));
-      record_feed(medium, a.out);
-#ifdef MDCAST_HAVE_VERBS
-    } else if (a.medium == "verbs") {
-      media::verbs::SubscriberMedium medium(example::verbs_options(a));
-      record_feed(medium, a.out);
-#endif
-    } else {
-      example::medium_not_available(a.medium);
-    }
+    // shm waits for the publisher's ring and connects to its control socket; udp joins the group
+    // and connects where the publisher announces; verbs joins the group and starts connecting.
+    settings::with_medium(s.feed.medium, [&](auto entry) {
+      auto medium = decltype(entry)::subscriber(s);
+      record_feed(*medium, a.out);
+    });
   });
   return 0;
 } catch (const std::exception& e) {  // mdcast::Error: setup, a write, or the feed failed; its text says what

@@ -9,11 +9,7 @@
 #include <mdcast/core/clock.hpp>
 #include <mdcast/core/error.hpp>
 #include <mdcast/feed/subscriber_agent.hpp>
-#include <mdcast/media/shm/shm_medium.hpp>
-#include <mdcast/media/udp/udp_medium.hpp>
-#ifdef MDCAST_HAVE_VERBS
-#include <mdcast/media/verbs/verbs_medium.hpp>
-#endif
+#include <mdcast/settings/media.hpp>
 
 #include "example.hpp"
 
@@ -78,23 +74,14 @@ void subscribe(Medium& medium) {
 
 int main(int argc, char** argv) try {
   const example::Args a = example::parse(argc, argv);
+  const settings::Settings s = example::settings(a);  // the medium by name, and its addresses
   with_context(fmt::format("feed '{}' over {}", a.name, a.medium), [&] {
-    if (a.medium == "shm") {
-      media::shm::Options o;
-      o.name = a.name;
-      media::shm::SubscriberMedium medium(o);  // waits for the publisher's ring, connects to its control socket
-      subscribe(medium);
-    } else if (a.medium == "udp") {
-      media::udp::SubscriberMedium medium(example::udp_options(a));  // joins the group, connects where the publisher announces
-      subscribe(medium);
-#ifdef MDCAST_HAVE_VERBS
-    } else if (a.medium == "verbs") {
-      media::verbs::SubscriberMedium medium(example::verbs_options(a));  // joins the group, starts connecting
-      subscribe(medium);
-#endif
-    } else {
-      example::medium_not_available(a.medium);
-    }
+    // shm waits for the publisher's ring and connects to its control socket; udp joins the group
+    // and connects where the publisher announces; verbs joins the group and starts connecting.
+    settings::with_medium(s.feed.medium, [&](auto entry) {
+      auto medium = decltype(entry)::subscriber(s);
+      subscribe(*medium);
+    });
   });
   return 0;
 } catch (const std::exception& e) {  // mdcast::Error: setup or control failed; its text says what and where

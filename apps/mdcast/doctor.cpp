@@ -5,48 +5,18 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "exit_codes.hpp"
-#include "mdcast/doctor/doctor.hpp"
-#include "mdcast/media/udp/udp_options.hpp"
+#include "mdcast/settings/doctor.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
 
 int run_doctor(const Settings& s, const DoctorArgs& a) {
-  doctor::Options o;
-  switch (resolve_medium(s.feed.medium)) {
-    case MediumKind::kUdp: o.medium = doctor::Medium::kUdp; break;
-    case MediumKind::kVerbs: o.medium = doctor::Medium::kVerbs; break;
-    default: o.medium = doctor::Medium::kShm; break;
-  }
-  if (!a.root.empty()) {
+  doctor::Options o = doctor_options(s);
+  if (!a.root.empty()) {  // a recorded /sys and /proc: nothing is asked of the devices
     o.root = a.root;
     o.query_verbs = false;
   }
-  o.shm.dir = s.shm.dir;
-  o.shm.slots = s.shm.slots;
-  o.shm.max_datagram = s.shm.max_datagram;
-  o.shm.huge_pages = s.shm.huge_pages;
-  o.udp.interface = s.udp.interface;
-  if (!s.udp.rail_b.empty()) {
-    const auto rail = media::udp::parse_rail(s.udp.rail_b);
-    o.udp.rail_b_interface = rail.interface.empty() ? s.udp.interface : rail.interface;
-  }
-  o.udp.mtu = s.udp.mtu;
-  o.udp.rate = s.udp.rate;
-  o.verbs.device = s.verbs.device;
-  o.verbs.port = s.verbs.port;
-  o.verbs.gid_index = s.verbs.gid_index;
-  o.verbs.local_ip = s.verbs.local_ip;
-  o.verbs.group = s.verbs.group;
-  o.verbs.qkey = s.verbs.qkey;
-  // A publisher registers its retransmit ring; a subscriber ~100 ms of
-  // datagrams (at most 16384 slots of 4 KiB + GRH): the larger is what must fit.
-  const auto sub_ring = static_cast<size_t>(std::clamp(s.verbs.rate / 10.0, 256.0, 16384.0)) * (4096 + 64);
-  o.verbs.registered_bytes = std::max(s.pub.retransmit_bytes, sub_ring);
-
   const doctor::Report r = doctor::diagnose(o);
   fmt::print("{}", a.json ? doctor::format_json(r) : doctor::format_text(r));
   return r.has_errors() ? exit_code::kSetup : exit_code::kOk;
