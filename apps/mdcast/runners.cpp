@@ -94,16 +94,24 @@ struct AppHandler {
 };
 
 // One subscriber over the channels its filter needs (all of them for all
-// instruments), in one thread: SubscriberChannels, each channel's medium
-// behind the fault injector (one instantiation, and a branch per poll, not
-// per datagram, when no fault is configured).
+// instruments), in one thread: the library's SubscriberRuntime, each
+// channel's medium behind the fault injector (one instantiation, and a branch
+// per poll, not per datagram, when no fault is configured).
 template <class E>
 int subscribe(Settings& s) {
   using Inner = typename E::Subscriber;
   using Medium = media::fault::FaultyMedium<Inner>;
-  using Channels = feed::SubscriberChannels<Medium, AppHandler>;
-  const feed::ChannelMap map = channel_map(s);
-  const uint32_t n = map.count();
+  using Runtime = runtime::SubscriberRuntime<Medium, AppHandler>;
+  runtime::SubscriberPlan plan;
+  plan.map = channel_map(s);
+  plan.engine = subscriber_config(s);
+  plan.agent = {s.feed.control_poll_ns, s.feed.idle};
+  plan.limits = subscriber_limits(s);
+  plan.first_channel = s.feed.channel;
+  plan.name = s.feed.name;
+  plan.medium = E::kName;
+  plan.sections = {{"app", AppSubCounters::kInfo}};
+  const uint32_t n = plan.map.count();
   const bool many = n > 1;
   if (s.sub.cpu >= 0) pin_this_thread(s.sub.cpu);
 
@@ -112,14 +120,13 @@ int subscribe(Settings& s) {
     std::unique_ptr<Inner> inner;
     Medium faulty;
   };
-  auto open = [&](uint32_t k) -> std::shared_ptr<Medium> {
+  auto open = [&s, many](uint32_t k) -> std::shared_ptr<Medium> {
     const Settings cs = channel_settings<E>(s, k);
     auto make = [&] { return E::subscriber(cs); };
     auto inner = many ? with_context(fmt::format("channel {}", cs.feed.channel), make) : make();
     auto both = std::make_shared<Both>(std::move(inner), injected_faults(s, static_cast<uint64_t>(::getpid()) + k));
     return std::shared_ptr<Medium>(both, &both->faulty);
   };
-
   AppTotals h;
   h.print = s.sub.print;
   if (h.print) h.printer = MessagePrinter(s.feed.max_instruments);
@@ -127,136 +134,57 @@ int subscribe(Settings& s) {
   for (uint32_t k = 0; k < n; ++k)
     handlers.push_back(std::make_unique<AppHandler>(
         AppHandler{&h, many ? fmt::format("channel {}: ", s.feed.channel + k) : std::string()}));
-  std::unique_ptr<stats::CountersFile> cf;
-  std::vector<size_t> sub_at(n, 0);
-  // The channels the filter needs are opened now (each may wait for its
-  // publisher), so that the counters file mirrors their media; one joined
-  // later (an instrument added) opens then, its engine counters in its section.
-  std::map<uint32_t, std::shared_ptr<Medium>> opened;
-  Channels channels(
-      map, subscriber_config(s), typename Channels::HandlerAt([&](uint32_t k) -> AppHandler& { return *handlers[k]; }),
-      [&](uint32_t k) {
-        auto it = opened.find(k);
-        if (it == opened.end()) return open(k);
-        auto m = std::move(it->second);
-        opened.erase(it);
-        return m;
-      },
-      [&](uint32_t k) { return cf ? cf->section<feed::SubscriberCounters>(sub_at[k]) : nullptr; },
-      {s.feed.control_poll_ns, s.feed.idle});
-  const std::vector<uint32_t> needed = channels.needed();
-  for (uint32_t k : needed) opened[k] = open(k);
+  Runtime rt(std::move(plan), [&](uint32_t k) -> AppHandler& { return *handlers[k]; }, open);
 
-  std::vector<stats::Section> sections{{"sub", feed::SubscriberCounters::kInfo}, {"app", AppSubCounters::kInfo}};
-  std::vector<MirroredCounters> mirrored;
-  std::string described;
-  for (uint32_t k = 0; k < n && many; ++k) {
-    sub_at[k] = sections.size();
-    sections.push_back({channel_prefix("sub", static_cast<uint16_t>(s.feed.channel + k)), feed::SubscriberCounters::kInfo});
-  }
-  for (const auto& [k, m] : opened) {
-    mirrored.emplace_back(m->counter_groups(), many ? "@" + std::to_string(s.feed.channel + k) : std::string());
-    mirrored.back().add_sections(sections);
-    if (described.empty()) described = m->describe();
-  }
-  cf = std::make_unique<stats::CountersFile>("subscriber", s.feed.name, std::string(E::kName), sections);
-  auto* app = cf->section<AppSubCounters>(1);
-  channels.start();
-  cf->set_state(stats::ProcessState::kRunning);
   std::string joined;
-  for (uint32_t k : needed) joined += (joined.empty() ? "" : ",") + std::to_string(s.feed.channel + k);
+  for (uint32_t k : rt.joined()) joined += (joined.empty() ? "" : ",") + std::to_string(s.feed.channel + k);
   fmt::print(stderr, "mdcast subscribe: {}{}; instruments {}{}\n",
-             many ? fmt::format("channels {} of {}; channel {}: ", joined, n, s.feed.channel + needed.front()) : "",
-             described,
+             many ? fmt::format("channels {} of {}; channel {}: ", joined, n, s.feed.channel + rt.joined().front()) : "",
+             rt.described(),
              s.sub.all_instruments ? std::string("all") : fmt::format("{} listed", s.sub.instruments.size()),
              s.sub.cpu >= 0 ? fmt::format("; pinned to CPU {}", s.sub.cpu) : "");
-
-  const uint64_t t0 = monotonic_ns();
-  uint64_t now = t0, last_stats = t0;
-  std::string outcome = "ok";
-  auto lost = [&] {
-    uint64_t v = 0;
-    for (size_t i = 0; i < channels.size(); ++i) v += channels.medium(i).lost_datagrams();
-    return v;
-  };
-  auto refresh = [&] {
-    cf->touch(now);
-    for (auto& m : mirrored) m.refresh(*cf);
-    if (many) {
-      std::vector<Counter*> per;
-      for (uint32_t k = 0; k < n; ++k) per.push_back(cf->section_base(sub_at[k]));
-      sum_channels(feed::SubscriberCounters::kInfo, cf->section_base(0), per);
-    }
-    app->lost.set(lost());
+  auto* app = rt.template section<AppSubCounters>(0);
+  const auto out = rt.run([&](uint64_t) {
+    app->lost.set(rt.lost_datagrams());
     app->latency_p50_ns.set(h.latency.percentile(50));
     app->latency_p99_ns.set(h.latency.percentile(99));
     app->latency_max_ns.set(h.latency.max());
-  };
-  struct Hooks {
-    Channels& a;
-    const Settings& s;
-    uint64_t t0;
-    uint64_t& now;
-    uint64_t& last_stats;
-    std::string& outcome;
-    decltype(refresh)& update;
-    bool on_control_round(uint64_t t) {
-      now = t;
-      if (now - last_stats > 250 * kNsPerMs) {
-        last_stats = now;
-        update();
-      }
-      return !subscriber_done(a, s, t0, now, outcome);
-    }
-  } hooks{channels, s, t0, now, last_stats, outcome, refresh};
-  channels.run(hooks);
-  now = monotonic_ns();
-  refresh();
-  cf->set_state(outcome == "ok" || outcome == "duration" ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
+  });
+  using runtime::SubscriberEnding;
+  const bool good = out.ending == SubscriberEnding::kEnded || out.ending == SubscriberEnding::kDuration;
 
   RunResult r;
   r.role = "subscriber";
   r.name = s.feed.name;
   r.medium = E::kName;
-  r.outcome = g_stop ? "interrupted" : outcome;
-  r.session = channels.agent(0).subscriber().session();
-  r.seconds = static_cast<double>(now - t0) / 1e9;
+  r.outcome = out.ending == SubscriberEnding::kRefused ? "error: " + out.error : std::string(to_string(out.ending));
+  r.session = rt.session();
+  r.seconds = static_cast<double>(out.end_ns - out.t0) / 1e9;
   r.messages = h.delivered;
   r.all_instruments = s.sub.all_instruments;
-  for (size_t i = 0; i < channels.size(); ++i) {
-    const auto& sub = channels.agent(i).subscriber();
-    const uint32_t k = channels.index(i);
-    const std::string at = many ? "@" + std::to_string(s.feed.channel + k) : std::string();
-    r.last_sequence += sub.next_sequence() - 1;
-    if (many) dump_counters(sub.counters(), "sub" + at + ".", r.counters);
-    if (const auto* b = sub.books())
-      for (uint32_t inst = 0; inst < b->max_instruments(); ++inst)
-        if (map.of(inst) == k && sub.wants(inst))
-          r.books.push_back({inst, b->book(inst).instrument_seq(), b->book(inst).checksum()});
-  }
-  std::sort(r.books.begin(), r.books.end(), [](const auto& a, const auto& b) { return a.instrument < b.instrument; });
-  const auto& c = *cf->section<feed::SubscriberCounters>(0);  // the totals (or the one channel's)
-  dump_counters(many ? c : channels.agent(0).subscriber().counters(), "sub.", r.counters);
-  r.counters.emplace_back("app.lost", lost());
-  for (const auto& m : mirrored) m.dump(r.counters);
+  r.last_sequence = rt.last_sequence();
+  for (const auto& b : rt.books()) r.books.push_back({b.instrument, b.instrument_seq, b.checksum});
+  rt.dump_counters(r.counters);
+  r.counters.emplace_back("app.lost", rt.lost_datagrams());
   r.latency = h.latency;
   if (!s.sub.result.empty()) write_result(s.sub.result, r);
   // Latency percentiles of no messages would read as zero latency: only where there were some.
   const std::string latency = h.latency.count() == 0 ? std::string()
                                                      : fmt::format("; latency p50 {} ns p99 {} ns", h.latency.percentile(50),
                                                                    h.latency.percentile(99));
+  const auto& c = rt.totals();
   fmt::print(stderr, "mdcast subscribe: {} (session {:016x}): {} messages, {} gaps, {} datagrams recovered, {} snapshots{}\n",
              r.outcome, r.session, h.delivered, c.gaps.get(), c.datagrams_recovered.get(), c.snapshots_applied.get(),
              latency);
-  if (outcome == "publisher-lost" && c.datagrams_received.get() == 0)
+  const bool never = c.datagrams_received.get() == 0;
+  if (out.ending == SubscriberEnding::kPublisherLost && never)
     fmt::print(stderr, "mdcast subscribe: nothing from a publisher in {:.1f} s on {}: is one publishing there?\n",
-               static_cast<double>(now - t0) / 1e9, described);
-  if (g_stop) return exit_code::kInterrupted;
-  if (outcome == "ok" || outcome == "duration") return exit_code::kOk;
+               r.seconds, rt.described());
+  if (out.ending == SubscriberEnding::kStopped) return exit_code::kInterrupted;
+  if (good) return exit_code::kOk;
   // Refused (credentials, entitlements) or never heard: the setup is wrong;
   // a publisher that went away mid-feed lost the rest of it.
-  if (outcome.rfind("error:", 0) == 0) return exit_code::kSetup;
-  if (outcome == "publisher-lost" && c.datagrams_received.get() == 0) return exit_code::kSetup;
+  if (out.ending == SubscriberEnding::kRefused || never) return exit_code::kSetup;
   return exit_code::kDataLost;
 }
 

@@ -10,6 +10,7 @@
 
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/stop.hpp"
+#include "mdcast/runtime/subscriber_runtime.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
@@ -28,34 +29,24 @@ int run_publish(Settings& s);
 uint32_t publishing_threads(const Settings& s);
 int run_subscribe(Settings& s);
 
-// Whether a subscriber's loop (subscribe, record) should end at `now`, and
-// why (`outcome`): interrupted, its duration reached, refused, or the
-// publisher silent past subscriber.give_up (or never heard within
-// subscriber.wait: a live one sends a heartbeat every 100 ms).
+// When a subscriber gives up (subscriber.duration, .wait, .give_up; the stop flag).
+inline runtime::SubscriberLimits subscriber_limits(const Settings& s) {
+  return {s.feed.stop, s.sub.duration_ns, s.sub.wait_ns, s.sub.give_up_ns};
+}
+
+// Whether a subscriber's own loop (record) should end at `now`, and why
+// (`outcome`, a result file's word): its duration reached, refused, the
+// publisher silent; interrupted leaves `outcome` as it was.
 template <class Agent>
 bool subscriber_done(const Agent& a, const Settings& s, uint64_t t0, uint64_t now, std::string& outcome) {
-  if (g_stop) return true;
-  if (s.sub.duration_ns && now - t0 >= s.sub.duration_ns) {
-    outcome = "duration";
-    return true;
-  }
-  // One agent, or several channels' (feed::SubscriberChannels).
-  bool never = true;
-  auto check = [&](const auto& sub) {
-    if (sub.subscribe_refused() && outcome.rfind("error:", 0) != 0) outcome = "error: " + sub.last_error();
-    never &= sub.counters().datagrams_received.get() == 0;
-  };
-  if constexpr (requires { a.agent(0); }) {
-    for (size_t i = 0; i < a.size(); ++i) check(a.agent(i).subscriber());
-  } else {
-    check(a.subscriber());
-  }
-  if (outcome.rfind("error:", 0) == 0) return true;
-  if (now - a.last_data_ns() > s.sub.give_up_ns || (never && now - t0 > s.sub.wait_ns)) {
-    outcome = "publisher-lost";
-    return true;
-  }
-  return false;
+  runtime::SubscriberEnding why{};
+  std::string error;
+  if (!runtime::subscriber_should_end(a, subscriber_limits(s), t0, now, why, error)) return false;
+  if (why == runtime::SubscriberEnding::kRefused)
+    outcome = "error: " + error;
+  else if (why != runtime::SubscriberEnding::kStopped)
+    outcome = to_string(why);
+  return true;
 }
 
 // publisher.session, or 64 fresh random bits.

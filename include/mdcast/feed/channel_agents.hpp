@@ -283,6 +283,7 @@ class SubscriberChannels {
   [[nodiscard]] Agent& agent(size_t k) noexcept { return *channels_[k].agent; }
   [[nodiscard]] const Agent& agent(size_t k) const noexcept { return *channels_[k].agent; }
   [[nodiscard]] Medium& medium(size_t k) noexcept { return *channels_[k].medium; }
+  [[nodiscard]] const Medium& medium(size_t k) const noexcept { return *channels_[k].medium; }
   [[nodiscard]] Agent* find(uint32_t channel) noexcept {
     for (auto& c : channels_)
       if (c.index == channel) return c.agent.get();

@@ -4,7 +4,9 @@
 // that the runtime waits for, the whole session delivered with the
 // publisher's books; a channel that cannot be built fails the run with its
 // name and stops the other thread; a stop request ends a run that waits for
-// subscribers who never come; plans that cannot run are refused.
+// subscribers who never come; plans that cannot run are refused. Then the
+// subscriber's side: runtime::SubscriberRuntime reads such a feed to its end,
+// and when a subscriber gives up.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,7 +14,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <algorithm>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -21,6 +26,7 @@
 #include "mdcast/feed/channel_agents.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
+#include "mdcast/runtime/subscriber_runtime.hpp"
 
 using namespace mdcast;
 namespace shm = media::shm;
@@ -255,4 +261,143 @@ TEST(PublisherRuntime, RefusesAPlanThatCannotRun) {
   runtime::PublisherPlan high = plan(1);
   high.engine.channel = 65534;
   refused(high, "goes past channel id 65535");
+}
+
+// The subscriber side: runtime::SubscriberRuntime reads the 4 channels the
+// publisher runtime publishes, ends when every session has ended, and holds
+// the publisher's books; its counters file has the totals and a section per
+// channel.
+TEST(SubscriberRuntime, ReadsEveryChannelToTheEndWithThePublishersBooks) {
+  const std::string feed = feed_name("sub");
+  runtime::PublisherPlan p = plan(2);
+  p.wait_subscribers = kChannels;
+  const feed::ChannelMap map = p.map;
+  Runtime rt = make(std::move(p), feed);
+
+  using Sub = runtime::SubscriberRuntime<shm::SubscriberMedium, Counting>;
+  std::vector<runtime::BookState> got;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  Sub::Outcome sub_out;
+  uint64_t delivered = 0, totals = 0, refreshes = 0;
+  std::string sub_error;
+  std::thread sub([&] {
+    try {
+      runtime::SubscriberPlan sp;
+      sp.map = map;
+      sp.engine.channel = kBase;
+      sp.engine.books = kBooks;
+      sp.first_channel = kBase;
+      sp.name = feed;
+      sp.medium = "shm";
+      sp.limits.wait_ns = sp.limits.give_up_ns = 60 * kNsPerSec;
+      Counting h;
+      Sub s(sp, [&](uint32_t) -> Counting& { return h; },
+            [&](uint32_t k) { return std::make_shared<shm::SubscriberMedium>(ring(feed, k)); });
+      EXPECT_EQ(s.joined().size(), kChannels);
+      EXPECT_TRUE(std::filesystem::exists(s.counters_file().path()));
+      sub_out = s.run([&](uint64_t) { ++refreshes; });
+      got = s.books();
+      s.dump_counters(counters);
+      delivered = h.messages;
+      totals = s.totals().messages_delivered.get();
+    } catch (const std::exception& e) {
+      sub_error = e.what();
+    }
+  });
+  std::vector<runtime::BookState> want;
+  Runtime::Hooks hooks;
+  hooks.publish = [&](Runtime::Lane& lane) { return publish_limited(lane, map); };
+  std::mutex m;  // the two threads' finished hooks
+  hooks.finished = [&](Runtime::Lane& lane) {
+    std::lock_guard lock(m);
+    auto& ch = lane.publisher();
+    for (size_t a = 0; a < ch.size(); ++a)
+      for (uint32_t i = 0; i < kInstruments; ++i)
+        if (map.of(i) == ch.index(a)) {
+          const auto& b = ch.agent(a).core().books().book(i);
+          want.push_back({i, b.instrument_seq(), b.checksum()});
+        }
+  };
+  try {
+    rt.run(std::move(hooks));
+  } catch (...) {
+    sub.join();
+    throw;
+  }
+  sub.join();
+  ASSERT_TRUE(sub_error.empty()) << sub_error;
+  EXPECT_EQ(sub_out.ending, runtime::SubscriberEnding::kEnded) << to_string(sub_out.ending) << " " << sub_out.error;
+  EXPECT_EQ(delivered, 2 * kPerThread);
+  EXPECT_EQ(totals, 2 * kPerThread) << "the totals section sums the channels";
+  EXPECT_GE(refreshes, 1u) << "the refresh hook runs at the end at least";
+  std::sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.instrument < b.instrument; });
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].instrument, want[i].instrument);
+    EXPECT_EQ(got[i].instrument_seq, want[i].instrument_seq) << "instrument " << got[i].instrument;
+    EXPECT_EQ(got[i].checksum, want[i].checksum) << "instrument " << got[i].instrument;
+  }
+  auto value = [&](const std::string& key) -> std::optional<uint64_t> {
+    for (const auto& [k, v] : counters)
+      if (k == key) return v;
+    return std::nullopt;
+  };
+  EXPECT_EQ(value("sub.messages_delivered"), 2 * kPerThread);
+  for (uint32_t k = 0; k < kChannels; ++k)
+    EXPECT_TRUE(value(fmt::format("sub@{}.messages_delivered", kBase + k))) << "channel " << kBase + k;
+}
+
+namespace {
+// What subscriber_should_end reads of an agent, set by hand.
+struct FakeSubscriber {
+  bool refused = false;
+  feed::SubscriberCounters c;
+  [[nodiscard]] bool subscribe_refused() const noexcept { return refused; }
+  [[nodiscard]] std::string last_error() const { return "not entitled"; }
+  [[nodiscard]] const feed::SubscriberCounters& counters() const noexcept { return c; }
+};
+struct FakeAgent {
+  FakeSubscriber sub;
+  uint64_t last_data = 0;
+  [[nodiscard]] const FakeSubscriber& subscriber() const noexcept { return sub; }
+  [[nodiscard]] uint64_t last_data_ns() const noexcept { return last_data; }
+};
+}  // namespace
+
+TEST(SubscriberRuntime, EndsOnAStopADurationARefusalOrASilentPublisher) {
+  using runtime::SubscriberEnding;
+  StopFlag stop;
+  runtime::SubscriberLimits l{&stop, 0, 10 * kNsPerSec, 2 * kNsPerSec};
+  FakeAgent a;
+  const uint64_t t0 = 100 * kNsPerSec;
+  SubscriberEnding why{};
+  std::string error;
+  auto ends = [&](uint64_t now) { return runtime::subscriber_should_end(a, l, t0, now, why, error); };
+
+  a.last_data = t0;
+  EXPECT_FALSE(ends(t0 + kNsPerSec)) << "nothing heard yet, within subscriber.wait";
+  EXPECT_TRUE(ends(t0 + 11 * kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kPublisherLost) << "never heard within subscriber.wait";
+
+  a.sub.c.datagrams_received.set(5);
+  a.last_data = t0 + 5 * kNsPerSec;
+  EXPECT_FALSE(ends(t0 + 6 * kNsPerSec)) << "heard 1 s ago";
+  EXPECT_TRUE(ends(t0 + 8 * kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kPublisherLost) << "silent past give_up";
+
+  a.last_data = t0 + 8 * kNsPerSec;
+  a.sub.refused = true;
+  EXPECT_TRUE(ends(t0 + 8 * kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kRefused);
+  EXPECT_EQ(error, "not entitled");
+  EXPECT_EQ(to_string(why), "error");
+
+  a.sub.refused = false;
+  l.duration_ns = 3 * kNsPerSec;
+  EXPECT_TRUE(ends(t0 + 3 * kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kDuration);
+
+  stop.request();
+  EXPECT_TRUE(ends(t0 + kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kStopped) << "a stop request comes first";
 }
