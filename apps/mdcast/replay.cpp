@@ -52,7 +52,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
       {cf.section<feed::PublisherCounters>(0), cf.section<feed::ControlCounters>(1)}, {s.feed.control_poll_ns});
   record::Replayer replay(o, rc);
 
-  struct Hooks {  // the counters file ten times a second; ^C stops
+  struct Hooks {  // the counters file ten times a second; a stop request ends the replay where it is
     stats::CountersFile& cf;
     MirroredCounters& mc;
     uint64_t last = 0;
@@ -62,7 +62,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
         cf.touch(now);
         mc.refresh(cf);
       }
-      return !g_stop;
+      return !g_stop_flag.requested();
     }
   } hooks{cf, medium_counters};
 
@@ -77,7 +77,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
              o.speed > 0 ? fmt::format("{}x the recorded pace", o.speed) : std::string("full speed"),
              o.from.any() ? " from " + a.from : std::string());
   const uint64_t give_up = monotonic_ns() + 60 * kNsPerSec;
-  while (!g_stop && agent.subscribed_clients() < s.pub.wait_subscribers) {
+  while (!g_stop_flag.requested() && agent.subscribed_clients() < s.pub.wait_subscribers) {
     const uint64_t now = monotonic_ns();
     if (now > give_up)
       fail("only {} of {} subscribers arrived within 60 s", agent.subscribed_clients(), s.pub.wait_subscribers);
@@ -86,7 +86,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
     sleep_ns(kNsPerMs);
   }
   const uint64_t t0 = monotonic_ns();
-  if (!g_stop) replay.run(agent, hooks);
+  if (!g_stop_flag.requested()) replay.run(agent, hooks);
   const std::string& damage = replay.damage();
   if (!damage.empty())
     fmt::print(stderr, "mdcast replay: damaged recording: {}; everything before it was replayed (through recorded "
@@ -97,10 +97,14 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
                replay.last_sequence());
   const double seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
 
+  // Stopped or not, the session ends where the replay did and subscribers
+  // recover what they miss; only a second stop request cuts that short.
   uint64_t t_end = monotonic_ns();
   while (!agent.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
-  agent.linger(t_end + s.pub.linger_ns, 300 * kNsPerMs, 200 * kNsPerUs,
-               [&] { return !hooks.on_work(monotonic_ns(), true); });
+  agent.linger(t_end + s.pub.linger_ns, 300 * kNsPerMs, 200 * kNsPerUs, [&] {
+    hooks.on_work(monotonic_ns(), true);
+    return g_stop_flag.urgent();
+  });
   hooks.on_work(monotonic_ns(), true);
   cf.set_state(damage.empty() ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
 
@@ -126,8 +130,16 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
              rc->datagrams.get(), replay.published(),
              rc->image_messages.get() ? fmt::format(", after a book image of {}", rc->image_messages.get()) : "",
              res.last_sequence, seconds);
-  if (g_stop) return exit_code::kInterrupted;
+  if (g_stop_flag.urgent()) {
+    fmt::print(stderr, "mdcast replay: stopped twice: the linger was cut short\n");
+    return exit_code::kInterrupted;
+  }
   if (!damage.empty() || !replay.note().empty()) return exit_code::kDataLost;
+  if (g_stop_flag.requested()) {
+    fmt::print(stderr, "mdcast replay: stopped: the session was ended at sequence {} and recovery served\n",
+               res.last_sequence);
+    return exit_code::kOk;
+  }
   return replay.started() ? exit_code::kOk : exit_code::kUsage;
 }
 

@@ -4,7 +4,8 @@
 # the publisher exits 0 after the end of session and the recovery it serves,
 # every subscriber delivers everything published through the end and exits
 # 0, books identical. A second signal cuts the linger short (exit 130): a
-# stopped subscriber holds the publisher in its linger until then.
+# stopped subscriber holds the publisher in its linger until then. A replay
+# stopped mid-recording does the same.
 source "$(dirname "$0")/lib.sh"
 
 GROUP="239.77.15.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
@@ -66,3 +67,26 @@ rc=0; wait_rc "$PID_pub2" 10 || rc=$?
 grep -q "stopped twice" "$WORK/pub2.log" || fail "no 'stopped twice': $(tail -1 "$WORK/pub2.log")"
 kill -CONT "$PID_held"
 note "a second SIGTERM cut the linger short: exit 130"
+
+# A replay stopped mid-recording ends its session the same way: a recording
+# of a 4 s feed, replayed at its pace, SIGTERM once the subscriber has
+# delivered some of it: the replay exits 0 having ended the session where it
+# was, the subscriber 0 with every message the replay published.
+start_bg rpub publish --name "$NAME-r" --idle block --rate 10k --duration 4s --instruments 50 --wait-subscribers 1
+start_bg rrec record --name "$NAME-r" --idle block --out "$WORK/r" --result "$WORK/rrec.toml"
+wait_pid "$PID_rrec" 60 || fail "the recorder exited non-zero: $(tail -2 "$WORK/rrec.log")"
+wait_pid "$PID_rpub" 30 || fail "the recorded publisher exited non-zero"
+start_bg rep replay --name "$NAME-rep" --idle block --speed 1 --wait-subscribers 1 --linger 30s \
+  --result "$WORK/rep.toml" "$WORK/r"
+start_bg rsub subscribe --name "$NAME-rep" --idle block --result "$WORK/rsub.toml"
+wait_stat "$PID_rsub" sub.messages_delivered 1000 60 || fail "the replay's subscriber delivered nothing"
+kill -TERM "$PID_rep"
+rc=0; wait_rc "$PID_rep" 40 || rc=$?
+[ "$rc" = 0 ] || fail "a replay stopped by SIGTERM exited $rc, not 0: $(tail -2 "$WORK/rep.log")"
+grep -q "^mdcast replay: stopped: the session was ended" "$WORK/rep.log" || fail "replay: $(tail -1 "$WORK/rep.log")"
+rc=0; wait_rc "$PID_rsub" 30 || rc=$?
+[ "$rc" = 0 ] || fail "the replay's subscriber exited $rc: $(tail -2 "$WORK/rsub.log")"
+"$MDCAST" verify "$WORK/rep.toml" "$WORK/rsub.toml" >"$WORK/verify-rep.log" || { cat "$WORK/verify-rep.log"; fail "replay: books differ"; }
+replayed=$(toml_get "$WORK/rep.toml" messages)
+[ "$(toml_get "$WORK/rsub.toml" messages)" = "$replayed" ] || fail "the replay's subscriber delivered $(toml_get "$WORK/rsub.toml" messages) of $replayed"
+note "replay: SIGTERM mid-recording: replay 0, its subscriber 0 with all $replayed messages it published, books identical"

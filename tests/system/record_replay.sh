@@ -104,8 +104,11 @@ through=$(grep -m1 -oE 'through recorded sequence [0-9]+' "$WORK/cut-replay.log"
   fail "cut file: $got of $messages messages replayed (through recorded sequence $through)"
 note "cut file: $(grep -m1 -o 'offset [0-9]*: [^;]*' "$WORK/cut-replay.log"); $got messages before it replayed"
 
-# A flipped byte inside the payload of the frame the 20th index entry points at.
-entry=20
+# A flipped byte inside the payload of the frame the middle index entry points
+# at (how many entries there are depends on how many datagrams the load made).
+entries=$(( ($(stat -c %s "$file.idx") - 16) / 24 ))
+[ "$entries" -ge 3 ] || fail "the index of $file has $entries entries, too few to flip a byte between them"
+entry=$((entries / 2))
 off=$(od -An -t u8 -j $((16 + 24 * entry + 8)) -N 8 "$file.idx" | tr -d ' ')
 seq=$(od -An -t u8 -j $((16 + 24 * entry)) -N 8 "$file.idx" | tr -d ' ')
 cp "$file" "$WORK/flip.pcap"

@@ -20,44 +20,8 @@
 #include <new>
 
 #include "mdcast/feed/subscriber_agent.hpp"
+#include "failing_allocator.hpp"
 #include "subscriber_support.hpp"
-
-namespace {
-thread_local bool t_forbidden = false;
-thread_local uint64_t t_attempts = 0;  // allocations tried while forbidden
-
-void* allocate(std::size_t n) {
-  if (t_forbidden) {
-    ++t_attempts;
-    throw std::bad_alloc();
-  }
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-// Every non-aligned form, so that new and delete always pair malloc with free
-// (sanitizers check the pairing).
-// Once these are inlined at -O1 (the sanitizer presets), GCC sees a
-// new-expression's memory reach free() and warns of a mismatch that is this
-// file's design.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) { return allocate(n); }
-void* operator new[](std::size_t n) { return allocate(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace mdcast::test {
 namespace {
@@ -68,8 +32,8 @@ using namespace wire;
 // (a control round forbids around the source's own callbacks).
 class Forbidden {
  public:
-  Forbidden() noexcept : was_(t_forbidden) { t_forbidden = true; }
-  ~Forbidden() { t_forbidden = was_; }
+  Forbidden() noexcept : was_(t_fail_allocations) { t_fail_allocations = true; }
+  ~Forbidden() { t_fail_allocations = was_; }
   Forbidden(const Forbidden&) = delete;
   Forbidden& operator=(const Forbidden&) = delete;
 
@@ -194,9 +158,9 @@ class SubscriberNoAllocTest : public ::testing::Test {
     for (const auto& d : ds) medium_.src.queue.push_back(d);
     medium_.src.rx_ns = now_;
     const uint64_t rounds = agent_->control_rounds();
-    t_attempts = 0;
+    t_failed_allocations = 0;
     EXPECT_EQ(agent_->do_work(now_), ds.size());
-    EXPECT_EQ(t_attempts, 0u) << "the engine allocated while it processed a datagram";
+    EXPECT_EQ(t_failed_allocations, 0u) << "the engine allocated while it processed a datagram";
     EXPECT_EQ(agent_->control_rounds(), rounds) << "not a control round";
     EXPECT_EQ(medium_.ctl.count, 0u) << "a control frame was sent from inside the poll callback";
   }
@@ -204,12 +168,12 @@ class SubscriberNoAllocTest : public ::testing::Test {
   void control_round() {
     now_ += kPollNs;
     const uint64_t rounds = agent_->control_rounds();
-    t_attempts = 0;
+    t_failed_allocations = 0;
     {
       const Forbidden steady_state;
       agent_->do_work(now_);
     }
-    EXPECT_EQ(t_attempts, 0u) << "the control round allocated";
+    EXPECT_EQ(t_failed_allocations, 0u) << "the control round allocated";
     EXPECT_EQ(agent_->control_rounds(), rounds + 1);
     EXPECT_FALSE(medium_.ctl.lost);
   }

@@ -2,46 +2,16 @@
 // noexcept, yet parsing control frames, building a subscription and a
 // channel's queueing allocate: a failed allocation must cost a counted,
 // dropped frame (asked again later), never std::terminate. (That the
-// requests themselves allocate nothing: subscriber_noalloc_test.cpp.) This executable replaces the global allocation functions
+// requests themselves allocate nothing: subscriber_noalloc_test.cpp.) This
+// executable replaces the global allocation functions (failing_allocator.hpp)
 // so that a test can make every allocation fail for a while.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <new>
 
+#include "failing_allocator.hpp"
 #include "subscriber_support.hpp"
-
-namespace {
-bool g_fail_allocations = false;
-
-void* allocate(std::size_t n) {
-  if (g_fail_allocations) throw std::bad_alloc();
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-// Every non-aligned form, so that new and delete always pair malloc with free
-// (sanitizers check the pairing). Once these are inlined at -O1, GCC sees a
-// new-expression's memory reach free() and warns of a mismatch that is this
-// file's design.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) { return allocate(n); }
-void* operator new[](std::size_t n) { return allocate(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace mdcast::test {
 namespace {
@@ -51,8 +21,8 @@ using namespace wire;
 
 // While alive, every allocation fails.
 struct NoMemory {
-  NoMemory() { g_fail_allocations = true; }
-  ~NoMemory() { g_fail_allocations = false; }
+  NoMemory() { t_fail_allocations = true; }
+  ~NoMemory() { t_fail_allocations = false; }
   NoMemory(const NoMemory&) = delete;
   NoMemory& operator=(const NoMemory&) = delete;
 };
