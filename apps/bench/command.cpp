@@ -140,7 +140,7 @@ int run_bench(Settings& s, const BenchArgs& a) {
     if (r.tp) ran &= !r.tp->probes.empty() && r.tp->probes[0].r.completed;
     // Clients refused or cut: the run with clients is not what was asked for.
     for (const auto& c : r.ctl)
-      for (const RunResult* x : {&c.lat, &c.cost}) ran &= x->completed && (!x->control || x->control->all_admitted());
+      for (const bench::RunResult* x : {&c.lat, &c.cost}) ran &= x->completed && (!x->control || x->control->all_admitted());
   }
   // A run that did not complete is a setup problem (the machine, a medium), not lost data.
   return ran ? exit_code::kOk : exit_code::kSetup;

@@ -2,9 +2,6 @@
 // available, a live progress line read from their counters files (the same
 // files `mdcast stat` reads), then a report from their result files with the
 // books of every subscriber verified against the publisher's.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -19,63 +16,19 @@
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/runtime/child_process.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "settings.hpp"
-#include "result.hpp"
 #include "runners.hpp"
-
-extern char** environ;
 
 namespace mdcast::app {
 namespace {
 
 struct Child {
   std::string label;
-  pid_t pid = -1;
-  std::string log;
   std::string result;
-  int status = -1;  // exit status once reaped
-  bool done = false;
+  runtime::ChildProcess proc;
 };
-
-std::string self_exe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) fail("cannot find my own executable (/proc/self/exe): {}", ec.message());
-  return p.string();
-}
-
-pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(exe.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    errno = rc;
-    fail_errno("cannot start {} {}", exe, args.empty() ? "" : args[0]);
-  }
-  return pid;
-}
-
-std::string tail_of(const std::string& path, size_t lines = 15) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) return {};
-  std::vector<std::string> all;
-  char buf[1024];
-  while (std::fgets(buf, sizeof buf, f)) all.emplace_back(buf);
-  std::fclose(f);
-  std::string out;
-  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "    | " + all[i];
-  return out;
-}
 
 std::string us(uint64_t ns) { return fmt::format("{:.1f}", static_cast<double>(ns) / 1e3); }
 
@@ -83,17 +36,6 @@ std::string grouped(uint64_t v) {
   std::string s = std::to_string(v);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
   return s;
-}
-
-bool reap(Child& c, bool block) {
-  if (c.done) return true;
-  int st = 0;
-  const pid_t r = waitpid(c.pid, &st, block ? 0 : WNOHANG);
-  if (r == c.pid) {
-    c.done = true;
-    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-  return c.done;
 }
 
 }  // namespace
@@ -149,7 +91,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
   char tmpl[] = "/tmp/mdcast-demo-XXXXXX";
   if (!mkdtemp(tmpl)) fail_errno("cannot create a run directory under /tmp");
   const std::string dir = tmpl;
-  const std::string exe = self_exe();
+  const std::string exe = runtime::self_executable();
 
   auto common = [&](std::vector<std::string>& args, bool for_pub) {
     if (!a.config.empty()) args.insert(args.end(), {"--config", a.config});
@@ -181,34 +123,34 @@ int run_demo(Settings& s, const DemoArgs& a) {
   {
     Child p;
     p.label = "publisher";
-    p.log = dir + "/publisher.log";
     p.result = dir + "/publisher.toml";
     std::vector<std::string> args{"publish"};
     common(args, true);
     args.insert(args.end(), {"--set", "publisher.result=" + p.result, "--set",
                              fmt::format("publisher.wait_subscribers={}", n * per_sub)});
     if (!s.demo.cpus.empty()) args.insert(args.end(), {"--set", "publisher.cpus=" + format_cpu_list(cpus_of(0, threads))});
-    p.pid = spawn(exe, args, p.log);
-    kids.push_back(p);
+    p.proc = runtime::ChildProcess::spawn(exe, args, dir + "/publisher.log");
+    kids.push_back(std::move(p));
   }
   auto kill_all = [&](int sig) {
-    for (auto& c : kids)
-      if (!c.done) ::kill(c.pid, sig);
+    for (auto& c : kids) c.proc.signal(sig);
   };
+  auto read_stat = [](const Child& c) { return stats::read_counters(fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), c.proc.pid())); };
   // The publisher must be up (its counters file says running) before
   // subscribers look for it.
   const uint64_t wait_end = monotonic_ns() + 15 * kNsPerSec;
   for (;;) {
     try {
-      if (stats::read_counters(fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), kids[0].pid)).state ==
-          stats::ProcessState::kRunning)
-        break;
+      if (read_stat(kids[0]).state == stats::ProcessState::kRunning) break;
     } catch (const Error&) {
     }
-    if (reap(kids[0], false) || monotonic_ns() > wait_end) {
+    if (kids[0].proc.reaped() || monotonic_ns() > wait_end || g_stop_flag.requested()) {
       kill_all(SIGTERM);
-      fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].status, tail_of(kids[0].log));
-      return g_stop ? exit_code::kInterrupted : exit_code::kSetup;
+      kids[0].proc.wait();
+      if (g_stop_flag.requested()) return exit_code::kInterrupted;
+      fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].proc.status(),
+                 kids[0].proc.log_tail());
+      return exit_code::kSetup;
     }
     timespec ts{0, 20'000'000};
     nanosleep(&ts, nullptr);
@@ -216,7 +158,6 @@ int run_demo(Settings& s, const DemoArgs& a) {
   for (unsigned i = 1; i <= n; ++i) {
     Child c;
     c.label = fmt::format("sub-{}", i);
-    c.log = fmt::format("{}/sub-{}.log", dir, i);
     c.result = fmt::format("{}/sub-{}.toml", dir, i);
     std::vector<std::string> args{"subscribe"};
     common(args, false);
@@ -226,8 +167,8 @@ int run_demo(Settings& s, const DemoArgs& a) {
     if (i == 1 && s.demo.loss > 0) args.insert(args.end(), {"--set", fmt::format("subscriber.inject_loss={}", s.demo.loss)});
     if (i == 1 && s.demo.cut_rail_a_ns)
       args.insert(args.end(), {"--set", "udp.cut_a_after=2s", "--set", "udp.cut_a_for=" + format_duration(s.demo.cut_rail_a_ns)});
-    c.pid = spawn(exe, args, c.log);
-    kids.push_back(c);
+    c.proc = runtime::ChildProcess::spawn(exe, args, fmt::format("{}/sub-{}.log", dir, i));
+    kids.push_back(std::move(c));
   }
 
   // Live progress from the counters files, until everyone has exited.
@@ -235,28 +176,48 @@ int run_demo(Settings& s, const DemoArgs& a) {
   const char* term = std::getenv("TERM");
   const bool tty = isatty(STDOUT_FILENO) && !(term && std::string_view(term) == "dumb");
   const uint64_t t0 = monotonic_ns();
-  const uint64_t deadline = t0 + s.pub.duration_ns + s.pub.linger_ns + 60 * kNsPerSec;
+  uint64_t deadline = t0 + s.pub.duration_ns + s.pub.linger_ns + 60 * kNsPerSec;
   uint64_t last_print = 0;
-  bool timed_out = false;
+  bool timed_out = false, stopped = false, interrupted = false;
   for (;;) {
     bool all = true;
-    for (auto& c : kids) all &= reap(c, false);
+    for (auto& c : kids) all &= c.proc.reaped();
     if (all) break;
     const uint64_t now = monotonic_ns();
-    if (now > deadline || g_stop) {
-      timed_out = !g_stop;
+    if (g_stop_flag.requested() && !stopped) {
+      // Only the publisher is told: it ends its session, and its subscribers
+      // finish with everything it sent (a feed not begun has nothing to finish).
+      stopped = true;
+      uint64_t published = 0;
+      try {
+        published = read_stat(kids[0]).get("pub.messages_published");
+      } catch (const Error&) {
+      }
+      kids[0].proc.signal(SIGTERM);
+      fmt::print("{}mdcast demo: stopping: the publisher ends its session and its subscribers finish (stop again to "
+                 "end them now)\n", tty && s.demo.progress ? "\n" : "");
+      std::fflush(stdout);
+      if (published == 0) {
+        interrupted = true;
+        kill_all(SIGTERM);
+      }
+      deadline = std::min(deadline, now + s.pub.linger_ns + 30 * kNsPerSec);
+    }
+    if (now > deadline || g_stop_flag.urgent()) {
+      timed_out = !g_stop_flag.urgent();
+      interrupted |= g_stop_flag.urgent();
       // Each child ends its session and writes its result on SIGTERM; only
       // one that has not done so within 5 s is killed.
       kill_all(SIGTERM);
       for (const uint64_t until = now + 5 * kNsPerSec; monotonic_ns() < until;) {
         bool gone = true;
-        for (auto& c : kids) gone &= reap(c, false);
+        for (auto& c : kids) gone &= c.proc.reaped();
         if (gone) break;
         timespec ts{0, 20'000'000};
         nanosleep(&ts, nullptr);
       }
       kill_all(SIGKILL);
-      for (auto& c : kids) reap(c, true);
+      for (auto& c : kids) c.proc.wait();
       break;
     }
     if (s.demo.progress && now - last_print >= (tty ? 250 : 1000) * kNsPerMs) {
@@ -264,7 +225,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
       uint64_t published = 0, rate = 0, seq = 0, dmin = UINT64_MAX, dmax = 0, gaps = 0, rec = 0, lag = 0, snaps = 0;
       for (auto& c : kids) {
         try {
-          auto snap = stats::read_counters(fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), c.pid));
+          auto snap = read_stat(c);
           if (snap.role == "publisher") {
             published = snap.get("pub.messages_published");
             seq = snap.get("pub.last_sequence");
@@ -306,14 +267,15 @@ int run_demo(Settings& s, const DemoArgs& a) {
     pub = read_result(kids[0].result);
   } catch (const Error& e) {
     ok = false;
-    fmt::print(stderr, "mdcast demo: publisher produced no result ({}); exit {}:\n{}", e.what(), kids[0].status, tail_of(kids[0].log));
+    fmt::print(stderr, "mdcast demo: publisher produced no result ({}); exit {}:\n{}", e.what(), kids[0].proc.status(),
+               kids[0].proc.log_tail());
   }
   if (pub) {
     fmt::print("\npublisher: {} messages in {} datagrams over {:.2f} s ({} msg/s), {} retransmit requests and {} snapshots served\n\n",
                grouped(pub->messages), grouped(pub->last_sequence), pub->seconds,
                grouped(static_cast<uint64_t>(static_cast<double>(pub->messages) / std::max(pub->seconds, 1e-9))),
                pub->counter("ctl.retransmit_requests"), pub->counter("ctl.snapshot_requests"));
-    if (!g_stop)
+    if (!stopped)
       if (const std::string why = rate_shortfall(*pub, s.pub.rate, pacing_name(s.pub.pacing)); !why.empty())
         fmt::print("the publisher {}\n\n", why);
   }
@@ -327,7 +289,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
       r = read_result(c.result);
     } catch (const Error&) {
       ok = false;
-      fmt::print("{:<11} no result (exit {}); log:\n{}", c.label, c.status, tail_of(c.log));
+      fmt::print("{:<11} no result (exit {}); log:\n{}", c.label, c.proc.status(), c.proc.log_tail());
       continue;
     }
     std::string verdict;
@@ -353,7 +315,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
                r.counter("sub.gaps"), lost, r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"),
                us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),
                us(r.latency.max()), verdict);
-    if (c.status != 0 && !g_stop) ok = false;
+    if (c.proc.status() != 0 && !interrupted) ok = false;
     if (i == 1 && s.demo.cut_rail_a_ns)
       fmt::print("{:<11} rail A cut: {} of its datagrams dropped; first copies: {} on rail A, {} on rail B\n", "",
                  grouped(r.counter("udp.rail_a_cut")), grouped(r.counter("sub.rail_a_first")),
@@ -361,14 +323,16 @@ int run_demo(Settings& s, const DemoArgs& a) {
   }
   fmt::print("\nlatency: one-way, publication of a datagram's first message -> delivery at the subscriber (same host\n"
              "clock), batching delay included; messages delivered late by recovery are excluded\n");
-  if (g_stop) {
+  if (interrupted) {
     fmt::print("RESULT: interrupted after {:.1f} s: the feed did not run to its end, so nothing was verified; logs and "
                "result files kept in {}\n",
                static_cast<double>(monotonic_ns() - t0) / 1e9, dir);
     return exit_code::kInterrupted;
   }
   if (ok) {
-    fmt::print("RESULT: all {} subscribers delivered every message exactly once, in order; books identical to the publisher's\n", matched);
+    fmt::print("RESULT: {}all {} subscribers delivered every message exactly once, in order; books identical to the publisher's\n",
+               stopped ? fmt::format("stopped after {:.1f} s: ", static_cast<double>(monotonic_ns() - t0) / 1e9) : "",
+               matched);
     if (!s.demo.keep) std::filesystem::remove_all(dir);
   } else {
     fmt::print("RESULT: FAILED{} - logs and result files kept in {}\n", timed_out ? " (timed out)" : "", dir);

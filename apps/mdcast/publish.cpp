@@ -16,7 +16,6 @@
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
 #include "settings.hpp"
-#include "result.hpp"
 #include "runners.hpp"
 
 namespace mdcast::app {
@@ -28,15 +27,6 @@ struct GeneratorSource {
     gen.next(m);
     return true;
   }
-};
-
-// What each publishing thread leaves for the result file (written on its
-// thread in the finished hook, read after run()).
-struct LaneReport {
-  std::string reject;
-  std::vector<BookDigest> books;
-  std::vector<std::pair<std::string, uint64_t>> counters;
-  uint64_t last_sequence = 0;
 };
 
 template <class E>
@@ -73,7 +63,6 @@ int publish(Settings& s) {
     return E::publisher(c, session);
   });
 
-  std::vector<LaneReport> reports(plan.threads);
   typename Runtime::Hooks hooks;
   hooks.publish = [&](typename Runtime::Lane& lane) {
     std::vector<uint32_t> ids;  // the synthetic instruments on this thread's channels
@@ -110,23 +99,6 @@ int publish(Settings& s) {
     lane.progress.store(src.gen.produced(), std::memory_order_relaxed);
     return r;
   };
-  hooks.finished = [&](typename Runtime::Lane& lane) {
-    LaneReport& out = reports[lane.thread()];
-    auto& ch = lane.publisher();
-    for (size_t i = 0; i < ch.size(); ++i) {
-      const auto& a = ch.agent(i);
-      if (a.core().last_reject() != book::ApplyResult::kOk) out.reject = book::to_string(a.core().last_reject());
-      const std::string at = many ? "@" + std::to_string(a.core().config().channel) : "";
-      out.last_sequence += a.core().last_committed();
-      dump_counters(a.core().counters(), "pub" + at + ".", out.counters);
-      dump_counters(a.control().counters(), "ctl" + at + ".", out.counters);
-      MirroredCounters(ch.medium(i).counter_groups(), at).dump(out.counters);
-      const auto& books = a.core().books();
-      for (uint32_t inst = 0; inst < books.max_instruments(); ++inst)
-        if (plan.map.of(inst) == ch.index(i) && books.book(inst).instrument_seq() > 0)
-          out.books.push_back({inst, books.book(inst).instrument_seq(), books.book(inst).checksum()});
-    }
-  };
   uint64_t t0 = 0;
   hooks.started = [&](Runtime& r) {
     const std::string cpus = format_cpu_list(plan.cpus);
@@ -157,30 +129,10 @@ int publish(Settings& s) {
   const auto out = rt.run(std::move(hooks));
   if (!out.t0) return exit_code::kInterrupted;  // stopped before go
 
-  RunResult r;
-  r.role = "publisher";
-  r.name = s.feed.name;
-  r.medium = E::kName;
-  r.session = session;
-  for (size_t t = 0; t < rt.lanes(); ++t) {
-    const auto& lane = rt.lane(t);
-    const LaneReport& rep = reports[t];
-    if (lane.paced.refused != feed::PublishResult::kOk)
-      fail("generator message refused by the publisher ({}): a bug; please report it", rep.reject);
-    r.last_sequence += rep.last_sequence;
-    r.counters.insert(r.counters.end(), rep.counters.begin(), rep.counters.end());
-    r.books.insert(r.books.end(), rep.books.begin(), rep.books.end());
-  }
-  r.messages = out.published;
-  if (many) {
-    // The totals, as a one-channel publisher writes them.
-    stats::CountersFile* cf = rt.counters_file();
-    dump_counters(*cf->section<feed::PublisherCounters>(0), "pub.", r.counters);
-    dump_counters(*cf->section<feed::ControlCounters>(1), "ctl.", r.counters);
-  }
-  rt.door_counters().dump(r.counters);
-  std::sort(r.books.begin(), r.books.end(), [](const auto& a, const auto& b) { return a.instrument < b.instrument; });
-  r.seconds = static_cast<double>(out.end_ns - out.t0) / 1e9;
+  for (size_t t = 0; t < rt.lanes(); ++t)
+    if (rt.lane(t).paced.refused != feed::PublishResult::kOk)
+      fail("generator message refused by the publisher ({}): a bug; please report it", rt.lane(t).end().refused);
+  const RunResult r = rt.result(out);
   if (!s.pub.result.empty()) write_result(s.pub.result, r);
   fmt::print(stderr,
              "mdcast publish: {} messages in {} datagrams over {:.2f} s ({:.0f} msg/s); {} retransmit requests, {} "

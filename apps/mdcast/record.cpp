@@ -19,7 +19,6 @@
 #include "record_commands.hpp"
 #include "print.hpp"
 #include "settings.hpp"
-#include "result.hpp"
 #include "runners.hpp"
 
 namespace mdcast::app {

@@ -13,7 +13,6 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
 #include "settings.hpp"
-#include "result.hpp"
 #include "runners.hpp"
 
 namespace mdcast::app {

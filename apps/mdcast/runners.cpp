@@ -27,7 +27,6 @@
 #include "print.hpp"
 #include "settings.hpp"
 #include "exit_codes.hpp"
-#include "result.hpp"
 
 namespace mdcast::app {
 
@@ -153,18 +152,8 @@ int subscribe(Settings& s) {
   using runtime::SubscriberEnding;
   const bool good = out.ending == SubscriberEnding::kEnded || out.ending == SubscriberEnding::kDuration;
 
-  RunResult r;
-  r.role = "subscriber";
-  r.name = s.feed.name;
-  r.medium = E::kName;
-  r.outcome = out.ending == SubscriberEnding::kRefused ? "error: " + out.error : std::string(to_string(out.ending));
-  r.session = rt.session();
-  r.seconds = static_cast<double>(out.end_ns - out.t0) / 1e9;
+  RunResult r = rt.result(out);
   r.messages = h.delivered;
-  r.all_instruments = s.sub.all_instruments;
-  r.last_sequence = rt.last_sequence();
-  for (const auto& b : rt.books()) r.books.push_back({b.instrument, b.instrument_seq, b.checksum});
-  rt.dump_counters(r.counters);
   r.counters.emplace_back("app.lost", rt.lost_datagrams());
   r.latency = h.latency;
   if (!s.sub.result.empty()) write_result(s.sub.result, r);

@@ -10,10 +10,19 @@
 
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/stop.hpp"
+#include "mdcast/runtime/result_file.hpp"
 #include "mdcast/runtime/subscriber_runtime.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
+
+using runtime::BookDigest;
+using runtime::BookVerdict;
+using runtime::compare_books;
+using runtime::rate_shortfall;
+using runtime::read_result;
+using runtime::RunResult;
+using runtime::write_result;
 
 // Set by SIGINT/SIGTERM; loops end cleanly (result file written). Atomic,
 // not a volatile sig_atomic_t: a publisher's threads all read it.

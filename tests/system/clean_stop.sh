@@ -5,7 +5,8 @@
 # every subscriber delivers everything published through the end and exits
 # 0, books identical. A second signal cuts the linger short (exit 130): a
 # stopped subscriber holds the publisher in its linger until then. A replay
-# stopped mid-recording does the same.
+# stopped mid-recording does the same, and so does `mdcast demo`: it tells
+# only its publisher, and verifies every subscriber as at a natural end.
 source "$(dirname "$0")/lib.sh"
 
 GROUP="239.77.15.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
@@ -90,3 +91,18 @@ rc=0; wait_rc "$PID_rsub" 30 || rc=$?
 replayed=$(toml_get "$WORK/rep.toml" messages)
 [ "$(toml_get "$WORK/rsub.toml" messages)" = "$replayed" ] || fail "the replay's subscriber delivered $(toml_get "$WORK/rsub.toml" messages) of $replayed"
 note "replay: SIGTERM mid-recording: replay 0, its subscriber 0 with all $replayed messages it published, books identical"
+
+# The demo stopped as Ctrl-C stops it (SIGINT to the demo alone: its children
+# have process groups of their own) tells only its publisher: the session
+# ends, both subscribers, one of them lossy, finish with everything, and the
+# report verifies them: exit 0.
+start_bg demo demo --name "$NAME-d" --duration 60s --rate 4k --instruments 50 --subscribers 2 --loss 0.02 \
+  --idle block --progress true
+# The progress line's "delivered MIN..MAX": the slower subscriber past 1,000.
+wait_log demo "delivered +[0-9]{1,3}(,[0-9]{3})+\.\." 90
+kill -INT "$PID_demo"
+rc=0; wait_rc "$PID_demo" 60 || rc=$?
+[ "$rc" = 0 ] || fail "a demo stopped by SIGINT exited $rc, not 0: $(tail -8 "$WORK/demo.log")"
+grep -qE "^RESULT: stopped after [0-9.]+ s: all 2 subscribers delivered every message exactly once" "$WORK/demo.log" ||
+  fail "demo: $(tail -3 "$WORK/demo.log")"
+note "demo: SIGINT mid-feed: the publisher ended its session, both subscribers verified, exit 0"

@@ -53,20 +53,31 @@ grep -qE "define symbol=SYM[0-9]+ lot=[0-9]+ price_exponent=-4" "$WORK/print.log
 expect_rc 0 "published [0-9]+ msg/s of the 20000 asked .*publisher.pacing = fixed held it down" \
   demo --name "$NAME-pace" --rate 20k --pacing fixed --pacing-rate 4k --duration 1s -n 1 --progress false
 
-# Ctrl-C on the demo: interrupted (130), not FAILED.
+# Ctrl-C twice on the demo: interrupted (130), not FAILED. (Once stops the
+# feed cleanly and verifies it: tests/system/clean_stop.sh.)
 "$MDCAST" demo --name "$NAME-int" --rate 10k --duration 30s -n 1 --progress false >"$WORK/demo-int.log" 2>&1 &
 DEMO=$!; PIDS+=($DEMO)
-# Interrupted mid-feed: once its subscriber delivers (its counters, as `mdcast
-# stat` shows them; its own output, to a file, comes in one block at the end).
+# Mid-feed: once its subscriber delivers (its counters, as `mdcast stat` shows
+# them; its own output, to a file, comes in one block at the end).
 i=0
-until "$MDCAST" stat --json 2>/dev/null | python3 -c '
+until SUB=$("$MDCAST" stat --json 2>/dev/null | python3 -c '
 import json, sys
 procs = json.load(sys.stdin)["processes"]
-sys.exit(not any(p["name"] == sys.argv[1] and p["role"] == "subscriber" and p["alive"]
-                 and p["counters"].get("sub.messages_delivered", 0) > 0 for p in procs))' "$NAME-int"; do
+pids = [p["pid"] for p in procs if p["name"] == sys.argv[1] and p["role"] == "subscriber" and p["alive"]
+        and p["counters"].get("sub.messages_delivered", 0) > 0]
+print(pids[0] if pids else ""); sys.exit(not pids)' "$NAME-int"); do
   kill -0 "$DEMO" 2>/dev/null || { cat "$WORK/demo-int.log"; fail "the demo ended before its subscriber delivered anything"; }
   sleep 0.1; i=$((i + 1))
   [ $i -le 300 ] || { cat "$WORK/demo-int.log"; "$MDCAST" stat -a; fail "the demo's subscriber delivered nothing in 30 s"; }
+done
+# The subscriber held (stopped) keeps the demo from finishing on the first
+# SIGINT; the second, once the demo says it is stopping, ends everything now.
+kill -STOP "$SUB"
+kill -INT "$DEMO"
+i=0
+until grep -q "^mdcast demo: stopping" "$WORK/demo-int.log"; do
+  kill -0 "$DEMO" 2>/dev/null || { cat "$WORK/demo-int.log"; fail "the demo ended on one SIGINT with its subscriber held"; }
+  sleep 0.05; i=$((i + 1)); [ $i -le 600 ] || fail "the demo did not say it was stopping in 30 s"
 done
 kill -INT "$DEMO"; rc=0; wait_rc "$DEMO" 30 || rc=$?
 [ "$rc" = 130 ] || { cat "$WORK/demo-int.log"; fail "an interrupted demo exited $rc, not 130"; }

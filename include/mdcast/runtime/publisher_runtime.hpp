@@ -56,6 +56,7 @@
 #include "mdcast/feed/channels.hpp"
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/media/medium.hpp"
+#include "mdcast/runtime/result_file.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/mirror.hpp"
 
@@ -131,6 +132,16 @@ class PublisherRuntime {
     std::atomic<size_t> subscribed{0};
     std::atomic<size_t> clients{0};
     feed::PaceResult paced;  // what Hooks::publish returned
+    // What its channels held after the linger (for result()): the books
+    // with traffic, every counter, and why the book refused a message, if
+    // it ever did (the publish hook's PaceResult says whether one was).
+    struct End {
+      std::vector<BookDigest> books;
+      std::vector<std::pair<std::string, uint64_t>> counters;
+      uint64_t last_sequence = 0;  // summed over its channels
+      std::string refused;
+    };
+    [[nodiscard]] const End& end() const noexcept { return end_; }
 
    private:
     friend class PublisherRuntime;
@@ -149,6 +160,7 @@ class PublisherRuntime {
     std::vector<std::string> described_;
     std::vector<std::vector<media::CounterGroup>> groups_;
     std::string error_;
+    End end_;
   };
 
   struct Hooks {
@@ -267,6 +279,30 @@ class PublisherRuntime {
   [[nodiscard]] stats::CountersFile* counters_file() noexcept { return file_ ? &*file_ : nullptr; }
   // The shared endpoint's counters, mirrored (for a result file).
   [[nodiscard]] const stats::MirroredCounters& door_counters() const noexcept { return *door_mirror_; }
+  // A result file's content for this run (after run()): the plan's role,
+  // name and medium, the session, every channel's counters and books (the
+  // totals too where there are several), the shared endpoint's counters.
+  [[nodiscard]] RunResult result(const Outcome& o) const {
+    RunResult r;
+    r.role = plan_.counters.role;
+    r.name = plan_.counters.name;
+    r.medium = plan_.counters.medium;
+    r.session = plan_.engine.session;
+    for (const auto& l : lanes_) {
+      r.last_sequence += l->end_.last_sequence;
+      r.counters.insert(r.counters.end(), l->end_.counters.begin(), l->end_.counters.end());
+      r.books.insert(r.books.end(), l->end_.books.begin(), l->end_.books.end());
+    }
+    if (many()) {  // the totals, as a one-channel publisher writes them
+      stats::total_channels(feed::PublisherCounters::kInfo, "pub", r.counters);
+      stats::total_channels(feed::ControlCounters::kInfo, "ctl", r.counters);
+    }
+    if (door_mirror_) door_mirror_->dump(r.counters);
+    std::sort(r.books.begin(), r.books.end(), [](const auto& a, const auto& b) { return a.instrument < b.instrument; });
+    r.messages = o.published;
+    r.seconds = static_cast<double>(o.end_ns - o.t0) / 1e9;
+    return r;
+  }
   [[nodiscard]] size_t subscribed() const noexcept {
     size_t v = 0;
     for (const auto& l : lanes_) v += l->subscribed.load(std::memory_order_relaxed);
@@ -430,6 +466,7 @@ class PublisherRuntime {
         return all;
       });
       lane.clients.store(0, std::memory_order_relaxed);
+      record_end(lane);
       if (hooks_.finished) hooks_.finished(lane);
     } catch (const std::exception& e) {
       lane.error_ = lane.channels_.size() == 1 || plan_.map.count() == 1
@@ -438,6 +475,23 @@ class PublisherRuntime {
       failed_.store(true, std::memory_order_release);
     }
     lane_done();
+  }
+  void record_end(Lane& lane) {
+    auto& ch = lane.publisher();
+    typename Lane::End& out = lane.end_;
+    for (size_t i = 0; i < ch.size(); ++i) {
+      const auto& a = ch.agent(i);
+      if (a.core().last_reject() != book::ApplyResult::kOk) out.refused = book::to_string(a.core().last_reject());
+      const std::string at = many() ? "@" + std::to_string(a.core().config().channel) : "";
+      out.last_sequence += a.core().last_committed();
+      stats::dump_counters(a.core().counters(), "pub" + at + ".", out.counters);
+      stats::dump_counters(a.control().counters(), "ctl" + at + ".", out.counters);
+      stats::MirroredCounters(ch.medium(i).counter_groups(), at).dump(out.counters);
+      const auto& books = a.core().books();
+      for (uint32_t inst = 0; inst < books.max_instruments(); ++inst)
+        if (plan_.map.of(inst) == ch.index(i) && books.book(inst).instrument_seq() > 0)
+          out.books.push_back({inst, books.book(inst).instrument_seq(), books.book(inst).checksum()});
+    }
   }
   void lane_done() {
     finished_.fetch_add(1, std::memory_order_release);

@@ -27,6 +27,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/stop.hpp"
 #include "mdcast/feed/channel_agents.hpp"
+#include "mdcast/runtime/result_file.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/mirror.hpp"
 
@@ -94,13 +95,6 @@ struct SubscriberPlan {
   std::string name, medium;                  // the counters file's feed and medium
   std::vector<stats::Section> sections;      // the application's own, after "sub" (section(0) is the first)
   uint64_t refresh_ns = 250 * kNsPerMs;      // the counters file's refresh, and the run's refresh hook
-};
-
-// A book as the subscriber holds it at the end: what a result file compares.
-struct BookState {
-  uint32_t instrument;
-  uint32_t instrument_seq;
-  uint64_t checksum;
 };
 
 template <class Medium, class Handler>
@@ -206,8 +200,8 @@ class SubscriberRuntime {
     return v;
   }
   // Every book the subscriber keeps (its channel's, and wanted), by instrument.
-  [[nodiscard]] std::vector<BookState> books() const {
-    std::vector<BookState> v;
+  [[nodiscard]] std::vector<BookDigest> books() const {
+    std::vector<BookDigest> v;
     for (size_t i = 0; i < channels_.size(); ++i) {
       const auto& sub = channels_.agent(i).subscriber();
       if (const auto* b = sub.books())
@@ -215,8 +209,25 @@ class SubscriberRuntime {
           if (plan_.map.of(inst) == channels_.index(i) && sub.wants(inst))
             v.push_back({inst, b->book(inst).instrument_seq(), b->book(inst).checksum()});
     }
-    std::sort(v.begin(), v.end(), [](const BookState& a, const BookState& b) { return a.instrument < b.instrument; });
+    std::sort(v.begin(), v.end(), [](const BookDigest& a, const BookDigest& b) { return a.instrument < b.instrument; });
     return v;
+  }
+  // A result file's content for this run (after run()): the plan's name and
+  // medium, the ending as its word, session, books and counters; the
+  // application adds what its handler counted (messages, latency).
+  [[nodiscard]] RunResult result(const Outcome& out) const {
+    RunResult r;
+    r.role = "subscriber";
+    r.name = plan_.name;
+    r.medium = plan_.medium;
+    r.outcome = out.ending == SubscriberEnding::kRefused ? "error: " + out.error : std::string(to_string(out.ending));
+    r.session = session();
+    r.seconds = static_cast<double>(out.end_ns - out.t0) / 1e9;
+    r.all_instruments = plan_.engine.all_instruments;
+    r.last_sequence = last_sequence();
+    r.books = books();
+    dump_counters(r.counters);
+    return r;
   }
   // "sub.name" (the totals), "sub@C.name" per channel where there are
   // several, and the media's mirrored counters: a result file's counters.

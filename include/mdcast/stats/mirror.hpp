@@ -57,21 +57,15 @@ inline std::string channel_prefix(std::string_view prefix, uint16_t channel) {
 
 // A total is the sum, but for the longest (the most) and the slowest (the
 // least of those reported).
+inline uint64_t add_to_total(std::string_view name, uint64_t total, uint64_t x) noexcept {
+  if (name.starts_with("longest") || name.ends_with("_max_ns")) return std::max(total, x);
+  if (name.starts_with("slowest")) return x && (!total || x < total) ? x : total;
+  return total + x;
+}
 inline void sum_channels(std::span<const CounterInfo> info, Counter* total, std::span<Counter* const> channels) noexcept {
   for (size_t k = 0; k < info.size(); ++k) {
-    const std::string_view n = info[k].name;
-    const bool most = n.starts_with("longest") || n.ends_with("_max_ns");
-    const bool least = n.starts_with("slowest");
     uint64_t v = 0;
-    for (Counter* c : channels) {
-      const uint64_t x = c[k].get();
-      if (most)
-        v = std::max(v, x);
-      else if (least)
-        v = x && (!v || x < v) ? x : v;
-      else
-        v += x;
-    }
+    for (Counter* c : channels) v = add_to_total(info[k].name, v, c[k].get());
     total[k].set(v);
   }
 }
@@ -80,6 +74,24 @@ inline void sum_channels(std::span<const CounterInfo> info, Counter* total, std:
 template <class Counters>
 void dump_counters(const Counters& c, const std::string& prefix, std::vector<std::pair<std::string, uint64_t>>& out) {
   for (size_t i = 0; i < Counters::kCount; ++i) out.emplace_back(prefix + std::string(Counters::kInfo[i].name), c.at(i).get());
+}
+
+// The totals of a result file's "prefix@C.name" pairs, appended as
+// "prefix.name" (what sum_channels puts in a counters file).
+inline void total_channels(std::span<const CounterInfo> info, std::string_view prefix,
+                           std::vector<std::pair<std::string, uint64_t>>& pairs) {
+  const std::string at = std::string(prefix) + "@";
+  const size_t n = pairs.size();
+  for (const CounterInfo& c : info) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view k = pairs[i].first;
+      const size_t dot = k.find('.');
+      if (k.starts_with(at) && dot != std::string_view::npos && k.substr(dot + 1) == c.name)
+        v = add_to_total(c.name, v, pairs[i].second);
+    }
+    pairs.emplace_back(std::string(prefix) + "." + std::string(c.name), v);
+  }
 }
 
 }  // namespace mdcast::stats

@@ -275,9 +275,10 @@ TEST(SubscriberRuntime, ReadsEveryChannelToTheEndWithThePublishersBooks) {
   Runtime rt = make(std::move(p), feed);
 
   using Sub = runtime::SubscriberRuntime<shm::SubscriberMedium, Counting>;
-  std::vector<runtime::BookState> got;
+  std::vector<runtime::BookDigest> got;
   std::vector<std::pair<std::string, uint64_t>> counters;
   Sub::Outcome sub_out;
+  runtime::RunResult sub_result;
   uint64_t delivered = 0, totals = 0, refreshes = 0;
   std::string sub_error;
   std::thread sub([&] {
@@ -298,13 +299,14 @@ TEST(SubscriberRuntime, ReadsEveryChannelToTheEndWithThePublishersBooks) {
       sub_out = s.run([&](uint64_t) { ++refreshes; });
       got = s.books();
       s.dump_counters(counters);
+      sub_result = s.result(sub_out);
       delivered = h.messages;
       totals = s.totals().messages_delivered.get();
     } catch (const std::exception& e) {
       sub_error = e.what();
     }
   });
-  std::vector<runtime::BookState> want;
+  std::vector<runtime::BookDigest> want;
   Runtime::Hooks hooks;
   hooks.publish = [&](Runtime::Lane& lane) { return publish_limited(lane, map); };
   std::mutex m;  // the two threads' finished hooks
@@ -318,14 +320,25 @@ TEST(SubscriberRuntime, ReadsEveryChannelToTheEndWithThePublishersBooks) {
           want.push_back({i, b.instrument_seq(), b.checksum()});
         }
   };
+  Runtime::Outcome pub_out;
   try {
-    rt.run(std::move(hooks));
+    pub_out = rt.run(std::move(hooks));
   } catch (...) {
     sub.join();
     throw;
   }
   sub.join();
   ASSERT_TRUE(sub_error.empty()) << sub_error;
+  // The result files' content, from each runtime, agree as `mdcast verify` checks them.
+  const runtime::RunResult pub_result = rt.result(pub_out);
+  EXPECT_EQ(pub_result.role, "publisher");
+  EXPECT_EQ(sub_result.outcome, "ok");
+  EXPECT_EQ(pub_result.messages, 2 * kPerThread);
+  EXPECT_EQ(pub_result.counter("pub.messages_published"), 2 * kPerThread) << "the totals, as one channel writes them";
+  EXPECT_EQ(pub_result.last_sequence, sub_result.last_sequence);
+  const runtime::BookVerdict verdict = runtime::compare_books(pub_result, sub_result);
+  EXPECT_TRUE(verdict.identical) << verdict.detail;
+  EXPECT_EQ(verdict.compared, pub_result.books.size());
   EXPECT_EQ(sub_out.ending, runtime::SubscriberEnding::kEnded) << to_string(sub_out.ending) << " " << sub_out.error;
   EXPECT_EQ(delivered, 2 * kPerThread);
   EXPECT_EQ(totals, 2 * kPerThread) << "the totals section sums the channels";

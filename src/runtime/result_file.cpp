@@ -1,4 +1,4 @@
-#include "result.hpp"
+#include "mdcast/runtime/result_file.hpp"
 
 #include <fmt/format.h>
 #include <fmt/os.h>
@@ -10,7 +10,7 @@
 
 #include "mdcast/core/error.hpp"
 
-namespace mdcast::app {
+namespace mdcast::runtime {
 
 uint64_t RunResult::counter(const std::string& key, uint64_t dflt) const {
   for (const auto& [k, v] : counters)
@@ -148,4 +148,4 @@ std::string rate_shortfall(const RunResult& pub, double asked, std::string_view 
                "more than this host can do: see mdcast bench)";
 }
 
-}  // namespace mdcast::app
+}  // namespace mdcast::runtime

@@ -1,6 +1,13 @@
 // Result files: what a publisher or subscriber process reports when it ends
-// (TOML), and the comparison that tells whether books are identical. The
-// demo, the system tests and `mdcast verify` all use this one comparison.
+// (TOML: outcome, session, last sequence, counters, the latency histogram, a
+// digest of every book), and the one comparison that says whether a
+// subscriber's books are the publisher's. `mdcast demo`, `mdcast verify`, the
+// system tests and an application's own harness all use it:
+//
+//   runtime::RunResult r;                 // role, outcome, session, books from the runtime
+//   r.books.push_back({instrument, seq, checksum});
+//   runtime::write_result("sub.toml", r);
+//   auto v = runtime::compare_books(runtime::read_result("pub.toml"), r);
 #pragma once
 
 #include <cstdint>
@@ -11,8 +18,9 @@
 
 #include "mdcast/core/histogram.hpp"
 
-namespace mdcast::app {
+namespace mdcast::runtime {
 
+// A book as a process holds it at the end: what a result file compares.
 struct BookDigest {
   uint32_t instrument;
   uint32_t instrument_seq;
@@ -51,4 +59,4 @@ BookVerdict compare_books(const RunResult& publisher, const RunResult& subscribe
 // within 5 % of it. `pacing` is publisher.pacing's name.
 std::string rate_shortfall(const RunResult& publisher, double asked, std::string_view pacing);
 
-}  // namespace mdcast::app
+}  // namespace mdcast::runtime

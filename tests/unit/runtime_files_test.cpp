@@ -1,0 +1,147 @@
+// The runtime's result files (written, read back, compared) and the child
+// processes a supervisor starts (their status, log and process group, and
+// that none outlives its owner).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "mdcast/core/error.hpp"
+#include "mdcast/runtime/child_process.hpp"
+#include "mdcast/runtime/result_file.hpp"
+
+namespace mdcast::runtime {
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/mdcast-runtime-files-XXXXXX";
+    path = ::mkdtemp(t);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+RunResult publisher() {
+  RunResult r;
+  r.role = "publisher";
+  r.name = "f";
+  r.medium = "shm";
+  r.session = 0xfedcba9876543210ULL;  // above INT64_MAX: written as hex text
+  r.last_sequence = 42;
+  r.seconds = 1.5;
+  r.messages = 1000;
+  r.counters = {{"pub.messages_published", 1000}, {"ctl.snapshot_requests", 3}};
+  r.books = {{1, 10, 0xaaaa}, {2, 20, 0xbbbb}};
+  return r;
+}
+
+TEST(ResultFile, WhatIsWrittenIsReadBack) {
+  TempDir d;
+  RunResult r = publisher();
+  r.latency.record(1500);
+  r.latency.record(2500);
+  write_result(d.path + "/p.toml", r);
+  const RunResult b = read_result(d.path + "/p.toml");
+  EXPECT_EQ(b.role, "publisher");
+  EXPECT_EQ(b.medium, "shm");
+  EXPECT_EQ(b.session, r.session);
+  EXPECT_EQ(b.last_sequence, 42u);
+  EXPECT_EQ(b.messages, 1000u);
+  EXPECT_EQ(b.counter("ctl.snapshot_requests"), 3u);
+  EXPECT_EQ(b.counter("absent", 7), 7u);
+  EXPECT_EQ(b.latency.count(), 2u);
+  EXPECT_EQ(b.latency.max(), r.latency.max());
+  ASSERT_EQ(b.books.size(), 2u);
+  EXPECT_EQ(b.books[1].checksum, 0xbbbbu);
+}
+
+TEST(ResultFile, ComparisonNamesTheFirstDifference) {
+  const RunResult p = publisher();
+  RunResult s = p;
+  s.role = "subscriber";
+  EXPECT_TRUE(compare_books(p, s).identical);
+  EXPECT_EQ(compare_books(p, s).compared, 2u);
+
+  RunResult other = s;
+  other.session = 1;
+  EXPECT_FALSE(compare_books(p, other).identical);
+  EXPECT_NE(compare_books(p, other).detail.find("session"), std::string::npos);
+
+  RunResult behind = s;
+  behind.books[1].instrument_seq = 19;
+  EXPECT_FALSE(compare_books(p, behind).identical);
+  EXPECT_NE(compare_books(p, behind).detail.find("instrument 2"), std::string::npos);
+
+  RunResult missing = s;
+  missing.books.pop_back();
+  EXPECT_FALSE(compare_books(p, missing).identical);
+  missing.all_instruments = false;  // a filtered subscriber compares what it follows
+  EXPECT_TRUE(compare_books(p, missing).identical);
+}
+
+TEST(ResultFile, ABrokenFileIsAnErrorNamingIt) {
+  TempDir d;
+  const std::string f = d.path + "/bad.toml";
+  std::FILE* out = std::fopen(f.c_str(), "w");
+  std::fputs("role = \"subscriber\"\n[books]\n\"1\" = [1]\n", out);
+  std::fclose(out);
+  try {
+    (void)read_result(f);
+    FAIL() << "read a broken result file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChildProcess, ReportsItsExitItsLogAndItsOwnProcessGroup) {
+  TempDir d;
+  auto c = ChildProcess::spawn("/bin/sh", {"-c", "echo one; echo two >&2; cut -d' ' -f5 /proc/$$/stat; exit 3"},
+                               d.path + "/c.log");
+  c.wait();
+  EXPECT_TRUE(c.reaped());
+  EXPECT_EQ(c.status(), 3);
+  const std::string tail = c.log_tail();
+  EXPECT_NE(tail.find("    | one"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("    | two"), std::string::npos) << tail;
+  // Its process group is its own pid: a terminal's Ctrl-C reaches only us.
+  EXPECT_NE(tail.find("    | " + std::to_string(c.pid())), std::string::npos) << tail;
+  EXPECT_EQ(c.log_tail(1), "    | " + std::to_string(c.pid()) + "\n");
+}
+
+TEST(ChildProcess, ASignalEndsItAndItsStatusSaysWhich) {
+  TempDir d;
+  auto c = ChildProcess::spawn("/bin/sleep", {"60"}, d.path + "/s.log");
+  EXPECT_FALSE(c.reaped());
+  EXPECT_EQ(c.status(), -1);
+  c.signal(SIGTERM);
+  c.wait();
+  EXPECT_EQ(c.status(), 128 + SIGTERM);
+  c.signal(SIGTERM);  // reaped: nothing is sent to a pid that may be another process's now
+}
+
+TEST(ChildProcess, NoneOutlivesItsOwner) {
+  TempDir d;
+  pid_t pid = -1;
+  {
+    auto c = ChildProcess::spawn("/bin/sleep", {"60"}, d.path + "/s.log");
+    pid = c.pid();
+    ChildProcess moved = std::move(c);
+    EXPECT_EQ(c.pid(), -1);
+    EXPECT_EQ(moved.pid(), pid);
+  }
+  EXPECT_EQ(::kill(pid, 0), -1);  // killed and reaped: no such process
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(ChildProcess, OneThatCannotStartIsAnError) {
+  TempDir d;
+  EXPECT_THROW(ChildProcess::spawn("/nonexistent/mdcast", {}, d.path + "/n.log"), Error);
+  EXPECT_THROW(ChildProcess::spawn("/bin/true", {}, d.path + "/no/such/dir/n.log"), Error);
+}
+
+}  // namespace
+}  // namespace mdcast::runtime
