@@ -28,6 +28,6 @@ struct StatArgs {
 };
 int run_stat(const StatArgs& a);
 
-int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results);
+int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results, bool content);
 
 }  // namespace mdcast::app

@@ -340,7 +340,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
   return ok ? exit_code::kOk : exit_code::kDataLost;
 }
 
-int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results) {
+int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results, bool content) {
   const RunResult pub = read_result(publisher_result);
   if (pub.role != "publisher")
     fail_usage("{} is a {}'s result file, not a publisher's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...",
@@ -351,7 +351,7 @@ int run_verify(const std::string& publisher_result, const std::vector<std::strin
     if (r.role != "subscriber")
       fail_usage("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
                  r.role);
-    const BookVerdict v = compare_books(pub, r);
+    const BookVerdict v = compare_books(pub, r, content ? runtime::BookMatch::kContent : runtime::BookMatch::kSameSession);
     const bool good = v.identical && r.outcome == "ok";
     ok &= good;
     fmt::print("{}: {} ({}; {} messages, {} gaps, {} recovered, {} snapshots)\n", path,

@@ -202,6 +202,8 @@ int main(int argc, char** argv) {
   auto* verify = app.add_subcommand("verify", "compare subscriber result files with the publisher's");
   verify->add_option("publisher", verify_pub, "publisher result file")->required()->check(CLI::ExistingFile);
   verify->add_option("subscribers", verify_subs, "subscriber result files")->required()->check(CLI::ExistingFile);
+  bool verify_content = false;
+  verify->add_flag("--content", verify_content, "compare the books alone, whatever session built them (a replay, a relay)");
 
   DoctorArgs doctor_args;
   auto* doc = app.add_subcommand("doctor", "check the host, RDMA devices and interfaces against the settings "
@@ -279,7 +281,7 @@ int main(int argc, char** argv) {
       return run_demo(s, a);
     }
     if (stat->parsed()) return run_stat(stat_args);
-    if (verify->parsed()) return run_verify(verify_pub, verify_subs);
+    if (verify->parsed()) return run_verify(verify_pub, verify_subs, verify_content);
     if (secret_new->parsed()) {
       if (!wire::valid_identity(secret_identity))
         fail_usage("secret new --identity: an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +", wire::auth::kMaxIdentity);

@@ -52,7 +52,12 @@ struct BookVerdict {
   uint32_t compared = 0;   // instruments compared
   std::string detail;      // first difference
 };
-BookVerdict compare_books(const RunResult& publisher, const RunResult& subscriber);
+// kSameSession: the books, built in the publisher's session (a live feed).
+// kContent: the books alone, whatever session built them: a replay or a
+// relay republishes the same messages under a session id of its own.
+enum class BookMatch { kSameSession, kContent };
+BookVerdict compare_books(const RunResult& publisher, const RunResult& subscriber,
+                          BookMatch match = BookMatch::kSameSession);
 
 // Why a publisher's result shows fewer messages/s than `asked` (pacing, the
 // medium's back-pressure, or the publishing thread itself); "" when it kept
