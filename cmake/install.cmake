@@ -20,8 +20,9 @@ if(TARGET mdcast_verbs)
 else()
   set(MDCAST_HAVE_VERBS OFF)
 endif()
-# The doctor's checks (mdcast::doctor) use the media above; recordings
-# (mdcast::record) need only the core, and libpcap.
+# The doctor's checks (mdcast::doctor) need only the core (what a medium
+# tells them comes from mdcast::settings); recordings (mdcast::record) the
+# core and libpcap.
 list(APPEND MDCAST_LIBRARIES mdcast_doctor mdcast_record)
 # Settings by name (mdcast::settings) choose among all of the media above.
 list(APPEND MDCAST_LIBRARIES mdcast_settings)
