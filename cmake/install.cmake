@@ -20,9 +20,10 @@ if(TARGET mdcast_verbs)
 else()
   set(MDCAST_HAVE_VERBS OFF)
 endif()
-# The doctor's checks (mdcast::doctor) use the media above; recordings
-# (mdcast::record) need only the core, and libpcap; the runtime's result
-# files and child processes (mdcast::runtime), the core and toml++.
+# The doctor's checks (mdcast::doctor) need only the core (what a medium
+# tells them comes from mdcast::settings); recordings (mdcast::record) the
+# core and libpcap; the runtime's result files and child processes
+# (mdcast::runtime) the core and toml++.
 list(APPEND MDCAST_LIBRARIES mdcast_doctor mdcast_record mdcast_runtime)
 # Settings by name (mdcast::settings) choose among all of the media above.
 list(APPEND MDCAST_LIBRARIES mdcast_settings)

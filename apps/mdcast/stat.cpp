@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/settings/media.hpp"
 #include "mdcast/stats/clean.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/export.hpp"
@@ -80,7 +81,7 @@ std::string size_text(uint64_t b) {
 }
 
 int clean(const StatArgs& a) {
-  stats::CleanOptions o;
+  stats::CleanOptions o = settings::clean_options();
   o.pids = a.pids;
   o.dry_run = a.dry_run;
   if (!a.shm_dir.empty()) o.ring_dirs = {a.shm_dir};

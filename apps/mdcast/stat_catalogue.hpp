@@ -1,11 +1,13 @@
-// The catalogue `mdcast stat` exports with: the library's sections and the
-// command line's own (app_counters.hpp), written under "app".
+// The catalogue `mdcast stat` exports with: the library's sections (the
+// engines' and each medium's, from the list of media: settings/media.hpp)
+// and the command line's own (app_counters.hpp), written under "app".
 #pragma once
 
 #include <string_view>
 
 #include "app_counters.hpp"
 #include "mdcast/record/recorder.hpp"
+#include "mdcast/settings/media.hpp"
 #include "mdcast/stats/catalogue.hpp"
 
 namespace mdcast::app {
@@ -14,7 +16,7 @@ inline constexpr std::string_view kAppSubGauges[] = {"latency_p50_ns", "latency_
 inline constexpr std::string_view kAppPubGauges[] = {"target_rate", "control_clients", "elapsed_ms"};
 
 inline stats::Catalogue stat_catalogue() {
-  auto c = stats::Catalogue::library();
+  auto c = settings::counter_catalogue();
   c.add({"app", "subscriber", "", "app::AppSubCounters", AppSubCounters::kInfo, kAppSubGauges});
   c.add({"app", "publisher", "", "app::AppPubCounters", AppPubCounters::kInfo, kAppPubGauges});
   // `mdcast record` is a subscriber that also writes files.

@@ -19,19 +19,4 @@ void check_rdma(const Options& o, Report& r);   // devices, ports, GIDs, the por
 // true where root is the host's own (system calls describe the same host).
 [[nodiscard]] bool host_root(const Options& o) noexcept;
 
-// What libibverbs says of each port (doctor_verbs.cpp; doctor_noverbs.cpp
-// where the build has no rdma-core).
-struct VerbsPort {
-  std::string device;
-  int port = 0;
-  size_t active_mtu = 0;
-  size_t max_mtu = 0;
-  int max_mcast_grp = 0;
-  int max_mcast_qp_attach = 0;
-  int max_total_mcast_qp_attach = 0;
-  std::string error;
-};
-[[nodiscard]] bool verbs_built() noexcept;
-[[nodiscard]] std::vector<VerbsPort> query_verbs_ports();
-
 }  // namespace mdcast::doctor::detail

@@ -17,7 +17,6 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/doctor/sysfs.hpp"
 #include "mdcast/history/term_log.hpp"
-#include "mdcast/media/udp/udp_socket.hpp"
 #include "mdcast/wire/protocol.hpp"
 
 namespace mdcast::doctor::detail {
@@ -181,8 +180,13 @@ void check_interface(const Options& o, Report& r, const std::string& wanted, con
       r.add("udp", p + "interface", Level::kError, wanted + ": an address, not resolvable in a fake tree");
       return;
     }
+    if (!o.media.interface_with_address) {
+      r.add("udp", p + "interface", Level::kError,
+            wanted + ": an address, and the udp medium was not given to resolve it");
+      return;
+    }
     try {
-      name = media::udp::find_interface(wanted).name;
+      name = o.media.interface_with_address(wanted);
     } catch (const Error& e) {
       r.add("udp", p + "interface", Level::kError, e.what(), "name an interface that has this address");
       return;
@@ -211,11 +215,12 @@ void check_interface(const Options& o, Report& r, const std::string& wanted, con
     r.add("udp", p + "multicast", Level::kError, name + " has no MULTICAST flag",
           fmt::format("the group cannot be joined on it: ip link set dev {} multicast on", name));
 
-  media::udp::Interface iface;
-  iface.name = name;
-  iface.mtu = nif->mtu;
-  iface.loopback = loopback;
-  const size_t payload = iface.payload(o.udp.mtu);
+  if (!o.media.datagram_bytes || !o.media.receive_buffer_bytes) {
+    r.add("udp", p + "mtu", Level::kError, "the udp medium was not given: its datagram size is unknown",
+          "take the options from settings::doctor_options (or settings::doctor_media())");
+    return;
+  }
+  const size_t payload = o.media.datagram_bytes(nif->mtu, loopback, o.udp.mtu);
   const std::string mtu_v =
       fmt::format("{} MTU {}{}: datagrams of up to {} bytes", name, nif->mtu,
                   o.udp.mtu ? fmt::format(", udp.mtu {}", o.udp.mtu) : "", std::min(payload, wire::kMaxDatagram));
@@ -241,7 +246,7 @@ void check_interface(const Options& o, Report& r, const std::string& wanted, con
       r.add("udp", p + "rp_filter", Level::kOk, v);
   }
 
-  const uint64_t want = media::udp::buffer_bytes_for(o.udp.rate, payload);
+  const uint64_t want = o.media.receive_buffer_bytes(o.udp.rate, payload);
   if (const auto rmem = read_text(o.root, "/proc/sys/net/core/rmem_max")) {
     const uint64_t max = std::strtoull(rmem->c_str(), nullptr, 10);
     // The kernel doubles what it is given: a buffer of `want` needs rmem_max >= want / 2.

@@ -188,7 +188,7 @@ void check_group_settings(const Options& o, Report& r) {
 
 void check_rdma(const Options& o, Report& r) {
   const bool need = o.medium == Medium::kVerbs;
-  if (!verbs_built())
+  if (!o.media.verbs_ports)
     r.add("rdma", "libibverbs", need ? Level::kError : Level::kOk, "built without rdma-core",
           "this mdcast has no verbs medium and cannot query MTU or multicast limits: install libibverbs-dev and "
           "librdmacm-dev (scripts/install-deps.sh) and rebuild");
@@ -200,7 +200,8 @@ void check_rdma(const Options& o, Report& r) {
     return;
   }
   const Choice c = need ? choose(o, *devs) : Choice{};
-  const std::vector<VerbsPort> vp = o.query_verbs && host_root(o) ? query_verbs_ports() : std::vector<VerbsPort>{};
+  const bool ask_verbs = o.media.verbs_ports && o.query_verbs && host_root(o);
+  const std::vector<VerbsPort> vp = ask_verbs ? o.media.verbs_ports() : std::vector<VerbsPort>{};
 
   for (const auto& d : *devs) {
     std::string v = fmt::format("{}{}, fw {}, node GUID {}, system image GUID {}{}",
@@ -260,7 +261,7 @@ void check_rdma(const Options& o, Report& r) {
                           q.max_mcast_qp_attach, q.max_total_mcast_qp_attach),
               "at most max_mcast_qp_attach subscriber processes per host and group; a channel is one group");
       }
-      if (vp.empty() && sel && verbs_built() && o.query_verbs && host_root(o))
+      if (vp.empty() && sel && ask_verbs)
         r.add("rdma", where + " verbs", Level::kError, "libibverbs lists no device although sysfs does",
               "is ibverbs-providers (the device's user-space driver, e.g. librxe, libmlx5) installed?");
     }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "mdcast/media/udp/udp_options.hpp"
+#include "mdcast/settings/media.hpp"
 
 namespace mdcast::settings {
 
@@ -19,8 +19,8 @@ doctor::Options doctor_options(const Settings& s) {
   o.shm.huge_pages = s.shm.huge_pages;
   o.udp.interface = s.udp.interface;
   if (!s.udp.rail_b.empty()) {
-    const auto rail = media::udp::parse_rail(s.udp.rail_b);
-    o.udp.rail_b_interface = rail.interface.empty() ? s.udp.interface : rail.interface;
+    const std::string rail_b = UdpEntry::rail_interface(s.udp.rail_b);
+    o.udp.rail_b_interface = rail_b.empty() ? s.udp.interface : rail_b;
   }
   o.udp.mtu = s.udp.mtu;
   o.udp.rate = s.udp.rate;
@@ -34,7 +34,17 @@ doctor::Options doctor_options(const Settings& s) {
   // datagrams (at most 16384 slots of 4 KiB + GRH): the larger is what must fit.
   const auto sub_ring = static_cast<size_t>(std::clamp(s.verbs.rate / 10.0, 256.0, 16384.0)) * (4096 + 64);
   o.verbs.registered_bytes = std::max(s.pub.retransmit_bytes, sub_ring);
+  o.media = doctor_media();
   return o;
+}
+
+doctor::MediumFacts doctor_media() {
+  doctor::MediumFacts f;
+  for_each_medium([&](auto entry) {
+    using E = decltype(entry);
+    if constexpr (requires { E::doctor_facts(f); }) E::doctor_facts(f);
+  });
+  return f;
 }
 
 }  // namespace mdcast::settings

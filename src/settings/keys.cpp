@@ -5,7 +5,7 @@
 
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/feed/auth.hpp"
-#include "mdcast/media/udp/udp_options.hpp"
+#include "mdcast/settings/media.hpp"
 #include "mdcast/settings/values.hpp"
 
 namespace mdcast::settings {
@@ -296,7 +296,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
         [](const Settings& s) { return format_rate(s.verbs.rate); });
     // [udp]
     add("udp.group", "GROUP:PORT", "rail A's multicast group and port, GROUP:PORT", [](Settings& s, const std::string& v) {
-      (void)media::udp::GroupAddress::parse(v);
+      UdpEntry::check_group(v);
       s.udp.group = v;
     },
         [](const Settings& s) { return s.udp.group; });
@@ -305,7 +305,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
     },
         [](const Settings& s) { return s.udp.interface; });
     add("udp.rail_b", "GROUP:PORT[@IF]", "a second rail, GROUP:PORT[@IFACE] (A/B feed); \"\" = none", [](Settings& s, const std::string& v) {
-      if (!v.empty()) (void)media::udp::parse_rail(v);
+      if (!v.empty()) UdpEntry::check_rail(v);
       s.udp.rail_b = v;
     },
         [](const Settings& s) { return s.udp.rail_b; });

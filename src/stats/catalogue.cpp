@@ -1,17 +1,12 @@
-// The library's sections. Only the counter lists of the media headers are
-// used here (constexpr kInfo), nothing that would need their libraries, so
-// the catalogue lives in mdcast_feed beside the counters file it explains.
+// The feed engines' sections. Only constexpr counter lists (kInfo) are used
+// here, so the catalogue lives in mdcast_feed beside the counters file it
+// explains; the media's sections come from their folders through the list
+// (settings::counter_catalogue).
 #include "mdcast/stats/catalogue.hpp"
 
 #include "mdcast/feed/counters.hpp"
+#include "mdcast/media/catalogue.hpp"
 #include "mdcast/media/fault/fault.hpp"
-#include "mdcast/media/mem/mem_medium.hpp"
-#include "mdcast/media/shm/shm_medium.hpp"
-#include "mdcast/media/stream/stream_server.hpp"
-#include "mdcast/media/udp/udp_medium.hpp"
-#include "mdcast/media/udp/udp_sink.hpp"
-#include "mdcast/media/udp/udp_source.hpp"
-#include "mdcast/media/verbs/verbs_counters.hpp"
 
 namespace mdcast::stats {
 namespace {
@@ -23,17 +18,6 @@ constexpr sv kPubGauges[] = {"last_sequence", "pacing_rate"};
 constexpr sv kCtlGauges[] = {"clients_connected", "slowest_capacity", "longest_poll_ns", "auth_delay_ns",
                              "snapshot_streams", "snapshot_cache_bytes"};
 constexpr sv kSubGauges[] = {"next_sequence", "highest_sequence"};
-constexpr sv kStreamGauges[] = {"clients", "unadmitted", "queued_bytes", "io_uring"};
-constexpr sv kDoorGauges[] = {"pending"};
-constexpr sv kVerbsSinkGauges[] = {"send_only_join"};
-constexpr sv kVerbsRxGauges[] = {"posted_low"};
-constexpr sv kVerbsServerGauges[] = {"clients_connected"};
-constexpr std::span<const sv> kNone{};
-
-template <class C>
-CatalogueSection section(sv prefix, sv role, sv medium, sv source, std::span<const sv> gauges = kNone) {
-  return {prefix, role, medium, source, C::kInfo, gauges};
-}
 
 bool ends_with(sv s, sv suffix) { return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix; }
 
@@ -49,36 +33,20 @@ Unit unit_of(std::string_view n) noexcept {
 
 std::string_view to_string(MetricType t) noexcept { return t == MetricType::kGauge ? "gauge" : "counter"; }
 
-Catalogue Catalogue::library() {
-  namespace udp = media::udp;
-  namespace verbs = media::verbs;
-  namespace mem = media::mem;
-  constexpr sv kPub = "publisher", kSub = "subscriber";
+Catalogue Catalogue::engines() {
+  using media::catalogue_section, media::kPublisherRole, media::kSubscriberRole;
+  static constexpr CatalogueSection kSections[] = {
+      // The feed engines (the same for every medium).
+      catalogue_section<feed::PublisherCounters>(kPublisherPrefix, kPublisherRole, "", "feed::PublisherCounters",
+                                                 kPubGauges),
+      catalogue_section<feed::ControlCounters>(kControlPrefix, kPublisherRole, "", "feed::ControlCounters", kCtlGauges),
+      catalogue_section<feed::SubscriberCounters>(kSubscriberPrefix, kSubscriberRole, "", "feed::SubscriberCounters",
+                                                  kSubGauges),
+      // The fault injector every subscriber runs through (FaultyMedium).
+      catalogue_section<media::fault::FaultCounters>("fault", kSubscriberRole, "", "media::fault::FaultCounters"),
+  };
   Catalogue c;
-  // The feed engines (runners.cpp: the same for every medium).
-  c.add(section<feed::PublisherCounters>(kPublisherPrefix, kPub, "", "feed::PublisherCounters", kPubGauges));
-  c.add(section<feed::ControlCounters>(kControlPrefix, kPub, "", "feed::ControlCounters", kCtlGauges));
-  c.add(section<feed::SubscriberCounters>(kSubscriberPrefix, kSub, "", "feed::SubscriberCounters", kSubGauges));
-  // Each medium's counter_groups(), under the prefixes it gives them.
-  c.add(section<media::ControlServerStats>("control", kPub, "shm", "media::ControlServerStats", kStreamGauges));
-  c.add(section<media::shm::ReaderCounters>("shm", kSub, "shm", "media::shm::ReaderCounters"));
-  // The one control endpoint of a publisher of several channels.
-  c.add(section<media::FrontDoorStats>("door", kPub, "shm", "media::FrontDoorStats", kDoorGauges));
-  c.add(section<media::FrontDoorStats>("door", kPub, "udp", "media::FrontDoorStats", kDoorGauges));
-  c.add(section<verbs::VerbsDoorCounters>("door", kPub, "verbs", "media::verbs::VerbsDoorCounters"));
-  c.add(section<udp::SinkCounters>("udp", kPub, "udp", "media::udp::SinkCounters"));
-  c.add(section<media::ControlServerStats>("control", kPub, "udp", "media::ControlServerStats", kStreamGauges));
-  c.add(section<udp::SourceCounters>("udp", kSub, "udp", "media::udp::SourceCounters"));
-  c.add(section<udp::SubscriberCounters>("udp", kSub, "udp", "media::udp::SubscriberCounters"));
-  c.add(section<verbs::SinkCounters>("sink", kPub, "verbs", "media::verbs::SinkCounters", kVerbsSinkGauges));
-  c.add(section<verbs::ServerCounters>("server", kPub, "verbs", "media::verbs::ServerCounters", kVerbsServerGauges));
-  c.add(section<verbs::ReceiverCounters>("rx", kSub, "verbs", "media::verbs::ReceiverCounters", kVerbsRxGauges));
-  c.add(section<verbs::ClientCounters>("client", kSub, "verbs", "media::verbs::ClientCounters"));
-  c.add(section<mem::BusCounters>("bus", kPub, "mem", "media::mem::BusCounters"));
-  c.add(section<mem::ControlCounters>("control", kPub, "mem", "media::mem::ControlCounters"));
-  c.add(section<mem::EndpointCounters>("mem", kSub, "mem", "media::mem::EndpointCounters"));
-  // The fault injector every subscriber runs through (FaultyMedium).
-  c.add(section<media::fault::FaultCounters>("fault", kSub, "", "media::fault::FaultCounters"));
+  c.add(kSections);
   return c;
 }
 

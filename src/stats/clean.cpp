@@ -1,9 +1,8 @@
-// Part of mdcast_shm (src/CMakeLists.txt): a dead publisher's ring is found
-// by the shm medium's naming (ring_path) and judged by its header.
+// A dead publisher's ring is found by its medium's naming and judged by its
+// header as the medium reads it (CleanOptions::rings): no medium here.
 #include "mdcast/stats/clean.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,15 +14,11 @@
 #include <cstring>
 #include <optional>
 
-#include "mdcast/core/fd.hpp"
 #include "mdcast/core/process.hpp"
-#include "mdcast/media/shm/shm_ring.hpp"
 #include "mdcast/stats/counters_file.hpp"
 
 namespace mdcast::stats {
 namespace {
-
-namespace shm = media::shm;
 
 std::string owner_name(uid_t uid) {
   char buf[4096];
@@ -33,32 +28,7 @@ std::string owner_name(uid_t uid) {
   return fmt::format("uid {}", uid);
 }
 
-struct Ring {
-  std::string path;
-  struct stat st {};
-  shm::RingHeaderView h{};
-  bool complete = false;  // the current layout, magic written (the writer finished creating it)
-  uint32_t version = 0;   // from the magic, for a ring of another layout
-};
-
-// The ring at path, if it is a regular file that starts like one.
-std::optional<Ring> read_ring(const std::string& path) {
-  Ring r;
-  r.path = path;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd || ::fstat(fd.get(), &r.st) != 0 || !S_ISREG(r.st.st_mode)) return std::nullopt;
-  if (::pread(fd.get(), &r.h, sizeof r.h, 0) != static_cast<ssize_t>(sizeof r.h)) return std::nullopt;
-  if (!shm::is_ring_magic(r.h.magic)) return std::nullopt;
-  r.version = static_cast<uint32_t>((r.h.magic >> 56) - '0');
-  r.complete = r.h.magic == shm::kRingMagic && r.h.version == shm::kRingLayoutVersion;
-  return r;
-}
-
-std::string control_socket(const shm::RingHeaderView& h) {
-  const std::string a(h.control, strnlen(h.control, sizeof h.control));
-  // "unix:@name" is abstract (nothing on disk); "unix:/path" leaves a file.
-  return a.rfind("unix:/", 0) == 0 ? a.substr(5) : std::string{};
-}
+using media::LeftRing;
 
 class Cleaner {
  public:
@@ -85,14 +55,14 @@ class Cleaner {
   }
 
   // A ring of a dead writer, proven ours (see clean.hpp); its socket with it.
-  void remove_ring(const Ring& ring, const std::string& what) {
-    const std::string sock = control_socket(ring.h);
+  void remove_ring(const LeftRing& ring, const std::string& what) {
+    const std::string& sock = ring.control_socket;
     remove(ring.path, what, static_cast<uint64_t>(ring.st.st_size), &CleanReport::rings);
     done_.push_back(ring.path);
     struct stat st;
     if (!sock.empty() && ::lstat(sock.c_str(), &st) == 0) {
       if (S_ISSOCK(st.st_mode) && st.st_uid == ring.st.st_uid)
-        remove(sock, fmt::format("control socket of dead publisher pid {}", ring.h.writer_pid), 0,
+        remove(sock, fmt::format("control socket of dead publisher pid {}", ring.writer_pid), 0,
                &CleanReport::sockets);
       else
         keep(sock, "control socket path named by the ring", 0,
@@ -104,14 +74,14 @@ class Cleaner {
   void stale_counters(const CountersSnapshot& s) {
     const std::string what = fmt::format("counters file of {} pid {} ({})", s.role, s.pid, s.name);
     // The dead publisher's ring: its own name, proven by pid and start time.
-    std::optional<Ring> paired;
+    std::optional<LeftRing> paired;
     // A feed name is a file name component; one with a '/' (a hostile
     // file's) would make us look outside the ring directories.
-    if (s.role == "publisher" && !s.name.empty() && s.name.find('/') == std::string::npos)
+    if (o_.rings.read && s.role == "publisher" && !s.name.empty() && s.name.find('/') == std::string::npos)
       for (const auto& d : o_.ring_dirs)
-        if (auto r = read_ring(shm::ring_path(d, s.name));
-            r && r->complete && r->h.writer_pid == s.pid && r->h.writer_start == s.start_time &&
-            r->st.st_uid == s.uid && !process_alive(r->h.writer_pid, r->h.writer_start))
+        if (auto r = o_.rings.read(o_.rings.path(d, s.name));
+            r && r->complete && r->writer_pid == s.pid && r->writer_start == s.start_time &&
+            r->st.st_uid == s.uid && !process_alive(r->writer_pid, r->writer_start))
           paired = std::move(r);
     if (s.uid != me_ && me_ != 0) {
       keep(s.path, what, s.file_bytes,
@@ -127,34 +97,36 @@ class Cleaner {
       return;
     }
     // Ring first: if that fails, the counters file still tells whose it was.
-    if (paired) remove_ring(*paired, fmt::format("shm ring of dead publisher pid {} ({})", s.pid, s.name));
+    if (paired) remove_ring(*paired, fmt::format("{} of dead publisher pid {} ({})", o_.rings.what, s.pid, s.name));
     remove(s.path, what, s.file_bytes, &CleanReport::counters_files);
   }
 
   // Rings with no counters file to pair with: the publisher died before it
   // made one, or an older `stat --clean` removed it and left the ring.
   void orphan_rings() {
+    if (!o_.rings.read) return;
     for (const auto& dir : o_.ring_dirs) {
       DIR* d = ::opendir(dir.c_str());
       if (!d) continue;
       while (dirent* e = ::readdir(d)) {
         const std::string n = e->d_name;
-        if (n.rfind("mdcast-", 0) != 0 || n.size() < 13 || n.substr(n.size() - 5) != ".ring") continue;
+        if (!o_.rings.named(n)) continue;
         const std::string path = dir + "/" + n;
         if (std::find(done_.begin(), done_.end(), path) != done_.end()) continue;
-        const auto r = read_ring(path);
+        const auto r = o_.rings.read(path);
         if (!r) continue;
         const auto bytes = static_cast<uint64_t>(r->st.st_size);
         if (!r->complete) {
           if (r->st.st_uid == me_)
-            keep(path, fmt::format("shm ring of layout version {}", r->version), bytes,
+            keep(path, fmt::format("{} of layout version {}", o_.rings.what, r->version), bytes,
                  fmt::format("this mdcast reads layout {} and cannot tell whether its writer lives: rm {} once no "
                              "publisher of that version runs",
-                             shm::kRingLayoutVersion, path));
+                             o_.rings.layout_version, path));
           continue;
         }
-        if (!wanted(r->h.writer_pid) || process_alive(r->h.writer_pid, r->h.writer_start)) continue;
-        const std::string what = fmt::format("shm ring of dead publisher pid {} (no counters file of it pairs with it)", r->h.writer_pid);
+        if (!wanted(r->writer_pid) || process_alive(r->writer_pid, r->writer_start)) continue;
+        const std::string what = fmt::format("{} of dead publisher pid {} (no counters file of it pairs with it)",
+                                             o_.rings.what, r->writer_pid);
         if (r->st.st_uid != me_) {
           keep(path, what, bytes,
                fmt::format("belongs to {}, and no counters file of that publisher proves it made it: remove it as "

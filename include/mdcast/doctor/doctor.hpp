@@ -6,6 +6,7 @@
 //   doctor::Options o;                 // medium, interface, device ... as publish takes them
 //   o.medium = doctor::Medium::kUdp;
 //   o.udp.interface = "eth1";
+//   o.media = settings::doctor_media();  // what the media tell (settings/doctor.hpp)
 //   const doctor::Report r = doctor::diagnose(o);
 //   fmt::print("{}", doctor::format_text(r));
 //   return r.has_errors() ? 3 : 0;
@@ -20,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +59,36 @@ enum class Medium : uint8_t { kShm, kUdp, kVerbs };
 // what mckey and other rdma-core tools use, and mdcast's default.
 inline constexpr uint32_t kRdmaCmQKey = 0x01234567;
 
+// What libibverbs says of a port.
+struct VerbsPort {
+  std::string device;
+  int port = 0;
+  size_t active_mtu = 0;
+  size_t max_mtu = 0;
+  int max_mcast_grp = 0;
+  int max_mcast_qp_attach = 0;
+  int max_total_mcast_qp_attach = 0;
+  std::string error;
+};
+
+// What only a medium's own code can tell the checks: given by whoever binds
+// the media by name (settings::doctor_options, from the list in
+// settings/media.hpp), so that the doctor names no medium and judges by the
+// same rules the medium runs by. A check whose fact is missing says so.
+struct MediumFacts {
+  // udp: the name of the interface that has this IPv4 address (the host's
+  // own, never a fake tree's); throws Error naming those there are.
+  std::function<std::string(const std::string& address)> interface_with_address;
+  // udp: payload bytes of one datagram over an interface of this MTU
+  // (loopback's is taken as Ethernet's), or of udp.mtu where that is set.
+  std::function<size_t(uint32_t interface_mtu, bool loopback, uint32_t mtu_setting)> datagram_bytes;
+  // udp: the receive buffer ~100 ms of `rate` datagrams of `bytes` need.
+  std::function<uint64_t(double rate, size_t bytes)> receive_buffer_bytes;
+  // verbs: libibverbs' view of each port (MTU, multicast limits), from the
+  // medium's own enumeration; empty where the build has no verbs medium.
+  std::function<std::vector<VerbsPort>()> verbs_ports;
+};
+
 struct Options {
   std::string root = "/";              // where /sys and /proc are read (tests: a fake tree)
   Medium medium = Medium::kShm;
@@ -91,6 +123,7 @@ struct Options {
   // libibverbs queries (active/max MTU, multicast limits): only where root is
   // "/" and the build has rdma-core; tests on fake trees leave them off.
   bool query_verbs = true;
+  MediumFacts media;
 };
 
 // Every check for the medium in `o`: host (memory lock, huge pages, CPU

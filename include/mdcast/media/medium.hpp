@@ -15,8 +15,9 @@
 //
 // Adding a medium: a folder media/<name>/ with a PublisherMedium and a
 // SubscriberMedium that satisfy the concepts at the end of this file
-// (static_assert them there), one line in the application's registry, and
-// its tests. docs/architecture.md walks through it.
+// (static_assert them there) and its counter sections (catalogue.hpp), its
+// entry in the list of media (settings/media.hpp), and its tests.
+// docs/architecture.md walks through it.
 #pragma once
 
 #include <array>

@@ -8,6 +8,12 @@
 
 namespace mdcast::settings {
 
+// Options::media included.
 doctor::Options doctor_options(const Settings& s);
+
+// What the media of this build tell the doctor (doctor::MediumFacts), from
+// the list (settings/media.hpp): for Options made by hand, a test's on a
+// fake tree.
+doctor::MediumFacts doctor_media();
 
 }  // namespace mdcast::settings

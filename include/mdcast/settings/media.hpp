@@ -11,9 +11,15 @@
 //
 // An entry holds its medium's types (Publisher, Subscriber, and Door: the one
 // control endpoint a publisher of several channels listens on), how the
-// settings map onto its options, and how channel index k of a feed differs.
-// Adding a medium: its folder (media/<name>/), its settings section
-// (settings.hpp, keys.cpp), an entry here and one line in with_medium().
+// settings map onto its options, how channel index k of a feed differs, and
+// what only the medium can tell the rest of the library: the doctor its
+// rules (doctor_facts), `stat --clean` the rings it leaves (left_rings).
+// This is the one file outside a medium's folder that names it (besides the
+// bench's raw baselines; scripts/check-medium-names.sh keeps it so).
+// Adding a medium: its folder (media/<name>/, its counter sections in
+// <name>_catalogue.hpp), its settings section (settings.hpp, keys.cpp), an
+// entry here and one line each in with_medium(), for_each_medium() and
+// counter_catalogue().
 #pragma once
 
 #include <fmt/format.h>
@@ -27,10 +33,18 @@
 #include <vector>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/doctor/doctor.hpp"
+#include "mdcast/media/mem/mem_catalogue.hpp"
+#include "mdcast/media/shm/shm_catalogue.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
+#include "mdcast/media/udp/udp_catalogue.hpp"
 #include "mdcast/media/udp/udp_medium.hpp"
+#include "mdcast/media/verbs/verbs_catalogue.hpp"
 #include "mdcast/settings/settings.hpp"
+#include "mdcast/stats/catalogue.hpp"
+#include "mdcast/stats/clean.hpp"
 #ifdef MDCAST_HAVE_VERBS
+#include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_front_door.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
 #endif
@@ -66,7 +80,7 @@ inline media::FrontDoorConfig door_config(const Settings& s) {
 }
 
 struct ShmEntry {
-  static constexpr std::string_view kName = "shm";
+  static constexpr std::string_view kName = media::shm::kName;
   using Publisher = media::shm::PublisherMedium;
   using Subscriber = media::shm::SubscriberMedium;
 
@@ -111,6 +125,8 @@ struct ShmEntry {
     return media::shm::channel_ring_name(s.feed.name, s.feed.channels, s.feed.channel_index);
   }
   static void to_channel(Settings&, uint32_t) {}
+  // A dead publisher's ring, for `mdcast stat --clean` (clean_options()).
+  static media::LeftRings left_rings() { return media::shm::left_rings(); }
   // What a subscriber waits for, said before it waits (it may wait long).
   static std::string waiting_for(const Settings& s) {
     return fmt::format("the shm ring {} of feed '{}' (a publisher started with --name {}{} on this host{})", ring_name(s),
@@ -125,7 +141,7 @@ struct ShmEntry {
 };
 
 struct UdpEntry {
-  static constexpr std::string_view kName = "udp";
+  static constexpr std::string_view kName = media::udp::kName;
   using Publisher = media::udp::PublisherMedium;
   using Subscriber = media::udp::SubscriberMedium;
 
@@ -190,11 +206,27 @@ struct UdpEntry {
     return fmt::format("UDP multicast {} on {}{}", demo_group(s), s.udp.interface,
                        s.udp.rail_b.empty() ? "" : ", rail B " + s.udp.rail_b);
   }
+  // The udp settings in the medium's own syntax, refused with its message
+  // (keys.cpp checks a value as it is set; the doctor wants rail B's interface).
+  static void check_group(const std::string& v) { (void)media::udp::GroupAddress::parse(v); }
+  static void check_rail(const std::string& v) { (void)media::udp::parse_rail(v); }
+  static std::string rail_interface(const std::string& rail) { return media::udp::parse_rail(rail).interface; }
+  // What the doctor judges by: the medium's own rules, not a copy of them.
+  static void doctor_facts(doctor::MediumFacts& f) {
+    f.interface_with_address = [](const std::string& a) { return media::udp::find_interface(a).name; };
+    f.datagram_bytes = [](uint32_t mtu, bool loopback, uint32_t mtu_setting) {
+      media::udp::Interface i;
+      i.mtu = mtu;
+      i.loopback = loopback;
+      return i.payload(mtu_setting);
+    };
+    f.receive_buffer_bytes = [](double rate, size_t bytes) { return media::udp::buffer_bytes_for(rate, bytes); };
+  }
 };
 
 #ifdef MDCAST_HAVE_VERBS
 struct VerbsEntry {
-  static constexpr std::string_view kName = "verbs";
+  static constexpr std::string_view kName = media::verbs::kName;
   using Publisher = media::verbs::PublisherMedium;
   using Subscriber = media::verbs::SubscriberMedium;
 
@@ -264,6 +296,27 @@ struct VerbsEntry {
   static std::string demo_where(const Settings& s) {
     return "RDMA (UD multicast data, RC control) on " + media::verbs::resolve_options(options(s), true).local_ip;
   }
+  // What the doctor cannot read from sysfs (MTU, multicast limits), from the
+  // medium's own enumeration, so that the two never disagree.
+  static_assert(doctor::kRdmaCmQKey == media::verbs::kDefaultQKey, "the doctor names the medium's default QKey");
+  static void doctor_facts(doctor::MediumFacts& f) {
+    f.verbs_ports = [] {
+      std::vector<doctor::VerbsPort> out;
+      for (const auto& p : media::verbs::query_ports()) {
+        doctor::VerbsPort v;
+        v.device = p.info.name;
+        v.port = p.info.port;
+        v.active_mtu = p.info.mtu_bytes;
+        v.max_mtu = p.max_mtu_bytes;
+        v.max_mcast_grp = p.info.max_mcast_grp;
+        v.max_mcast_qp_attach = p.info.max_mcast_qp_attach;
+        v.max_total_mcast_qp_attach = p.info.max_total_mcast_qp_attach;
+        v.error = p.error;
+        out.push_back(std::move(v));
+      }
+      return out;
+    };
+  }
 };
 #endif
 
@@ -292,6 +345,40 @@ decltype(auto) with_medium(MediumKind m, F&& f) {
        ""
 #endif
   );
+}
+
+// Calls f(Entry{}) for each medium of this build, in with_medium()'s order.
+template <class F>
+void for_each_medium(F&& f) {
+  f(ShmEntry{});
+  f(UdpEntry{});
+#ifdef MDCAST_HAVE_VERBS
+  f(VerbsEntry{});
+#endif
+}
+
+// What `mdcast stat --clean` removes of a dead publisher beyond its
+// counters file: the rings of a medium that leaves them (stats/clean.hpp).
+[[nodiscard]] inline stats::CleanOptions clean_options() {
+  stats::CleanOptions o;
+  for_each_medium([&](auto entry) {
+    using E = decltype(entry);
+    if constexpr (requires { E::left_rings(); }) o.rings = E::left_rings();
+  });
+  return o;
+}
+
+// Every counter a counters file of this library can hold: the engines' and
+// each medium's (its folder's counter_catalogue()). Media this build lacks
+// (verbs without rdma-core) and the in-memory one of the tests are here too,
+// so that any mdcast process's file is explained.
+[[nodiscard]] inline stats::Catalogue counter_catalogue() {
+  stats::Catalogue c = stats::Catalogue::engines();
+  c.add(media::shm::counter_catalogue());
+  c.add(media::udp::counter_catalogue());
+  c.add(media::verbs::counter_catalogue());
+  c.add(media::mem::counter_catalogue());
+  return c;
 }
 
 }  // namespace mdcast::settings

@@ -7,7 +7,11 @@
 // The catalogue is built from the counter structs' own kInfo (the names and
 // help texts of MDCAST_DEFINE_COUNTER_STRUCT), never from a second list of
 // names; all it adds is which section prefix a struct is written under, by
-// which role and medium, and which of its counters are gauges.
+// which role and medium, and which of its counters are gauges. The feed
+// engines' sections are here (engines()); each medium's come from its own
+// folder (media/<name>/<name>_catalogue.hpp), and the list of media adds
+// them: settings::counter_catalogue() (settings/media.hpp) is the whole
+// library's catalogue.
 //
 // A prefix alone does not name one struct: "control" is the stream control
 // server's under shm and udp but the in-memory medium's under mem, and "udp"
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "mdcast/core/counter.hpp"
+#include "mdcast/media/catalogue.hpp"
 
 namespace mdcast::stats {
 
@@ -41,14 +46,7 @@ inline constexpr std::string_view kPublisherPrefix = "pub";   // feed::Publisher
 inline constexpr std::string_view kControlPrefix = "ctl";     // feed::ControlCounters
 inline constexpr std::string_view kSubscriberPrefix = "sub";  // feed::SubscriberCounters
 
-struct CatalogueSection {
-  std::string_view prefix;                    // "sub", "udp", "control" ...
-  std::string_view role;                      // "publisher", "subscriber"; "" = either
-  std::string_view medium;                    // "shm", "udp", "verbs", "mem"; "" = any
-  std::string_view source;                    // the struct, for documentation: "feed::SubscriberCounters"
-  std::span<const CounterInfo> counters;      // the struct's kInfo
-  std::span<const std::string_view> gauges;   // names of its counters that are levels, not totals
-};
+using media::CatalogueSection;
 
 struct MetricInfo {
   std::string_view help;
@@ -63,16 +61,16 @@ struct MetricInfo {
 class Catalogue {
  public:
   Catalogue() = default;
-  // Every section the library's engines and media write: feed engines under
-  // kPublisherPrefix/kControlPrefix/kSubscriberPrefix, each medium's
-  // counter_groups() under the prefix the medium gives them, the fault
-  // injector's under "fault". Verbs sections are listed even in a build
-  // without verbs, so that such a build still explains a verbs process's file.
-  [[nodiscard]] static Catalogue library();
+  // The sections every medium's processes write: the feed engines under
+  // kPublisherPrefix/kControlPrefix/kSubscriberPrefix, the fault injector's
+  // under "fault". A medium's own are added from its counter_catalogue().
+  [[nodiscard]] static Catalogue engines();
 
-  // Adds an application's own section (sections are kept by reference:
-  // counters and gauges must outlive the catalogue; kInfo and static arrays do).
+  // Adds an application's own section, or a medium's (sections are kept by
+  // reference: counters and gauges must outlive the catalogue; kInfo and
+  // static arrays do).
   void add(const CatalogueSection& s) { sections_.push_back(s); }
+  void add(std::span<const CatalogueSection> s) { sections_.insert(sections_.end(), s.begin(), s.end()); }
 
   // The label "prefix.name" of a file written by `role` over `medium`;
   // nullopt when no section of this catalogue explains it (a file of

@@ -18,7 +18,8 @@
 // Another user's files are removed (by root) only through the pairing above:
 // a lone counters file or ring of another user proves nothing and is kept,
 // with the reason. Files of live processes are never touched.
-// In the mdcast_shm library (mdcast::shm): it knows the shm ring's naming.
+// The ring's naming and header are the medium's: CleanOptions::rings, from
+// the list of media (settings::clean_options(), settings/media.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -27,12 +28,17 @@
 #include <string>
 #include <vector>
 
+#include "mdcast/media/left_rings.hpp"
+
 namespace mdcast::stats {
 
 struct CleanOptions {
   std::vector<uint64_t> pids;         // only these processes; empty: all
   // Where rings are looked for: the shm medium's defaults, or shm.dir.
   std::vector<std::string> ring_dirs = {"/dev/hugepages", "/dev/shm"};
+  // How the medium names and reads its rings; without it (no read), only
+  // counters files are cleaned.
+  media::LeftRings rings;
   bool dry_run = false;                // report, remove nothing
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mdcast/doctor/doctor.hpp"
+#include "mdcast/settings/doctor.hpp"
 
 namespace mdcast::doctor::test {
 
@@ -39,9 +40,11 @@ class FakeTree {
   }
   [[nodiscard]] const std::string& root() const { return root_; }
 
-  // Options reading only this tree: no libibverbs, fixed host facts.
+  // Options reading only this tree: no libibverbs, fixed host facts; the
+  // media's own rules (datagram size, buffers) as mdcast doctor has them.
   [[nodiscard]] Options options(Medium m) const {
     Options o;
+    o.media = settings::doctor_media();
     o.root = root_;
     o.medium = m;
     o.query_verbs = false;

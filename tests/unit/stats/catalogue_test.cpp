@@ -16,6 +16,7 @@
 #include "mdcast/media/mem/mem_medium.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
 #include "mdcast/media/udp/udp_medium.hpp"
+#include "mdcast/settings/media.hpp"
 #include "mdcast/stats/export.hpp"
 #include "stat_catalogue.hpp"
 
@@ -142,7 +143,7 @@ TEST(Catalogue, OneMetricNameHasOneType) {
 }
 
 TEST(Catalogue, LooksUpByRoleAndMedium) {
-  const auto cat = Catalogue::library();
+  const auto cat = settings::counter_catalogue();
   // "control" is the stream server's under shm, the mem medium's under mem.
   const auto shm = cat.find("publisher", "shm", "control.frames_in");
   const auto mem = cat.find("publisher", "mem", "control.frames_in");
@@ -169,7 +170,7 @@ TEST(Catalogue, LooksUpByRoleAndMedium) {
 }
 
 TEST(Catalogue, ARoleAliasFindsTheSectionsOfTheRoleItExtends) {
-  auto cat = Catalogue::library();
+  auto cat = settings::counter_catalogue();
   static constexpr CounterInfo kOwn[] = {{"frames", "frames written"}};
   EXPECT_FALSE(cat.find("recorder", "shm", "sub.gaps").has_value());
   cat.alias_role("recorder", "subscriber");

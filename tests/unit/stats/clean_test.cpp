@@ -17,6 +17,7 @@
 #include "mdcast/core/process.hpp"
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/media/shm/shm_ring.hpp"
+#include "mdcast/settings/media.hpp"
 #include "mdcast/stats/clean.hpp"
 #include "mdcast/stats/counters_file.hpp"
 
@@ -33,6 +34,7 @@ class CleanTest : public ::testing::Test {
     rings_ = dir_ + "/rings";
     ::mkdir(rings_.c_str(), 0700);
     ::setenv("MDCAST_STAT_DIR", dir_.c_str(), 1);
+    opts_ = settings::clean_options();
     opts_.ring_dirs = {rings_};
   }
   void TearDown() override {

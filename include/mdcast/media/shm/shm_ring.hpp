@@ -74,6 +74,7 @@
 #include "mdcast/core/mapped_memory.hpp"
 #include "mdcast/history/term_log.hpp"
 #include "mdcast/history/term_reader.hpp"
+#include "mdcast/media/left_rings.hpp"
 #include "mdcast/media/medium.hpp"
 
 namespace mdcast::media::shm {
@@ -246,6 +247,8 @@ struct RingOptions {
 
 // Where a ring named `name` lives in `dir`.
 [[nodiscard]] std::string ring_path(const std::string& dir, const std::string& name);
+// How rings are named and who left one, for `mdcast stat --clean`.
+[[nodiscard]] LeftRings left_rings();
 // Where a reader finds it: `dir` if given, else the first of /dev/hugepages,
 // /dev/shm that holds one owned by `owner` (default: this process's
 // effective uid), else the first that holds any (the reader then refuses it
