@@ -17,6 +17,10 @@ void PublisherConfig::validate() const {
   if (sender_id > 0xffff) fail("sender_id {} does not fit the datagram's 16-bit sender field", sender_id);
   if (max_unsent == 0) fail("max_unsent must be at least 1");
   if (heartbeat_interval_ns == 0) fail("heartbeat_interval must be positive");
+  if (boundaries == Boundaries::kInput && flush_interval_ns != 0)
+    fail("flush_interval {} ns with datagram boundaries set by the input: a timer would end datagrams where the "
+         "other member of a pair does not; set it to 0 (the application's flush() ends each datagram)",
+         flush_interval_ns);
   if (pacing.mode != PacingMode::kNone && pacing.rate <= 0) fail("pacing rate must be positive");
   if (pacing.burst < 1) fail("pacing burst must be at least 1 message");
   if (!(pacing.min_rate >= kMinPacingFloor))  // NaN too

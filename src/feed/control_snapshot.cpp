@@ -173,6 +173,10 @@ std::shared_ptr<const SnapshotCache> ControlService::full_cache(uint64_t now, ui
     // build, which no client can bring forward.
     return nullptr;
   }
+  // A copy equals "every committed datagram", so building one seals the open
+  // datagram, which with boundaries set by the input only the application
+  // may do: the copy waits for its flush() (tick() asks again).
+  if (!core_.may_seal()) return nullptr;
   rebuild(now);
   return current_;
 }
@@ -220,6 +224,7 @@ bool ControlService::bind(SnapshotJob& j, uint64_t now) {
     counters_->snapshot_cached.add();
     return true;
   }
+  if (!core_.may_seal()) return false;  // as full_cache: the input ends the open datagram
   core_.commit_open(now);
   j.cache = SnapshotCache::build(core_.books(), i, 1, core_.last_committed(), core_.session(), now);
   counters_->snapshot_single_builds.add();
@@ -238,6 +243,9 @@ size_t ControlService::snapshot_cost(const Client& cl, const SnapshotJob& j, uin
   }
   // Without newer_than: the price is that of the copy that exists or is built now.
   const auto k = full_cache(now, 0);
+  // No copy can be built before the input ends the open datagram: charged the
+  // least, as a request whose copy is not priced yet.
+  if (!k) return cfg_.snapshot_min_cost;
   size_t cost = 0;
   if (j.all) {
     if (cl.n_subscribed == cl.subscribed_set.size()) return k->bytes();

@@ -156,8 +156,10 @@ PublishResult PublisherCore::stage(Message& m, uint64_t now) noexcept {
     prefetch_line_for_write(open_ + dgram::kHeaderSize + open_len_ + kPrefetchAhead);
   ++open_count_;
   counters_->messages_published.add();
-  // Seal when nothing more fits, or when batching is off.
-  if (cfg_.flush_interval_ns == 0 || open_len_ + msg::kMdHeaderSize + 4 > datagram_capacity() ||
+  // Seal when nothing more fits, or when batching is off (the input's
+  // boundaries are batching by the application's flush()).
+  if ((cfg_.flush_interval_ns == 0 && cfg_.boundaries == Boundaries::kTimer) ||
+      open_len_ + msg::kMdHeaderSize + 4 > datagram_capacity() ||
       open_count_ == UINT16_MAX)
     seal(now);
   return PublishResult::kOk;

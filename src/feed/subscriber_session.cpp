@@ -131,10 +131,11 @@ void SubscriberCore::session_confirmed_by(uint64_t session, uint64_t last_seq, u
     }
     start_session(session);
     if (had) notify_event(SubscriberEvent::kSessionChanged, {});
-  } else if (session_confirmed_ && last_seq + 1 < next_seq_) {
+  } else if (session_confirmed_ && last_seq + 1 + cfg_.pair_lag < next_seq_) {
     // The publisher is behind what we delivered in "its" session: the id was
     // reused by a new run (a fixed id in a configuration). Its data is not
-    // ours to skip: start over.
+    // ours to skip: start over. (Within pair_lag it is the other member of a
+    // publisher pair, which will send the same datagrams: nothing to do.)
     counters_->session_changes.add();
     start_session(session);
     notify_event(SubscriberEvent::kSessionChanged, {});

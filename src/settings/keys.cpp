@@ -190,6 +190,9 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.sub.publisher_timeout_ns = parse_duration(v);
     },
         [](const Settings& s) { return format_duration(s.sub.publisher_timeout_ns); });
+    add("subscriber.pair_lag", "N", "a publisher pair: datagrams the other member may be behind without a reset (0: no pair)",
+        [](Settings& s, const std::string& v) { s.sub.pair_lag = parse_uint<uint64_t>(v, 0, uint64_t{1} << 40); },
+        [](const Settings& s) { return std::to_string(s.sub.pair_lag); });
     add("subscriber.give_up", "DURATION", "silence after which the subscriber exits", [](Settings& s, const std::string& v) { s.sub.give_up_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.sub.give_up_ns); });
     add("subscriber.window_bytes", "SIZE", "out-of-order/recovery buffer", [](Settings& s, const std::string& v) { s.sub.window_bytes = parse_size(v); },

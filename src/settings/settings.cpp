@@ -148,6 +148,7 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   sc.verify_checksums = s.sub.verify;
   sc.capacity = s.sub.capacity;
   sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
+  sc.pair_lag = s.sub.pair_lag;
   sc.request_timeout_ns = 100 * kNsPerMs;
   sc.max_datagram = wire::kMaxDatagram;
   return sc;

@@ -36,6 +36,44 @@ void some_books(World& w) {
   w.commit();
 }
 
+// A pair member (Boundaries::kInput): a snapshot copy must equal "every
+// committed datagram", and only the application's flush may end the open
+// one, so a request that comes while a datagram is open waits for the flush
+// (tick() serves it then) instead of sealing it. Full and single-instrument
+// copies alike; the open datagram is left as it was.
+TEST(ControlSnapshot, WithInputBoundariesACopyWaitsForTheApplicationsFlush) {
+  auto pc = pub_config();
+  pc.flush_interval_ns = 0;
+  pc.boundaries = feed::Boundaries::kInput;
+  World w({}, pc);
+  some_books(w);
+  const uint64_t sealed = w.core.last_committed();
+  w.publish(w.add(3));
+  ASSERT_TRUE(w.core.has_open());
+  w.subscribe(1);
+  w.out.clear();
+  ASSERT_TRUE(w.send(1, SnapshotRequest{}, 5));
+  ASSERT_TRUE(w.send(1, SnapshotRequest{InstrumentSet{false, {2}}}, 6));
+  w.now += kNsPerMs;
+  w.svc.tick(w.now);
+  EXPECT_TRUE(w.core.has_open()) << "the service sealed the application's open datagram";
+  EXPECT_EQ(w.core.last_committed(), sealed);
+  EXPECT_EQ(done_of(w.out.to(1), 5), nullptr);
+  EXPECT_EQ(done_of(w.out.to(1), 6), nullptr);
+  EXPECT_EQ(w.svc.counters().snapshot_builds.get() + w.svc.counters().snapshot_single_builds.get(), 0u);
+  w.commit();  // the end of the upstream packet
+  w.now += kNsPerMs;
+  w.svc.tick(w.now);
+  const SnapshotDone* full = done_of(w.out.to(1), 5);
+  const SnapshotDone* one = done_of(w.out.to(1), 6);
+  ASSERT_NE(full, nullptr);
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(full->status, SnapshotStatus::kOk);
+  EXPECT_EQ(full->snapshot_seq, sealed + 1) << "the copy is of the datagram the flush ended";
+  EXPECT_EQ(one->snapshot_seq, sealed + 1);
+  EXPECT_TRUE(books_from(w.out.to(1), 5).diff(3, w.core.books()).empty());
+}
+
 // The attack: 16-byte "all" requests, each of which used to serialize every
 // book. 4096 of them (one 64 KiB write) within one interval: the books are
 // serialized once, requests beyond the client's budget are refused with a

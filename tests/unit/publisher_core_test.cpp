@@ -146,6 +146,32 @@ TEST_F(PublisherCoreTest, NoBatchingWhenFlushIntervalIsZero) {
   }
 }
 
+// A pair member (Boundaries::kInput): only a full datagram or the
+// application's flush ends one; no timer does, and a heartbeat waits for the
+// flush rather than sealing a datagram the other member would seal elsewhere.
+TEST_F(PublisherCoreTest, InputBoundariesEndDatagramsOnlyWhenFullOrFlushed) {
+  auto c = config();
+  c.flush_interval_ns = 0;
+  c.boundaries = feed::Boundaries::kInput;
+  PublisherCore p(c);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(stage(p, add(1)), PublishResult::kOk);
+  EXPECT_EQ(p.last_committed(), 0u) << "flush_interval 0 does not mean 'each message' here";
+  EXPECT_FALSE(p.flush_due(now_ + 60 * kT)) << "no timer ends it";
+  EXPECT_FALSE(p.may_seal());
+  EXPECT_FALSE(p.heartbeat_due(now_ + 60 * kT)) << "a heartbeat would seal the open datagram";
+  p.commit_open(now_);  // the application's flush
+  EXPECT_EQ(p.last_committed(), 1u);
+  EXPECT_EQ(decoded(p.datagram(1)).messages.size(), 3u);
+  EXPECT_TRUE(p.may_seal());
+  EXPECT_TRUE(p.heartbeat_due(now_ + 60 * kT));
+  // Full still ends one: six adds fill 216 bytes.
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(stage(p, add(2)), PublishResult::kOk);
+  EXPECT_EQ(p.last_committed(), 2u);
+  // A flush timer beside input boundaries is a configuration error.
+  c.flush_interval_ns = 10'000;
+  EXPECT_THROW(PublisherCore{c}, Error);
+}
+
 TEST_F(PublisherCoreTest, InstrumentSequences) {
   PublisherCore p(config());
   std::vector<std::pair<uint32_t, uint32_t>> got;

@@ -178,6 +178,35 @@ TEST_F(SubscriberSessionTest, AReusedSessionIdIsANewRunWhenThePublisherWentBack)
   EXPECT_EQ(sub_->highest_sequence(), 2u);
 }
 
+// A publisher pair: the member the connection moved to has not yet
+// published what the dead one sent. Within pair_lag that is the other
+// member, which will send the same datagrams: nothing is reset, and its
+// copies are duplicates until it passes us. Beyond it, a new run as above.
+TEST_F(SubscriberSessionTest, APairMemberBehindIsNotANewRun) {
+  auto c = sub_config();
+  c.pair_lag = 2;
+  start(c);
+  publish_pairs(6);
+  rx_seq({1, 2, 3, 4, 5});
+  sub_->on_control_disconnected();
+  sub_->on_control_connected(now_);
+  // Delivered through 5; the member is at 3: two behind.
+  reply(encode_control(ctl_.all<Subscribe>().back().first, SubscribeAck{kSession, 3, 1, ctl::kAll}));
+  EXPECT_EQ(sub_->counters().session_changes.get(), 0u);
+  EXPECT_EQ(sub_->next_sequence(), 6u);
+  rx_seq({4, 5, 6});
+  EXPECT_EQ(sub_->counters().duplicates.get(), 2u);
+  EXPECT_EQ(sub_->next_sequence(), 7u);
+  expect_books_equal();
+  // Delivered through 6, a member at 3 is three behind, one more than
+  // pair_lag allows: a new run.
+  sub_->on_control_disconnected();
+  sub_->on_control_connected(now_);
+  reply(encode_control(ctl_.all<Subscribe>().back().first, SubscribeAck{kSession, 3, 1, ctl::kAll}));
+  EXPECT_EQ(sub_->counters().session_changes.get(), 1u);
+  EXPECT_EQ(sub_->next_sequence(), 1u);
+}
+
 TEST_F(SubscriberSessionTest, TheAcknowledgementConfirmsOrReplacesTheSessionDataSuggested) {
   sub_ = std::make_unique<Subscriber<Handler>>(sub_config(), h_, &ctl_);
   Feed forger;

@@ -35,6 +35,15 @@ struct PacingConfig {
 // (hostile, or simply wrong) could all but stop the feed for everyone.
 inline constexpr double kMinPacingFloor = 1'000;  // messages/s
 
+// Where a datagram ends. A publisher pair (docs/architecture.md, "Publisher
+// pairs") needs both members to cut the same input into the same datagrams,
+// so that sequence n carries the same messages whoever sent it: a timer, a
+// heartbeat or a snapshot being built must then never end a datagram.
+enum class Boundaries : uint8_t {
+  kTimer,  // full, flush_interval_ns after its first message (0: each message), or flush()
+  kInput,  // full, or the application's flush() (the end of an upstream packet); nothing else
+};
+
 struct PublisherConfig {
   uint16_t channel = 1;
   uint64_t session = 0;         // 0: 64 random bits at start (new_session_id)
@@ -42,6 +51,7 @@ struct PublisherConfig {
   size_t max_datagram = 1472;   // medium payload limit (UDP 1472, verbs active MTU, shm slot)
   size_t max_message = 16384;   // larger messages are refused; messages above a datagram are fragmented
   uint64_t flush_interval_ns = 0;  // a partly filled datagram leaves after at most this long (0: at once)
+  Boundaries boundaries = Boundaries::kTimer;  // kInput: flush_interval_ns must be 0
   uint64_t heartbeat_interval_ns = 100 * kNsPerMs;  // between heartbeats (tail, checksums), busy or idle
   uint16_t heartbeat_entries = 16;                  // per-instrument checksums per heartbeat (rotating)
   size_t retransmit_bytes = 64u << 20;              // retransmit ring size
@@ -138,6 +148,12 @@ struct SubscriberConfig {
   // the next heartbeat after it, and per-instrument checksums recover single
   // instruments meanwhile).
   uint64_t checksum_snapshot_interval_ns = kNsPerSec;
+  // A publisher pair (docs/architecture.md): the member this subscriber's
+  // control connection moved to may not yet have published what the other
+  // one sent, and will send it. A publisher of our session at most this many
+  // datagrams behind what we delivered is such a member; further behind, the
+  // id was reused by a new run and the subscriber starts over. 0: no pair.
+  uint64_t pair_lag = 0;
 
   void validate() const;
 };

@@ -54,11 +54,19 @@ class PublisherCore {
 
   // Commits the open datagram, if any, into the ring. Snapshot and heartbeat
   // code calls this first: book state then equals "all committed datagrams".
+  // With Boundaries::kInput only the application's flush() and end of
+  // session call it; everything else asks may_seal() first.
   void commit_open(uint64_t now) noexcept;
   [[nodiscard]] bool has_open() const noexcept { return open_count_ > 0; }
   [[nodiscard]] bool flush_due(uint64_t now) const noexcept {
-    return open_count_ > 0 && now - open_since_ >= cfg_.flush_interval_ns;
+    return open_count_ > 0 && cfg_.boundaries == Boundaries::kTimer && now - open_since_ >= cfg_.flush_interval_ns;
   }
+  // Whether the engine itself (a heartbeat, a snapshot copy) may end the open
+  // datagram now. With boundaries set by the input it may not: the other
+  // member of a pair would cut the same messages elsewhere. Such work waits
+  // for the application's flush(), which a feed handler calls at the end of
+  // each upstream packet.
+  [[nodiscard]] bool may_seal() const noexcept { return open_count_ == 0 || cfg_.boundaries == Boundaries::kTimer; }
 
   // Committed datagrams not yet handed to the medium: [next_unsent, last_committed].
   [[nodiscard]] uint64_t next_unsent() const noexcept { return next_unsent_; }
@@ -71,7 +79,7 @@ class PublisherCore {
   // divergence, and the tail that catches a silent loss, so they go out on a
   // clock, not only after the feed fell quiet.
   [[nodiscard]] bool heartbeat_due(uint64_t now) const noexcept {
-    return now - last_heartbeat_ >= cfg_.heartbeat_interval_ns;
+    return now - last_heartbeat_ >= cfg_.heartbeat_interval_ns && may_seal();
   }
   // Builds a heartbeat (rotating per-instrument checksums) after committing
   // the open datagram. The span is valid until the next call.
