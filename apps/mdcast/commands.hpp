@@ -28,6 +28,13 @@ struct StatArgs {
 };
 int run_stat(const StatArgs& a);
 
+// `mdcast doctor` (doctor.cpp): the host and fabric judged against the settings.
+struct DoctorArgs {
+  bool json = false;
+  std::string root;  // read sysfs/procfs under this tree instead of "/" (tests; no libibverbs queries then)
+};
+int run_doctor(const Settings& s, const DoctorArgs& a);
+
 int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results, bool content);
 
 }  // namespace mdcast::app

@@ -1,7 +1,7 @@
 // mdcast doctor: the library's checks (mdcast/doctor/doctor.hpp) judged
 // against the settings a feed would run with, printed as text or JSON.
 // Exit 0 with warnings, kSetup (3) when any finding is an error.
-#include "doctor.hpp"
+#include "commands.hpp"
 
 #include <fmt/format.h>
 

@@ -18,7 +18,6 @@
 #include "bench/command.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "doctor.hpp"
 #include "exit_codes.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
