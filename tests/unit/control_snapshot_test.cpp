@@ -64,8 +64,9 @@ TEST(ControlSnapshot, WithInputBoundariesACopyWaitsForTheApplicationsFlush) {
   w.commit();  // the end of the upstream packet
   w.now += kNsPerMs;
   w.svc.tick(w.now);
-  const SnapshotDone* full = done_of(w.out.to(1), 5);
-  const SnapshotDone* one = done_of(w.out.to(1), 6);
+  const auto frames = w.out.to(1);  // done_of points into these
+  const SnapshotDone* full = done_of(frames, 5);
+  const SnapshotDone* one = done_of(frames, 6);
   ASSERT_NE(full, nullptr);
   ASSERT_NE(one, nullptr);
   EXPECT_EQ(full->status, SnapshotStatus::kOk);
