@@ -69,6 +69,9 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
       s.control_server.max_clients = need;
       res.control->max_clients_raised = true;
     }
+    // They all come from this host: over TCP one peer (one address).
+    if (s.control_server.max_clients_per_peer && s.control_server.max_clients_per_peer < need)
+      s.control_server.max_clients_per_peer = need;
   }
   res.busy_processes =
       (spec.pub_idle == IdleMode::kSpin ? 1u : 0u) + (spec.sub_idle == IdleMode::kSpin ? spec.subscribers : 0u);

@@ -77,7 +77,10 @@ void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b,
 
 void SubscriberCore::on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept {
   counters_->control_errors.add();
-  if (rid == subscribe_rid_) subscribe_refused_ = true;  // retrying cannot help
+  // Retrying cannot help: the Subscribe was refused, or the connection was,
+  // for room (every slot, or this peer's share, taken) before it was read.
+  if (rid == subscribe_rid_ || (rid == 0 && b.code == wire::ErrorCode::kOverloaded && !subscribed_))
+    subscribe_refused_ = true;
   set_error(wire::to_string(b.code), ": ", b.text);
   notify_event(SubscriberEvent::kControlError, b.text);
 }

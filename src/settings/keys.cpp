@@ -231,6 +231,15 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("control.max_clients", "N", "publisher: admitted (authenticated, subscribed) control clients at most",
         [](Settings& s, const std::string& v) { s.control_server.max_clients = parse_uint<size_t>(v, 1, 1u << 20); },
         [](const Settings& s) { return std::to_string(s.control_server.max_clients); });
+    add("control.max_clients_per_peer", "N",
+        "publisher: admitted control clients of one peer (a uid on shm, an address on TCP) at most; 0: no share "
+        "(the publisher's own user is exempt)",
+        [](Settings& s, const std::string& v) { s.control_server.max_clients_per_peer = parse_uint<size_t>(v, 0, 1u << 20); },
+        [](const Settings& s) { return std::to_string(s.control_server.max_clients_per_peer); });
+    add("control.allow", "NETS", "publisher, TCP control: networks clients may connect from (a.b.c.d/n, comma-separated); "
+        "empty: any",
+        [](Settings& s, const std::string& v) { s.control_server.peers.allow = media::parse_networks(v, "control.allow"); },
+        [](const Settings& s) { return media::format_networks(s.control_server.peers.allow); });
     add("control.max_unadmitted", "N", "publisher: connections not yet admitted at most (the oldest makes room for a new one)",
         [](Settings& s, const std::string& v) { s.control_server.max_unadmitted = parse_uint<size_t>(v, 1, 1u << 16); },
         [](const Settings& s) { return std::to_string(s.control_server.max_unadmitted); });

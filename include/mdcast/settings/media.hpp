@@ -76,6 +76,7 @@ inline media::FrontDoorConfig door_config(const Settings& s) {
   media::FrontDoorConfig fc;
   fc.max_pending = s.control_server.max_unadmitted * std::max<uint32_t>(1, s.feed.channels);
   fc.first_frame_timeout_ns = s.control_server.unadmitted_timeout_ns;
+  fc.peers = s.control_server.peers;
   return fc;
 }
 
@@ -114,6 +115,7 @@ struct ShmEntry {
     media::shm::Options o;
     o.name = s.feed.name;
     o.control = s.feed.control;
+    o.group = s.shm.group;
     return media::shm::open_control_door(o, door_config(s));
   }
   static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {

@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
 #include "mdcast/core/error.hpp"
+#include "ring_file.hpp"
 
 namespace mdcast::media::shm {
 namespace {
@@ -43,6 +45,22 @@ RingReader wait_for_ring(const Options& o, uid_t owner) {
   }
 }
 
+// The control socket admits whom the ring's file mode admits (its owner,
+// shm.group) and root: its abstract name is listed in /proc/net/unix, so
+// the name hides nothing.
+PeerPolicy control_peers(const Options& o) {
+  PeerPolicy p;
+  p.uid = ::geteuid();
+  if (!o.group.empty()) p.gid = detail::group_id(o.group);
+  return p;
+}
+
+StreamServerConfig server_config(const Options& o) {
+  StreamServerConfig c = o.control_server;
+  c.peers = control_peers(o);
+  return c;
+}
+
 // After a refused peer, the same address is not tried again for this long:
 // a squatter on it costs a connection a second, not one per backoff step.
 constexpr uint64_t kRefusedHoldNs = kNsPerSec;
@@ -70,7 +88,9 @@ std::string channel_ring_name(std::string_view feed, uint32_t channels, uint32_t
 }
 
 std::unique_ptr<ControlFrontDoor> open_control_door(const Options& o, const FrontDoorConfig& cfg) {
-  return std::make_unique<ControlFrontDoor>(new_control_address(o), cfg);
+  FrontDoorConfig c = cfg;
+  c.peers = control_peers(o);
+  return std::make_unique<ControlFrontDoor>(new_control_address(o), c);
 }
 
 // ------------------------------------------------------------- publisher --
@@ -84,7 +104,7 @@ std::string shared_or_new_address(const Options& o) {
 }  // namespace
 
 PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
-    : server_(shared_or_new_address(o), o.control_server, o.control_inbox),
+    : server_(shared_or_new_address(o), server_config(o), o.control_inbox),
       ring_(ring_options(o), session, o.channel, server_.address()),
       sink_(ring_),
       session_(session) {}

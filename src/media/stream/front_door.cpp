@@ -57,6 +57,7 @@ void FrontDoorConfig::validate() const {
 ControlFrontDoor::ControlFrontDoor(const std::string& address, const FrontDoorConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
   listener_ = StreamListener(address, "shared control endpoint");
+  listener_.admit_only(cfg_.peers);
   epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_) fail_errno("shared control endpoint {}: epoll_create1", address);
   listening_ = false;
@@ -96,6 +97,7 @@ void ControlFrontDoor::close_pending(std::map<uint64_t, Pending>::iterator it, C
     case Close::kBadFrame: stats_.bad_first_frame.add(); break;
     case Close::kTimeout: stats_.timeouts.add(); break;
     case Close::kEvicted: stats_.evicted.add(); break;
+    case Close::kEvictedForDescriptor: stats_.descriptor_evictions.add(); break;
     case Close::kInboxFull: stats_.inbox_full.add(); break;
     case Close::kPeer: stats_.peer_closed.add(); break;
   }
@@ -125,6 +127,10 @@ void ControlFrontDoor::accept_all(uint64_t now, size_t& work) {
     if (fd < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EACCES) {
+        stats_.refused_peers.add();
+        continue;
+      }
       // Out of descriptors or memory: the listener stays readable, and a
       // level-triggered wait on it would spin. Look away for a while.
       stats_.accept_failures.add();
@@ -133,6 +139,21 @@ void ControlFrontDoor::accept_all(uint64_t now, size_t& work) {
       return;
     }
     UniqueFd owned(fd);
+    if (listener_.on_reserve()) {
+      // At the open-files limit: the oldest unnamed connection gives its
+      // descriptor to this one; with none, this one is told why.
+      if (pending_.empty()) {
+        stats_.refused_descriptors.add();
+        const auto f = wire::encode_control(
+            0, wire::ErrorReply{wire::ErrorCode::kOverloaded,
+                                "this publisher is out of file descriptors (raise its open-files limit): try again later"});
+        (void)::send(fd, f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        watch_listener(false);
+        resume_at_ = now + cfg_.accept_pause_ns;
+        return;
+      }
+      close_pending(pending_.begin(), Close::kEvictedForDescriptor, 0, {});
+    }
     stats_.accepted.add();
     ++work;
     if (pending_.size() >= cfg_.max_pending) close_pending(pending_.begin(), Close::kEvicted, 0, {});

@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <sys/un.h>
 
 #include <cstddef>
@@ -77,10 +78,14 @@ StreamListener::StreamListener(const std::string& address, std::string_view what
     ::inet_ntop(AF_INET, &in.sin_addr, host, sizeof host);
     address_ = fmt::format("tcp:{}:{}", host, ntohs(in.sin_port));
   }
+  reserve_ = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
 }
 
 StreamListener::StreamListener(StreamListener&& o) noexcept
     : fd_(std::move(o.fd_)),
+      reserve_(std::move(o.reserve_)),
+      peers_(std::move(o.peers_)),
+      on_reserve_(o.on_reserve_),
       family_(o.family_),
       address_(std::move(o.address_)),
       unlink_path_(std::exchange(o.unlink_path_, {})) {}
@@ -89,6 +94,9 @@ StreamListener& StreamListener::operator=(StreamListener&& o) noexcept {
   if (this != &o) {
     if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
     fd_ = std::move(o.fd_);
+    reserve_ = std::move(o.reserve_);
+    peers_ = std::move(o.peers_);
+    on_reserve_ = o.on_reserve_;
     family_ = o.family_;
     address_ = std::move(o.address_);
     unlink_path_ = std::exchange(o.unlink_path_, {});
@@ -100,8 +108,27 @@ StreamListener::~StreamListener() {
   if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
 }
 
-int StreamListener::accept() const noexcept {
-  const int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+int StreamListener::accept() noexcept {
+  on_reserve_ = false;
+  if (!reserve_) reserve_ = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));  // given up before
+  int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE) && reserve_) {
+    reserve_.reset();
+    fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      reserve_ = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      errno = e;
+      return -1;
+    }
+    on_reserve_ = true;
+  }
+  if (fd >= 0 && !admits(peers_, fd, family_)) {
+    ::close(fd);
+    on_reserve_ = false;  // the descriptor it took is free again
+    errno = EACCES;
+    return -1;
+  }
   if (fd >= 0 && family_ == AF_INET) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

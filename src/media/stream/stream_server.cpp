@@ -83,6 +83,7 @@ StreamControlServer::StreamControlServer(const std::string& address, const Strea
   cfg_.validate();
   if (!inbox_) {
     listen_ = StreamListener(address, "control server");
+    listen_.admit_only(cfg_.peers);
     address_ = listen_.address();
   }
   epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
@@ -279,7 +280,7 @@ void StreamControlServer::serve(ClientId id, Conn& c, ControlHandler& h, uint64_
       c.last_frame_ns = now;
       c.partial_since = 0;
       const uint32_t rid = frame.size() >= wire::ctl::kHeaderSize ? load_le<uint32_t>(frame.data() + wire::ctl::kRequestId) : 0;
-      c.holding = !c.admitted && admitted_count_ >= cfg_.max_clients;
+      c.holding = !c.admitted && (admitted_count_ >= cfg_.max_clients || over_share(c));
       const bool keep = h.on_frame(id, frame, now, *this);
       if (c.dead) return;  // cut inside on_frame (its replies passed its share, or the budget)
       if (!keep) {

@@ -28,12 +28,16 @@ void StreamControlServer::cut(ClientId id, Conn& c, Cut why) {
     case Cut::kPeer: stats_.peer_disconnects.add(); break;
     case Cut::kEvicted: stats_.evicted_unadmitted.add(); break;
     case Cut::kRefusedAdmission: stats_.refused_admission.add(); break;
+    case Cut::kRefusedShare: stats_.refused_peer_share.add(); break;
+    case Cut::kEvictedForDescriptor: stats_.descriptor_evictions.add(); break;
     case Cut::kTimeoutUnadmitted: stats_.timeouts_unadmitted.add(); break;
     case Cut::kTimeoutPartial: stats_.timeouts_partial_frame.add(); break;
     case Cut::kTimeoutIdle: stats_.timeouts_idle.add(); break;
   }
-  if (c.admitted) --admitted_count_;
+  if (c.admitted) count_admitted(c, false);
   else unadmitted_.erase(id);
+  // Out of descriptors, the one it holds is needed now.
+  if (why == Cut::kEvictedForDescriptor) c.fd.reset();
   // Its memory goes now, not when the handler hears of it: a cut on the
   // global budget must bring the total down at once.
   freed_since_trim_ += c.out_bytes + c.in.capacity();
@@ -55,7 +59,7 @@ void StreamControlServer::drop(ClientId id, ControlHandler& h) {
   stats_.disconnected.add();
 }
 
-void StreamControlServer::evict_unadmitted() {
+void StreamControlServer::evict_unadmitted(Cut why) {
   // The oldest that never sent a frame, else the oldest: a subscriber half
   // way through authenticating has sent something.
   auto victim = unadmitted_.begin();
@@ -65,16 +69,36 @@ void StreamControlServer::evict_unadmitted() {
       break;
     }
   const ClientId id = *victim;
-  cut(id, conns_.at(id), Cut::kEvicted);
+  cut(id, conns_.at(id), why);
+}
+
+void StreamControlServer::say(int fd, uint32_t rid, const std::string& text) {
+  const auto f = wire::encode_control(rid, wire::ErrorReply{wire::ErrorCode::kOverloaded, text});
+  (void)::send(fd, f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void StreamControlServer::say_full(int fd, uint32_t rid) {
-  const auto f = wire::encode_control(
-      rid, wire::ErrorReply{wire::ErrorCode::kOverloaded,
-                            fmt::format("this publisher admits {} control clients (control.max_clients) and has "
-                                        "{}: try again later, or raise control.max_clients",
-                                        cfg_.max_clients, admitted_count_)});
-  (void)::send(fd, f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  say(fd, rid,
+      fmt::format("this publisher admits {} control clients (control.max_clients) and has {}: try again later, or "
+                  "raise control.max_clients",
+                  cfg_.max_clients, admitted_count_));
+}
+
+bool StreamControlServer::over_share(const Conn& c) const {
+  if (cfg_.max_clients_per_peer == 0 || c.peer.owner) return false;
+  const auto it = per_peer_.find(c.peer.key);
+  return it != per_peer_.end() && it->second >= cfg_.max_clients_per_peer;
+}
+
+void StreamControlServer::count_admitted(const Conn& c, bool admitted) {
+  if (admitted) ++admitted_count_;
+  else --admitted_count_;
+  if (c.peer.owner) return;
+  if (admitted) {
+    ++per_peer_[c.peer.key];
+  } else if (const auto it = per_peer_.find(c.peer.key); it != per_peer_.end() && --it->second == 0) {
+    per_peer_.erase(it);
+  }
 }
 
 void StreamControlServer::set_admitted(ClientId id, Conn& c, bool admitted, uint64_t now, uint32_t rid) {
@@ -85,14 +109,23 @@ void StreamControlServer::set_admitted(ClientId id, Conn& c, bool admitted, uint
       cut(id, c, Cut::kRefusedAdmission);
       return;
     }
+    if (over_share(c)) {
+      if (c.out.empty())
+        say(c.fd.get(), rid,
+            fmt::format("this publisher admits {} control clients of one peer (control.max_clients_per_peer), and "
+                        "yours has them: close some, or raise control.max_clients_per_peer",
+                        cfg_.max_clients_per_peer));
+      cut(id, c, Cut::kRefusedShare);
+      return;
+    }
     unadmitted_.erase(id);
-    ++admitted_count_;
+    count_admitted(c, true);
     c.admitted = true;
     c.last_frame_ns = now;
     c.in.set_max_frame(cfg_.max_frame_admitted);
   } else {
     // Back out of admission (it unsubscribed): held to the short leash again.
-    --admitted_count_;
+    count_admitted(c, false);
     unadmitted_.insert(id);
     c.admitted = false;
     c.unadmitted_since = now;
@@ -108,9 +141,25 @@ void StreamControlServer::accept_all(ControlHandler& h, uint64_t now, size_t& wo
     if (fd < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EACCES) {
+        stats_.refused_peers.add();
+        continue;
+      }
       stats_.accept_failures.add();  // out of descriptors or memory: the connection waits in the backlog
       rescan_ = true;
       return;
+    }
+    if (listen_.on_reserve()) {
+      // At the open-files limit: an idle un-admitted connection gives its
+      // descriptor to this one, or this one is told why and closed.
+      if (unadmitted_.empty()) {
+        stats_.refused_descriptors.add();
+        say(fd, 0, "this publisher is out of file descriptors (raise its open-files limit): try again later");
+        ::close(fd);
+        rescan_ = true;
+        return;
+      }
+      evict_unadmitted(Cut::kEvictedForDescriptor);
     }
     add_client(UniqueFd(fd), h, now, work);
   }
@@ -148,6 +197,7 @@ void StreamControlServer::add_client(UniqueFd owned, ControlHandler& h, uint64_t
   sweep_ids_.push_back(id);
   Conn& c = it->second;
   c.fd = std::move(owned);
+  c.peer = identify_peer(c.fd.get());
   c.connected_ns = c.unadmitted_since = c.last_frame_ns = now;
   c.in.set_max_frame(cfg_.max_frame_unadmitted);
   h.on_connect(id, now);

@@ -109,7 +109,9 @@ class Conn {
 
   // Connects (blocking, up to timeout_ms) and makes the socket non-blocking.
   // nullopt with `why` set on failure.
-  static std::optional<Conn> open(const std::string& address, std::string* why, int timeout_ms = 2000);
+  // `from`: a TCP client's source address (an IPv4 literal; "" = the kernel's choice).
+  static std::optional<Conn> open(const std::string& address, std::string* why, int timeout_ms = 2000,
+                                  const std::string& from = {});
 
   [[nodiscard]] int fd() const noexcept { return fd_.get(); }
   // Non-blocking write: n = bytes taken (0 on kAgain).
@@ -151,6 +153,11 @@ int idle_sockets(const std::string& address, unsigned count, double seconds);
 int half_frame(const std::string& address, double seconds, uint32_t length, bool subscribe_first);
 int garbage(const std::string& address, uint64_t seed, unsigned timeout_ms);
 int bad_credentials(const std::string& address, double seconds, unsigned clients);
+// `count` connections, one after another, each subscribing and then held
+// (read never again) for `seconds`: one peer asking for every slot.
+int subscribers(const std::string& address, unsigned count, double seconds, const std::string& from);
+// Becomes user `uid` (root only), with that id as its group and no others.
+void become_user(unsigned uid);
 
 struct RingTarget {
   std::string name;

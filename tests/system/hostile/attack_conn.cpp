@@ -1,5 +1,6 @@
 // The attacker's plumbing: reports, connections, skimming replies, resolving
 // "shm:NAME" addresses.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -147,7 +148,7 @@ Answer FrameSkimmer::finish() {
 
 // ------------------------------------------------------------- connection --
 
-std::optional<Conn> Conn::open(const std::string& address, std::string* why, int timeout_ms) {
+std::optional<Conn> Conn::open(const std::string& address, std::string* why, int timeout_ms, const std::string& from) {
   media::SocketAddress sa;
   try {
     sa = media::SocketAddress::parse(address);
@@ -163,6 +164,15 @@ std::optional<Conn> Conn::open(const std::string& address, std::string* why, int
   // A connect that waits for room in a full backlog gives up after this.
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (!from.empty()) {
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    if (sa.family != AF_INET || ::inet_pton(AF_INET, from.c_str(), &src.sin_addr) != 1 ||
+        ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&src), sizeof src) != 0) {
+      if (why) *why = fmt::format("bind {} for {}: {}", from, address, std::strerror(errno));
+      return std::nullopt;
+    }
+  }
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa.storage), sa.length) != 0) {
     if (why) *why = fmt::format("connect {}: {}", address, std::strerror(errno));
     return std::nullopt;

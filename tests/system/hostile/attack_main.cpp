@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
 
   std::string address;
   double seconds = 3;
+  std::optional<unsigned> as_uid;
+  app.add_option("--as-uid", as_uid, "run the attack as this user (root only): another local account");
   auto add_address = [&](CLI::App* s) {
     s->add_option("address", address, "control address: unix:@name, tcp:host:port, or shm:NAME (read from the ring)")
         ->required();
@@ -64,6 +66,13 @@ int main(int argc, char** argv) {
   cred->add_option("--seconds", seconds, "how long");
   cred->add_option("--clients", cred_clients, "connections trying at once");
 
+  std::string from;
+  auto* subs = app.add_subcommand("subscribers", "N connections that subscribe, one after another, and hold on");
+  add_address(subs);
+  subs->add_option("--count", count, "connections");
+  subs->add_option("--seconds", seconds, "how long to hold them once all were tried");
+  subs->add_option("--from", from, "TCP source address (an IPv4 literal on this host, e.g. 127.0.0.2)");
+
   RingTarget ring;
   unsigned uid = 65534;
   std::string control;
@@ -92,6 +101,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   install_signal_handlers();
   try {
+    if (as_uid) become_user(*as_uid);
     if (snap->parsed()) {
       flood_args.address = address;
       return snapshot_flood(flood_args);
@@ -102,6 +112,7 @@ int main(int argc, char** argv) {
     }
     if (nr->parsed()) return never_read(address, clients, seconds);
     if (idle->parsed()) return idle_sockets(address, count, seconds);
+    if (subs->parsed()) return subscribers(address, count, seconds, from);
     if (half->parsed()) return half_frame(address, seconds, length, subscribe_first);
     if (garb->parsed()) return garbage(address, seed, timeout_ms);
     if (cred->parsed()) return bad_credentials(address, seconds, cred_clients);

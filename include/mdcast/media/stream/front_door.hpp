@@ -18,9 +18,12 @@
 // `first_frame_timeout_ns`; a first frame of another type, another version,
 // or an unknown channel is answered with an Error saying why and closed; a
 // channel whose inbox is full (its thread has not taken up the last 64) turns
-// the connection away with kOverloaded rather than holding it. Accepting
-// stops for a while when the process is out of descriptors instead of
-// spinning on a listener that stays readable. Every outcome is counted.
+// the connection away with kOverloaded rather than holding it. Peers that
+// `peers` refuses (peer.hpp) are closed as they are accepted, before a byte
+// is read. At the open-files limit the listener's reserve descriptor takes
+// a new connection and the oldest unnamed one is closed for it; with none
+// to close, accepting stops for a while instead of spinning on a listener
+// that stays readable. Every outcome is counted.
 //
 // Threads: ControlFrontDoor is single-threaded (its owner's); each inbox has
 // one producer (the door) and one consumer (the channel's server), and is
@@ -40,6 +43,7 @@
 #include "mdcast/core/fd.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/listener.hpp"
+#include "mdcast/media/peer.hpp"
 
 namespace mdcast::media {
 
@@ -73,6 +77,7 @@ struct FrontDoorConfig {
   size_t accepts_per_poll = 64;
   uint64_t first_frame_timeout_ns = 5 * kNsPerSec;
   uint64_t accept_pause_ns = 100 * kNsPerMs;  // after accept() failed for want of descriptors or memory
+  PeerPolicy peers;                           // who may connect at all
   // Throws Error naming the setting that cannot work.
   void validate() const;
 };
@@ -87,6 +92,9 @@ struct FrontDoorConfig {
   X(evicted, "connections closed to make room (max_pending reached): the oldest unnamed")            \
   X(inbox_full, "connections turned away: their channel's thread had not taken up the last 64")      \
   X(peer_closed, "connections that closed before naming a channel")                                  \
+  X(refused_peers, "connections closed at accept: a peer not admitted (another user, an address outside control.allow)") \
+  X(descriptor_evictions, "unnamed connections closed at the open-files limit for a new one")           \
+  X(refused_descriptors, "connections turned away at the open-files limit (nothing to close for them)") \
   X(accept_failures, "accept() failed (EMFILE/ENFILE: raise the open-files limit); accepting paused")
 MDCAST_DEFINE_COUNTER_STRUCT(FrontDoorStats, MDCAST_FRONT_DOOR_COUNTERS);
 
@@ -123,7 +131,7 @@ class ControlFrontDoor {
     UniqueFd fd;
     uint64_t since = 0;
   };
-  enum class Close { kUnknownChannel, kBadFrame, kTimeout, kEvicted, kInboxFull, kPeer };
+  enum class Close { kUnknownChannel, kBadFrame, kTimeout, kEvicted, kEvictedForDescriptor, kInboxFull, kPeer };
 
   void accept_all(uint64_t now, size_t& work);
   // Looks at what connection id has sent so far; routes or closes it.

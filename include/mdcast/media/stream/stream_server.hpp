@@ -16,11 +16,19 @@
 //     handler streaming a long reply how far it may go; once c's queue drains
 //     under `writable_low_bytes` and the handler has_pending(c), the server
 //     calls on_writable(c) (at most `writable_calls_per_poll` per poll).
+//   * who: peers `peers` refuses (another user on a Unix socket, an
+//     address outside the allowed networks on TCP: peer.hpp) are closed as
+//     they are accepted, before a byte is read. Admitted clients of one
+//     peer (a uid, an IPv4 address) are held to `max_clients_per_peer`, so
+//     one peer cannot take every slot; the publisher's own user is exempt
+//     (it could stop the publisher anyway).
 //   * connections: clients the handler has not admitted (not yet
 //     authenticated and subscribed) are held to `max_unadmitted`; a new
 //     connection over that closes the oldest of them (the oldest that sent
 //     nothing, if any: a subscriber authenticates within a round trip, an
-//     idle socket had its chance). Admitted clients are held to
+//     idle socket had its chance; at the open-files limit, the listener's
+//     reserve descriptor takes the new connection and the oldest un-admitted
+//     one is closed for it). Admitted clients are held to
 //     `max_clients`: past it a connection, or a frame that would admit its
 //     client, is answered an Error (kOverloaded, saying so) and closed;
 //     while every slot is taken, what the handler replies to an un-admitted
@@ -66,6 +74,7 @@
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/front_door.hpp"
 #include "mdcast/media/stream/listener.hpp"
+#include "mdcast/media/peer.hpp"
 #include "mdcast/wire/control.hpp"
 
 namespace mdcast::media {
@@ -81,6 +90,8 @@ struct StreamServerConfig {
   size_t writable_calls_per_poll = 16;
   // Connections.
   size_t max_clients = 1024;             // admitted clients
+  size_t max_clients_per_peer = 256;     // admitted clients of one peer (uid, IPv4 address); 0: no share
+  PeerPolicy peers;                      // who may connect at all (peer.hpp)
   size_t max_unadmitted = 64;            // connections not (yet) admitted
   size_t accepts_per_poll = 16;
   // Inbound frames. A Subscribe that lists instruments one by one takes 4
@@ -108,6 +119,10 @@ struct StreamServerConfig {
   X(refused, "connections refused: every admitted slot (max_clients) is taken")           \
   X(accept_failures, "accept() failed (EMFILE/ENFILE: raise the open-files limit)")       \
   X(refused_admission, "clients cut at admission: max_clients already admitted")          \
+  X(refused_peer_share, "clients cut at admission: their peer already holds max_clients_per_peer") \
+  X(refused_peers, "connections closed at accept: a peer not admitted (another user, an address outside control.allow)") \
+  X(descriptor_evictions, "un-admitted connections closed at the open-files limit for a new one") \
+  X(refused_descriptors, "connections turned away at the open-files limit (nothing to close for them)") \
   X(evicted_unadmitted, "un-admitted connections closed to make room for a new one")      \
   X(timeouts_unadmitted, "connections closed: not admitted within the timeout")           \
   X(timeouts_partial_frame, "connections closed: a frame begun and not finished in time") \
@@ -174,6 +189,7 @@ class StreamControlServer final : public ReplySink {
  private:
   struct Conn {
     UniqueFd fd;
+    Peer peer;
     wire::FrameAssembler in;
     std::deque<std::vector<std::byte>> out;
     size_t out_off = 0;
@@ -195,7 +211,7 @@ class StreamControlServer final : public ReplySink {
     std::vector<std::vector<std::byte>> held;
   };
   enum class Cut { kSlow, kMemory, kBadStream, kOversize, kHandler, kPeer, kEvicted, kRefusedAdmission,
-                   kTimeoutUnadmitted, kTimeoutPartial, kTimeoutIdle };
+                   kRefusedShare, kEvictedForDescriptor, kTimeoutUnadmitted, kTimeoutPartial, kTimeoutIdle };
 
   void accept_all(ControlHandler& h, uint64_t now, size_t& work);
   void adopt_all(ControlHandler& h, uint64_t now, size_t& work);
@@ -207,12 +223,16 @@ class StreamControlServer final : public ReplySink {
   // Tells a client there is no room (an Error frame written straight to its
   // socket, which holds nothing else yet), before it is closed.
   void say_full(int fd, uint32_t rid);
+  void say(int fd, uint32_t rid, const std::string& text);
+  // Whether admitting c would pass its peer's share.
+  [[nodiscard]] bool over_share(const Conn& c) const;
+  void count_admitted(const Conn& c, bool admitted);
   void note_pending(ClientId id, Conn& c, ControlHandler& h);
   void serve_writable(ControlHandler& h, uint64_t now, size_t& work);
   void sweep(ControlHandler& h, uint64_t now);
   void flush(ClientId id, Conn& c);
   void enforce_budget();
-  void evict_unadmitted();
+  void evict_unadmitted(Cut why = Cut::kEvicted);
   void cut(ClientId id, Conn& c, Cut why);
   void drop(ClientId id, ControlHandler& h);
   [[nodiscard]] size_t writable_low() const noexcept;
@@ -228,6 +248,7 @@ class StreamControlServer final : public ReplySink {
   std::unordered_map<ClientId, Conn> conns_;
   std::set<ClientId> unadmitted_;  // live, not admitted; ids grow, so begin() is the oldest
   size_t admitted_count_ = 0;      // live, admitted
+  std::unordered_map<uint64_t, size_t> per_peer_;  // live, admitted, by Peer::key (owners not counted)
   std::deque<ClientId> ready_;     // round robin of clients with input to handle
   std::deque<ClientId> writable_;  // clients whose streamed reply may continue
   std::vector<ClientId> dying_;    // cut (possibly inside a handler's send): dropped at the end of poll
