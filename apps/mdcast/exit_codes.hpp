@@ -17,5 +17,8 @@ inline constexpr int kUsage = 2;
 inline constexpr int kSetup = 3;
 // Stopped by SIGINT or SIGTERM before the end (128 + SIGINT, as shells do).
 inline constexpr int kInterrupted = 130;
+// Its output's reader went away (`| head`): stdout or stderr is a closed
+// pipe. 128 + SIGPIPE, what a shell reports for a command SIGPIPE ended.
+inline constexpr int kOutputClosed = 141;
 
 }  // namespace mdcast::app::exit_code

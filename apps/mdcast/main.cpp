@@ -14,11 +14,14 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <new>
+#include <system_error>
 
 #include "bench/command.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "output.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "record_commands.hpp"
@@ -299,13 +302,22 @@ int main(int argc, char** argv) {
     if (rec->parsed()) return run_record(s, record_args);
     if (rep->parsed()) return run_replay(s, replay_args);
   } catch (const UsageError& e) {
-    fmt::print(stderr, "mdcast: {}\n", e.what());
+    report_noexcept(e.what());
     return exit_code::kUsage;
   } catch (const Error& e) {
-    fmt::print(stderr, "mdcast: {}\n", e.what());
+    report_noexcept(e.what());
     return g_stop ? exit_code::kInterrupted : exit_code::kSetup;
+  } catch (const std::system_error& e) {
+    // A print to stdout or stderr whose reader went away (`| head`): quietly.
+    if (closed_pipe(e)) return exit_code::kOutputClosed;
+    report_noexcept(fmt::format("unexpected error: {}", e.what()));
+    return exit_code::kSetup;
+  } catch (const std::bad_alloc&) {
+    // Setup sizes what it allocates against MemAvailable first; this is what slipped past.
+    report_noexcept("out of memory (std::bad_alloc) while setting up: lower the feed.max_* settings or free memory");
+    return exit_code::kSetup;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "mdcast: unexpected error: {}\n", e.what());
+    report_noexcept(fmt::format("unexpected error: {}", e.what()));
     return exit_code::kSetup;
   }
   return exit_code::kOk;

@@ -24,6 +24,7 @@
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/stats/counters_file.hpp"
+#include "output.hpp"
 #include "print.hpp"
 #include "settings.hpp"
 #include "exit_codes.hpp"
@@ -77,18 +78,22 @@ struct AppHandler {
     AppTotals& t = *totals;
     ++t.delivered;
     if (!d.recovered && d.receive_time_ns > d.send_time_ns) t.latency.record(d.receive_time_ns - d.send_time_ns);
-    if (t.print) t.printer.print(m, d);
+    if (t.print) print_noexcept(stdout, [&] { t.printer.print(m, d); });
   }
   void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
     if (totals->print && b && b->book(inst).instrument_seq() > 0)
-      fmt::print("snapshot instrument={} seq={} orders={}\n", inst, b->book(inst).instrument_seq(),
-                 b->book(inst).order_count());
+      print_noexcept(stdout, [&] {
+        fmt::print("snapshot instrument={} seq={} orders={}\n", inst, b->book(inst).instrument_seq(),
+                   b->book(inst).order_count());
+      });
   }
   void on_reset(uint64_t session) noexcept {
-    if (totals->print) fmt::print("session {:016x}: books reset\n", session);
+    if (totals->print) print_noexcept(stdout, [&] { fmt::print("session {:016x}: books reset\n", session); });
   }
   void on_event(feed::SubscriberEvent e, std::string_view detail) noexcept {
-    fmt::print(stderr, "mdcast subscribe: {}{}{}{}\n", channel, to_string(e), detail.empty() ? "" : ": ", detail);
+    print_noexcept(stderr, [&] {
+      fmt::print(stderr, "mdcast subscribe: {}{}{}{}\n", channel, to_string(e), detail.empty() ? "" : ": ", detail);
+    });
   }
 };
 
@@ -169,6 +174,8 @@ int subscribe(Settings& s) {
   if (out.ending == SubscriberEnding::kPublisherLost && never)
     fmt::print(stderr, "mdcast subscribe: nothing from a publisher in {:.1f} s on {}: is one publishing there?\n",
                r.seconds, rt.described());
+  // Stopped because what it printed has no reader left: not an interruption.
+  if (g_stdout_closed.load(std::memory_order_relaxed)) return exit_code::kOutputClosed;
   if (out.ending == SubscriberEnding::kStopped) return exit_code::kInterrupted;
   if (good) return exit_code::kOk;
   // Refused (credentials, entitlements) or never heard: the setup is wrong;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/resources.hpp"
 
 namespace mdcast::book {
 
@@ -15,6 +16,10 @@ Generator::Generator(const GeneratorConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
   if (cfg.max_orders < 4 || cfg.target_orders == 0 || cfg.target_orders > cfg.max_orders)
     fail("generator order limits invalid: target {} max {}", cfg.target_orders, cfg.max_orders);
   if (cfg.price_band_ticks == 0 || cfg.tick <= 0) fail("generator price band and tick must be positive");
+  // Up to 2^20 instruments x 120 orders: gigabytes, asked for before they are zeroed.
+  const uint64_t bytes = uint64_t{cfg_.instruments} * (cfg.max_orders * sizeof(Resting) + sizeof(Instrument) + sizeof(double));
+  check_memory(bytes, fmt::format("the synthetic order flow ({} instruments x {} resting orders)", cfg_.instruments, cfg.max_orders),
+               "generate fewer instruments (publisher.instruments)");
   cdf_.resize(cfg_.instruments);
   double sum = 0;
   for (uint32_t r = 0; r < cfg_.instruments; ++r) {

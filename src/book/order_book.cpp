@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <new>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/resources.hpp"
 
 namespace mdcast::book {
 namespace {
@@ -60,13 +62,18 @@ BookSet::BookSet(const BookConfig& cfg) : cfg_(cfg) {
     fail("book capacities must be positive (instruments {}, orders {}, levels {})", cfg.max_instruments,
          cfg.max_orders, cfg.max_levels);
   if (cfg.max_orders >= (1u << 30)) fail("max_orders {} too large (limit 2^30)", cfg.max_orders);
-  books_ = std::make_unique<OrderBook[]>(cfg.max_instruments);
-  levels_ = std::make_unique<Level[]>(size_t{cfg.max_instruments} * 2 * cfg.max_levels);
-  // Default-initialised (not zeroed): clear_all() sets what must be set.
-  pool_ = std::make_unique_for_overwrite<Order[]>(cfg.max_orders);
-  links_ = std::make_unique_for_overwrite<Link[]>(cfg.max_orders);
   const uint64_t cap = std::bit_ceil(uint64_t{cfg.max_orders} * 2);
-  index_ = std::make_unique_for_overwrite<Slot[]>(cap);
+  try {
+    books_ = std::make_unique<OrderBook[]>(cfg.max_instruments);
+    levels_ = std::make_unique<Level[]>(size_t{cfg.max_instruments} * 2 * cfg.max_levels);
+    // Default-initialised (not zeroed): clear_all() sets what must be set.
+    pool_ = std::make_unique_for_overwrite<Order[]>(cfg.max_orders);
+    links_ = std::make_unique_for_overwrite<Link[]>(cfg.max_orders);
+    index_ = std::make_unique_for_overwrite<Slot[]>(cap);
+  } catch (const std::bad_alloc&) {
+    fail("cannot allocate {} for books of {} instruments, {} orders, {} levels per side: out of memory",
+         format_bytes(footprint(cfg)), cfg.max_instruments, cfg.max_orders, cfg.max_levels);
+  }
   index_mask_ = cap - 1;
   for (uint32_t i = 0; i < cfg.max_instruments; ++i) {
     OrderBook& b = books_[i];
@@ -77,6 +84,12 @@ BookSet::BookSet(const BookConfig& cfg) : cfg_(cfg) {
     global_checksum_ += b.checksum_;
   }
   clear_all();
+}
+
+uint64_t BookSet::footprint(const BookConfig& cfg) noexcept {
+  const uint64_t inst = cfg.max_instruments, orders = cfg.max_orders;
+  return inst * sizeof(OrderBook) + inst * 2 * cfg.max_levels * sizeof(Level) + orders * (sizeof(Order) + sizeof(Link)) +
+         std::bit_ceil(orders * 2) * sizeof(Slot);
 }
 
 void BookSet::clear_all() noexcept {

@@ -5,6 +5,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -33,15 +35,22 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     const std::string item = text.substr(pos, comma - pos);
     pos = comma + 1;
     if (item.empty()) fail("CPU list '{}' has an empty element (example: 0,1 or 0-3)", text);
-    int lo = 0, hi = 0;
-    char extra = 0;
-    if (std::sscanf(item.c_str(), "%d-%d%c", &lo, &hi, &extra) == 2) {
-    } else if (std::sscanf(item.c_str(), "%d%c", &lo, &extra) == 1) {
-      hi = lo;
-    } else {
-      fail("'{}' in CPU list '{}' is not a CPU id or range (example: 0,1 or 0-3)", item, text);
-    }
-    if (lo < 0 || hi < lo) fail("'{}' in CPU list '{}' is not a valid range", item, text);
+    // from_chars, not sscanf("%d"): 4294967297 must be refused, not wrap to CPU 1.
+    auto cpu = [&](std::string_view t) {
+      while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+      while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+      int c = 0;
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), c);
+      if (ec == std::errc::result_out_of_range || (ec == std::errc{} && end == t.data() + t.size() && c >= CPU_SETSIZE))
+        fail("'{}' in CPU list '{}' is not a CPU id: CPU ids are below {}", t, text, CPU_SETSIZE);
+      if (ec != std::errc{} || end != t.data() + t.size() || t.empty() || c < 0)
+        fail("'{}' in CPU list '{}' is not a CPU id or range (example: 0,1 or 0-3)", item, text);
+      return c;
+    };
+    const size_t dash = item.find('-');
+    const int lo = cpu(std::string_view(item).substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : cpu(std::string_view(item).substr(dash + 1));
+    if (hi < lo) fail("'{}' in CPU list '{}' is not a valid range", item, text);
     for (int c = lo; c <= hi; ++c) {
       if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
         fail("CPU {} is not available to this process (allowed: {})", c, format_cpu_list(allowed));

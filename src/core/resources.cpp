@@ -69,15 +69,17 @@ void check_room(uint64_t bytes, const std::string& dir, const std::string& what,
          format_bytes(fs->free_bytes), fs->huge_pages ? " (huge pages)" : "", advice);
   // Memory-backed files are the host's memory: a ring that does not fit in
   // what is available would be populated until the OOM killer chose someone.
-  if (fs && fs->memory_backed) {
-    const auto avail = memory_available_bytes();
-    if (avail && bytes > *avail)
-      fail("{} needs {}, this host has {} of memory available (MemAvailable in /proc/meminfo): {}", what,
-           format_bytes(bytes), format_bytes(*avail), advice);
-  }
+  if (fs && fs->memory_backed) check_memory(bytes, what, advice);
 }
 
-void reserve_file(int fd, uint64_t bytes, const std::string& path) {
+void check_memory(uint64_t bytes, const std::string& what, const std::string& advice) {
+  const auto avail = memory_available_bytes();
+  if (avail && bytes > *avail)
+    fail("{} needs {}, this host has {} of memory available (MemAvailable in /proc/meminfo): {}", what,
+         format_bytes(bytes), format_bytes(*avail), advice);
+}
+
+void reserve_file(int fd, uint64_t bytes, const std::string& path, const std::string& advice) {
   if (bytes == 0) return;
   // fallocate(2) itself: glibc's posix_fallocate emulates a missing one by
   // writing a byte per block, which hugetlbfs refuses; EOPNOTSUPP falls back
@@ -90,9 +92,8 @@ void reserve_file(int fd, uint64_t bytes, const std::string& path) {
   if (::fstatvfs(fd, &vfs) == 0)
     room = fmt::format(", its file system has {} free", format_bytes(static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize));
   if (rc == ENOSPC)
-    fail("{} needs {}{}: no space left to back it (a mapping of it would die with SIGBUS); free space there or "
-         "make it smaller",
-         path, format_bytes(bytes), room);
+    fail("{} needs {}{}: no space left to back it (a mapping of it would die with SIGBUS); {}", path,
+         format_bytes(bytes), room, advice);
   fail("cannot reserve {} for {}{}: {} (errno {})", format_bytes(bytes), path, room, std::strerror(rc), rc);
 }
 

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 
+#include <algorithm>
 #include <map>
 #include <toml++/toml.h>
 
+#include "mdcast/book/order_book.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/resources.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/media/channel_group.hpp"
 #include "mdcast/settings/values.hpp"
@@ -43,6 +46,28 @@ const char* removed_key(const std::string& key) {
     return "credentials no longer travel: list identities, secrets and entitlements in a secrets file "
            "(`mdcast secret new --identity NAME --instruments LIST`) and set publisher.secrets to its path";
   return nullptr;
+}
+
+// What the books (one BookSet per channel) and `extra` (a window or a
+// retransmit ring per channel, named by its setting) take, against the
+// host's MemAvailable: every one of these settings is in range for some
+// host, so the refusal names the settings, their values and the bytes.
+void check_footprint(const Settings& s, std::string_view role, uint64_t extra, std::string_view extra_key) {
+  const book::BookConfig bc{s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  const uint64_t levels = uint64_t{bc.max_instruments} * 2 * bc.max_levels * sizeof(book::Level);
+  const uint64_t books = book::BookSet::footprint(bc);
+  const uint64_t n = s.feed.channels;
+  const uint64_t total = n * (books + extra);
+  const std::string what = fmt::format(
+      "the {}'s memory for books (feed.max_instruments {} x feed.max_levels {} per side: {}; feed.max_orders {}: {}){}{}", role,
+      bc.max_instruments, bc.max_levels, format_bytes(levels), bc.max_orders, format_bytes(books - levels),
+      extra ? fmt::format(" and {} ({})", extra_key, format_bytes(extra)) : std::string(),
+      n > 1 ? fmt::format(" for each of feed.channels {}", n) : std::string());
+  const uint64_t largest = std::max({levels, books - levels, extra});
+  const std::string advice = largest == levels        ? "lower feed.max_levels or feed.max_instruments"
+                             : largest == books - levels ? "lower feed.max_orders"
+                                                        : fmt::format("lower {}", extra_key);
+  check_memory(total, what, advice);
 }
 
 }  // namespace
@@ -108,6 +133,11 @@ void load_config(Settings& s, const std::string& path) {
 feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   if (s.pub.instruments > s.feed.max_instruments)
     fail_usage("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
+  // More than can be admitted would hold the feed until the wait times out.
+  if (s.pub.wait_subscribers > s.control_server.max_clients)
+    fail_usage("publisher.wait_subscribers (--wait-subscribers) {} exceeds control.max_clients {}, the subscribers "
+               "admitted at most: the publisher would wait in vain (raise control.max_clients or wait for fewer)",
+               s.pub.wait_subscribers, s.control_server.max_clients);
   feed::PublisherConfig pc;
   pc.channel = s.feed.channel;
   pc.session = session;
@@ -121,6 +151,9 @@ feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   pc.pacing.rate = s.pub.pacing_rate;
   pc.pacing.min_rate = s.pub.pacing_min_rate;
   pc.books = {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  // Over shm (auto is shm on one host) the ring is the retransmit history, sized and checked by the medium.
+  const bool ring = s.feed.medium == MediumKind::kUdp || s.feed.medium == MediumKind::kVerbs;
+  check_footprint(s, "publisher", ring ? s.pub.retransmit_bytes : 0, "publisher.retransmit_bytes");
   return pc;
 }
 
@@ -145,6 +178,7 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   sc.instruments = s.sub.instruments;
   sc.window_bytes = s.sub.window_bytes;
   sc.books = {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  check_footprint(s, "subscriber", s.sub.window_bytes, "subscriber.window_bytes");
   sc.verify_checksums = s.sub.verify;
   sc.capacity = s.sub.capacity;
   sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;

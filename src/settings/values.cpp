@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 
 #include "mdcast/settings/values.hpp"
@@ -39,6 +40,35 @@ double number_with_suffix(const std::string& raw, const std::map<std::string, do
   }
   if (!std::isfinite(x * mult)) fail("'{}' is out of range", raw);
   return x * mult;
+}
+
+uint64_t parse_whole(const std::string& raw, uint64_t lo, uint64_t hi) {
+  const std::string v = trim(raw);
+  auto refuse = [&] { fail("'{}' must be a whole number in [{}, {}]", raw, lo, hi); };
+  if (v.find('.') != std::string::npos) {
+    // "1.5k": a fraction only makes sense with a unit; the product must still be whole.
+    const double x = number_with_suffix(v, {{"k", 1e3}, {"M", 1e6}}, 1, "a whole number", "16, 1k");
+    if (x != std::floor(x) || x >= 0x1p63 || x < static_cast<double>(lo) || x > static_cast<double>(hi)) refuse();
+    return static_cast<uint64_t>(x);
+  }
+  size_t i = 0;
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) ++i;
+  const std::string suf = trim(v.substr(i));
+  if (i == 0) fail("'{}' is not a whole number (example: 16, 1k)", raw);
+  uint64_t mult = 1;
+  if (suf == "k")
+    mult = 1000;
+  else if (suf == "M")
+    mult = 1000000;
+  else if (!suf.empty())
+    fail("'{}' is not a whole number: unknown unit '{}' (example: 16, 1k)", raw, suf);
+  uint64_t x = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + i, x);
+  if (ec == std::errc::result_out_of_range || end != v.data() + i) refuse();
+  if (x > hi / mult) refuse();  // before multiplying: the product must not wrap either
+  x *= mult;
+  if (x < lo || x > hi) refuse();
+  return x;
 }
 
 bool parse_bool(const std::string& v) {

@@ -12,6 +12,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/fd.hpp"
 #include "mdcast/core/process.hpp"
+#include "mdcast/core/resources.hpp"
 
 namespace mdcast::stats {
 namespace {
@@ -60,11 +61,18 @@ CountersFile::CountersFile(std::string role, std::string name, std::string mediu
   ::unlink(path_.c_str());  // our own pid's leftover can only be stale
   UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd) fail_errno("cannot create counters file {}", path_);
-  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
+  // A constructor that throws runs no destructor: the file goes here, so a
+  // refused start leaves nothing behind for `stat --clean`.
+  try {
+    // Allocated, not just sized (ftruncate): on a full file system a sparse
+    // file maps fine and then kills every process writing a counter with SIGBUS.
+    reserve_file(fd.get(), bytes, "counters file " + path_,
+                 "free space there or point MDCAST_STAT_DIR at another directory");
+    mem_ = MappedMemory::shared(fd.get(), bytes, true, "counters file " + path_);
+  } catch (...) {
     ::unlink(path_.c_str());
-    fail_errno("cannot size counters file {}", path_);
+    throw;
   }
-  mem_ = MappedMemory::shared(fd.get(), bytes, true, "counters file " + path_);
   auto* h = new (mem_.data()) Header{};
   h->version = kStatVersion;
   h->count = static_cast<uint32_t>(n);

@@ -44,6 +44,42 @@ TEST(Settings, FormattersRoundTrip) {
   EXPECT_EQ(format_rate(1e5), "100k");
 }
 
+// Whole numbers are read as integers: a value past the target type is
+// refused, never rounded through a double and wrapped (2^64 -> 0).
+TEST(Settings, WholeNumbersThatDoNotFitAreRefused) {
+  Settings s;
+  apply_setting(s, "publisher.session", "18446744073709551615", "test");
+  EXPECT_EQ(s.pub.session, ~uint64_t{0});
+  for (const char* v : {"18446744073709551616", "18446744073709551617", "99999999999999999999999", "-1", "1.5", "1e3"}) {
+    SCOPED_TRACE(v);
+    EXPECT_THROW(apply_setting(s, "publisher.session", v, "test"), UsageError);
+  }
+  EXPECT_EQ(s.pub.session, ~uint64_t{0});
+  apply_setting(s, "feed.max_orders", "1k", "test");
+  EXPECT_EQ(s.feed.max_orders, 1000u);
+  apply_setting(s, "feed.max_orders", "1.5k", "test");
+  EXPECT_EQ(s.feed.max_orders, 1500u);
+  EXPECT_THROW(apply_setting(s, "feed.max_orders", "536870913", "test"), UsageError);
+  EXPECT_THROW(apply_setting(s, "feed.max_orders", "18446744073709551k", "test"), UsageError);  // wraps when multiplied
+  EXPECT_THROW(apply_setting(s, "feed.max_levels", "4294967297", "test"), UsageError);
+  try {
+    apply_setting(s, "publisher.session", "18446744073709551616", "--session");
+    FAIL() << "2^64 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("[0, 18446744073709551615]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Settings, CpuIdsThatDoNotFitAreRefused) {
+  Settings s;
+  for (const char* v : {"4294967297", "4294967296-4294967297", "0-4294967297", "99999999999", "-1", "1x", "1-"}) {
+    SCOPED_TRACE(v);
+    EXPECT_THROW(apply_setting(s, "publisher.cpus", v, "test"), UsageError);
+    EXPECT_THROW(apply_setting(s, "subscriber.cpu", v, "test"), UsageError);
+  }
+  EXPECT_TRUE(s.pub.cpus.empty());
+}
+
 TEST(Settings, InfoOfAnUnknownKeyIsAnError) {
   EXPECT_THROW((void)setting_info("publisher.nope"), Error);
   EXPECT_EQ(setting_info("publisher.rate").type, "RATE");

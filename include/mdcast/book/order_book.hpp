@@ -93,7 +93,12 @@ class OrderBook {
 
 class BookSet {
  public:
+  // Throws Error naming the capacities and the bytes when they cannot be
+  // allocated (never a bare std::bad_alloc).
   explicit BookSet(const BookConfig& cfg);
+  // What a BookSet of cfg allocates, in bytes: asked before building one, so
+  // that capacities the host cannot hold are refused with numbers.
+  [[nodiscard]] static uint64_t footprint(const BookConfig& cfg) noexcept;
   BookSet(BookSet&&) noexcept = default;
   BookSet& operator=(BookSet&&) noexcept = default;
   BookSet(const BookSet&) = delete;

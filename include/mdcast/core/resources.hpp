@@ -38,10 +38,19 @@ struct FsSpace {
 // a file system that cannot be asked passes (reserve_file still catches it).
 void check_room(uint64_t bytes, const std::string& dir, const std::string& what, const std::string& advice);
 
+// Throws Error unless `bytes` of private memory fit in what the host has
+// available (MemAvailable): "<what> need(s) 3 GiB, this host has 2 GiB of
+// memory available (MemAvailable in /proc/meminfo): <advice>". Asked before
+// allocating, so that a setting in its range but beyond this host is refused
+// with numbers instead of a bad_alloc, an OOM kill or minutes of paging.
+// Passes where MemAvailable cannot be read.
+void check_memory(uint64_t bytes, const std::string& what, const std::string& advice);
+
 // Allocates [0, bytes) of the open file fd (fallocate; the file grows to
 // `bytes`), so that every page of a later shared mapping is backed. Throws
 // Error naming `path`, the size and the space left when the file system is
-// full (ENOSPC) or refuses.
-void reserve_file(int fd, uint64_t bytes, const std::string& path);
+// full (ENOSPC, ending with `advice`: what the operator can do) or refuses.
+void reserve_file(int fd, uint64_t bytes, const std::string& path,
+                  const std::string& advice = "free space there or make it smaller");
 
 }  // namespace mdcast

@@ -184,7 +184,11 @@ std::vector<SettingInfo> known_settings();
 SettingInfo setting_info(const std::string& key);
 
 // The engines' configurations from the settings: the one mapping, used by
-// publish, subscribe, demo and bench alike.
+// publish, subscribe, demo and bench alike. publisher_config and
+// subscriber_config throw UsageError for settings that contradict each other
+// (publisher.wait_subscribers above control.max_clients) and Error when the
+// books, windows and retransmit rings they size (per channel) do not fit in
+// the host's MemAvailable: before anything is allocated or created.
 feed::PublisherConfig publisher_config(const Settings& s, uint64_t session);
 feed::ControlConfig control_config(const Settings& s);
 feed::SubscriberConfig subscriber_config(const Settings& s);

@@ -22,12 +22,15 @@ double number_with_suffix(const std::string& raw, const std::map<std::string, do
 bool parse_bool(const std::string& v);
 double parse_fraction(const std::string& v);
 
+// A whole number with an optional k (10^3) or M (10^6), exact: digits are
+// read as integers, not through a double, so 2^64 and 2^64+1 are refused
+// rather than rounded to a value that then wraps in T. Throws Error naming
+// [lo, hi] when the value is outside it.
+uint64_t parse_whole(const std::string& v, uint64_t lo, uint64_t hi);
+
 template <class T>
 T parse_uint(const std::string& v, uint64_t lo, uint64_t hi) {
-  const double x = number_with_suffix(v, {{"k", 1e3}, {"M", 1e6}}, 1, "a whole number", "16, 1k");
-  if (x != std::floor(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi))
-    fail("'{}' must be a whole number in [{}, {}]", v, lo, hi);
-  return static_cast<T>(x);
+  return static_cast<T>(parse_whole(v, lo, hi));
 }
 
 std::string format_size(uint64_t bytes);       // 67108864 -> "64MiB"

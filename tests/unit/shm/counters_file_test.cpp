@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <string>
+
+#include "mdcast/core/error.hpp"
 
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/stats/counters_file.hpp"
@@ -62,6 +67,33 @@ TEST_F(CountersFileTest, AFileOfADeadProcessIsStale) {
 TEST_F(CountersFileTest, RemovedOnDestruction) {
   { CountersFile f("publisher", "x", "shm", {{"pub", feed::PublisherCounters::kInfo}}); }
   EXPECT_TRUE(list_counters().empty());
+}
+
+// A file that cannot be allocated (here: RLIMIT_FSIZE, which needs no
+// mount; a full tmpfs is tests/system/limits.sh) is an Error naming the
+// path, and no file is left: before, ftruncate made a sparse file that a
+// full file system later answered with SIGBUS.
+TEST_F(CountersFileTest, AFileThatCannotBeAllocatedIsRefusedAndRemoved) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
+    const rlimit small{1024, 1024};
+    if (setrlimit(RLIMIT_FSIZE, &small) != 0) _exit(3);
+    try {
+      CountersFile f("publisher", "x", "shm", {{"pub", feed::PublisherCounters::kInfo}});
+      _exit(1);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find("counters file " + stat_dir() + "/mdcast-") == std::string::npos) _exit(2);
+    }
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: created anyway, 2: the error names no path, 3: setrlimit failed";
+  EXPECT_TRUE(list_counters().empty());
+  EXPECT_EQ(std::system(("test -z \"$(ls -A " + dir_ + ")\"").c_str()), 0) << "a file was left in " << dir_;
 }
 
 }  // namespace
