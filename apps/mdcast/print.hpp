@@ -20,6 +20,7 @@ inline std::string_view to_string(feed::SubscriberEvent e) noexcept {
     case feed::SubscriberEvent::kSessionEnded: return "session ended";
     case feed::SubscriberEvent::kSessionChanged: return "new publisher session";
     case feed::SubscriberEvent::kControlError: return "control error";
+    case feed::SubscriberEvent::kForgedRun: return "forged datagrams cut";
   }
   return "event";
 }

@@ -106,6 +106,21 @@ void SubscriberCore::poll(uint64_t now) noexcept {
   if (!subscribed_) return;
   poll_requests(now);
   poll_query(now);
+  // A confirmation each half window keeps a real feed from ever reaching
+  // confirm_limit_ (the answer takes a round trip; half a window of data
+  // is what it may take).
+  if (confirm_limit_ != UINT64_MAX && !query_sent_ && highest_seen_ >= confirmed_last_ + n_slots_ / 2) {
+    counters_->confirmations.add();
+    send_query(now);
+  }
+  // A control plane that does not answer (its path cut, the publisher's
+  // thread busy) must not stop the data it cannot confirm: the data
+  // decides, as without a control plane, until an answer sets the limit
+  // again and shows whether a run was forged meanwhile.
+  if (confirm_limit_ != UINT64_MAX && query_sent_ && now - query_since_ >= cfg_.request_timeout_ns) {
+    confirm_limit_ = UINT64_MAX;
+    counters_->confirmations_unanswered.add();
+  }
   if (now - last_status_ >= cfg_.status_interval_ns) send_status(now);
 }
 

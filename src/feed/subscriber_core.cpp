@@ -236,6 +236,7 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   end_seq_ = 0;
   session_confirmed_ = false;
   confirmed_last_ = 0;
+  confirm_limit_ = UINT64_MAX;
   claims_ = 0;
   claim_ahead_ = 0;
   held_session_ = held_end_ = held_ahead_ = 0;
@@ -268,7 +269,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
   const uint64_t last = hb.last_seq();
   // Tail loss: the publisher sent more than we saw (unless the claim reaches
   // beyond the window: then the control plane is asked first).
-  if (last > highest_seen_ && (last < ahead_limit() || plausible_ahead(last, false))) {
+  if (last > highest_seen_ && ((last < ahead_limit() && last < confirm_limit_) || plausible_ahead(last, false))) {
     highest_seen_ = last;
     counters_->highest_sequence.set(last);
     note_gap(now);

@@ -12,6 +12,8 @@
 // so it is what the subscriber trusts.
 //
 // Without a control channel there is nothing to ask: data decides, as it must.
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "mdcast/feed/subscriber_core.hpp"
@@ -41,10 +43,14 @@ bool SubscriberCore::other_session(uint64_t s) noexcept {
 }
 
 bool SubscriberCore::plausible_ahead(uint64_t seq, bool sequenced) noexcept {
-  // Within a window's reach of what the publisher confirmed is plausible: a
-  // subscriber that fell behind by more than its window gets the datagrams
-  // that move it to a snapshot, as it would without confirmations.
-  if (!ctl_ || seq < confirmed_last_ + n_slots_) return true;
+  // Within a window's reach of what the publisher confirmed (and pair_lag:
+  // the other member of a pair may be ahead of the one asked) is plausible:
+  // a subscriber that fell behind by more than its window gets the
+  // datagrams that move it to a snapshot, as it would without confirmations.
+  // Called for sequences beyond the window of what was delivered, and with
+  // cfg_.confirm_ahead also for any beyond that reach of the confirmed
+  // position (confirm_limit_), however gapless: a forged run is held there.
+  if (!ctl_ || seq < confirmed_last_ + n_slots_ + cfg_.pair_lag) return true;
   if (sequenced) counters_->claims_held.add();  // a heartbeat is counted as one already
   ++held_ahead_;
   claim_ahead_ = std::max(claim_ahead_, seq);
@@ -59,7 +65,9 @@ void SubscriberCore::claim(Claim c) noexcept { claims_ |= c; }
 void SubscriberCore::send_query(uint64_t now) noexcept {
   // The subscription's acknowledgement answers too; a query waits for it.
   if (!subscribed_ || !ctl_) return;
+  if (!query_sent_) query_since_ = now;
   query_sent_ = true;
+  query_delivered_ = next_seq_ - 1;
   query_rid_ = next_rid_++;
   query_deadline_ = now + cfg_.request_timeout_ns;
   counters_->session_queries.add();
@@ -84,7 +92,11 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
     counters_->claims_confirmed.add();
     if (b.ended) end_confirmed(b.end_seq, now);
   } else {
-    confirmed_last_ = std::max(confirmed_last_, b.last_seq);
+    confirm_last(b.last_seq);
+    // Delivered before we asked, so sent before the publisher answered,
+    // yet beyond what it had sent then (and beyond the other member of a
+    // pair): it never came from the publisher.
+    if (cfg_.confirm_ahead && query_delivered_ > b.last_seq + cfg_.pair_lag) forged_run(b.last_seq);
     refuted += held_session_;  // the publisher is still in ours
     if (claims & kClaimAhead) {
       if (ahead <= b.last_seq) {
@@ -143,7 +155,7 @@ void SubscriberCore::session_confirmed_by(uint64_t session, uint64_t last_seq, u
   session_confirmed_ = true;
   const bool held = mode_ == Mode::kUnconfirmed;
   if (held) mode_ = Mode::kLive;  // what waited in the window is the publisher's: deliver it
-  confirmed_last_ = std::max(confirmed_last_, last_seq);
+  confirm_last(last_seq);
   if (last_seq > highest_seen_) {
     // Joining late, or data lost before we heard any: the publisher is at last_seq.
     highest_seen_ = last_seq;
@@ -194,6 +206,39 @@ void SubscriberCore::clamp_to(uint64_t last_seq) noexcept {
   counters_->forged_datagrams.add(dropped ? dropped : 1);
   if (next_seq_ > highest_seen_) gap_open_ = false;
   scan_needed_ = true;
+}
+
+// A forger's gapless run: each of its datagrams was next in order when it
+// came, so it was delivered, and the publisher's own were dropped as
+// duplicates. The subscriber goes back to where the publisher is: what the
+// window holds past it is dropped, the publisher's datagrams from there on
+// are taken again (those already dropped come back as a gap, by
+// retransmit), and whatever the run did to the books shows in the next
+// heartbeat's checksums, which repair them. A run cannot be undone for the
+// application, which has seen it: authenticated data (a feed with
+// secrets) is what keeps it out.
+void SubscriberCore::forged_run(uint64_t last_seq) noexcept {
+  const uint64_t run = next_seq_ - 1 - last_seq;
+  counters_->forged_runs.add();
+  counters_->forged_datagrams.add(run);
+  if (mode_ == Mode::kLive) {
+    for (size_t i = 0; i < n_slots_; ++i) {
+      Meta& m = meta_[i];
+      if (m.seq > last_seq) {
+        m.seq = 0;
+        counters_->window_discards.add();
+      }
+    }
+    next_seq_ = last_seq + 1;
+    highest_seen_ = last_seq;
+    counters_->highest_sequence.set(highest_seen_);
+    gap_open_ = false;
+    reasm_.reset();  // a fragment of the run may have begun a message
+    scan_needed_ = true;
+  }
+  char detail[32];
+  const auto n = fmt::format_to_n(detail, sizeof detail, "{} datagrams", run).size;
+  notify_event(SubscriberEvent::kForgedRun, {detail, std::min(n, sizeof detail)});
 }
 
 }  // namespace mdcast::feed

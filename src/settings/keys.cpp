@@ -193,6 +193,11 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("subscriber.pair_lag", "N", "a publisher pair: datagrams the other member may be behind without a reset (0: no pair)",
         [](Settings& s, const std::string& v) { s.sub.pair_lag = parse_uint<uint64_t>(v, 0, uint64_t{1} << 40); },
         [](const Settings& s) { return std::to_string(s.sub.pair_lag); });
+    add("subscriber.confirm_ahead", "BOOL",
+        "hold datagrams a window beyond the publisher's last confirmed sequence until confirmed (docs/security.md 2; "
+        "off only for a group no one else can send to)",
+        [](Settings& s, const std::string& v) { s.sub.confirm_ahead = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.sub.confirm_ahead ? "true" : "false"); });
     add("subscriber.give_up", "DURATION", "silence after which the subscriber exits", [](Settings& s, const std::string& v) { s.sub.give_up_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.sub.give_up_ns); });
     add("subscriber.window_bytes", "SIZE", "out-of-order/recovery buffer", [](Settings& s, const std::string& v) { s.sub.window_bytes = parse_size(v); },

@@ -183,6 +183,7 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   sc.capacity = s.sub.capacity;
   sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
   sc.pair_lag = s.sub.pair_lag;
+  sc.confirm_ahead = s.sub.confirm_ahead;
   sc.request_timeout_ns = 100 * kNsPerMs;
   sc.max_datagram = wire::kMaxDatagram;
   return sc;

@@ -151,6 +151,45 @@ TEST_P(ExactDelivery, ForgedDatagramsNeverActAlone) {
   }
 }
 
+// A rogue sender sniffs one datagram and sends the next sequences gaplessly,
+// faster than the publisher, never resynchronising (an open feed: nothing
+// authenticates data). Each of its datagrams is in order when it arrives,
+// so only the control plane can tell: a run delivered before the
+// subscriber asked, beyond what the publisher had when it answered, never
+// came from the publisher. It is cut there (the real datagrams are taken
+// again, the gap recovered), later runs beyond a window of the confirmed
+// position are held and refuted, and every subscriber ends in the
+// publisher's session with its books, having paid a bounded number of
+// snapshots.
+TEST_P(ExactDelivery, AGaplessForgedRunIsCutAndTheFeedRecovered) {
+  auto s = base_spec(GetParam());
+  s.chain_per_tick = 5;  // the publisher sends 1-2 datagrams a tick
+  s.subs.push_back(sub("clean", GetParam()));
+  auto lossy = sub("lossy", GetParam() + 1);
+  lossy.faults.loss = 0.01;
+  s.subs.push_back(lossy);
+  Sim sim(std::move(s));
+  ASSERT_TRUE(sim.run()) << sim.report();
+  const auto& pub = sim.publisher().core();
+  for (auto& r : sim.subs()) {
+    SCOPED_TRACE(r.spec.name);
+    const auto& c = r.sub->counters();
+    EXPECT_EQ(r.sub->session(), pub.session());
+    EXPECT_EQ(c.session_changes.get(), 0u);
+    EXPECT_TRUE(r.sub->delivered_to_end());
+    EXPECT_EQ(r.sub->next_sequence(), pub.last_committed() + 1);
+    for (uint32_t inst = 0; inst < pub.books().max_instruments(); ++inst) {
+      const std::string d = pub.books().diff(inst, *r.sub->books());
+      EXPECT_TRUE(d.empty()) << d;
+    }
+    EXPECT_GT(c.forged_runs.get(), 0u) << sim.report();
+    EXPECT_GT(c.forged_datagrams.get(), 0u);
+    // Bounded: one full snapshot per checksum_snapshot_interval at most
+    // (the run is seconds of virtual time), instrument recoveries aside.
+    EXPECT_LE(c.snapshots_requested.get(), 2u) << sim.report();
+  }
+}
+
 TEST_P(ExactDelivery, ReorderAndDuplication) {
   auto s = base_spec(GetParam());
   auto r = sub("reorder", GetParam());

@@ -81,6 +81,7 @@ void Sim::tick() {
       if (!s.sub && s.spec.join_at_message == published_) attach(s);
   }
   if (spec_.forge_every && ticks_ % spec_.forge_every == 0) forge();
+  if (spec_.chain_per_tick) forge_chain();
   pub_->poll(now_);
   medium_.poll_control(*svc_, now_);
   svc_->tick(now_);
@@ -146,6 +147,22 @@ void Sim::forge() {
   if (h.flags & wire::kFlagCrc) wire::seal_crc(d);
   for (auto& s : subs_)
     if (s.sub) s.sub->on_datagram(d, feed::Rail::kA, now_);
+}
+
+void Sim::forge_chain() {
+  const auto& core = pub_->core();
+  if (core.last_committed() == 0) return;
+  if (chain_next_ == 0) chain_next_ = core.last_committed() + 1;
+  const auto real = core.datagram(core.last_committed());
+  std::vector<std::byte> d(real.begin(), real.end());
+  wire::DatagramHeader h = wire::read_header(d.data());
+  for (uint32_t i = 0; i < spec_.chain_per_tick; ++i) {
+    h.sequence = chain_next_++;
+    wire::write_header(d.data(), h);
+    if (h.flags & wire::kFlagCrc) wire::seal_crc(d);
+    for (auto& s : subs_)
+      if (s.sub) s.sub->on_datagram(d, feed::Rail::kA, now_);
+  }
 }
 
 bool Sim::run() {

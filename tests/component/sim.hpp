@@ -54,6 +54,10 @@ struct SimSpec {
   // to every subscriber, in turn another session's heartbeat, an
   // end-of-session heartbeat, a far-ahead sequence, a heartbeat tail of 2^40.
   uint32_t forge_every = 0;
+  // A rogue sender's gapless run: from the real stream's next sequence when
+  // it starts, this many datagrams a tick, each the next of its own count
+  // (a copy of the last real datagram, resealed), never resynchronised.
+  uint32_t chain_per_tick = 0;
 };
 
 struct SubRuntime {
@@ -88,6 +92,7 @@ class Sim {
   void drain(SubRuntime& s);
   void flush_held(SubRuntime& s);
   void forge();
+  void forge_chain();
 
   SimSpec spec_;
   uint64_t now_ = 1'000'000;  // the virtual clock; the endpoints stamp receive times from it
@@ -102,6 +107,7 @@ class Sim {
   uint64_t session_ = 1000;
   std::vector<std::byte> opaque_buf_;
   uint64_t forged_ = 0;
+  uint64_t chain_next_ = 0;
 };
 
 }  // namespace mdcast::test

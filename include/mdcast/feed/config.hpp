@@ -154,6 +154,14 @@ struct SubscriberConfig {
   // datagrams behind what we delivered is such a member; further behind, the
   // id was reused by a new run and the subscriber starts over. 0: no pair.
   uint64_t pair_lag = 0;
+  // Datagrams more than a window (plus pair_lag) beyond the publisher's
+  // last confirmed sequence are claims the control plane confirms first,
+  // however gaplessly they follow each other: without it a forger on an
+  // open group walks the sequence space one datagram at a time and every
+  // real datagram is dropped as a duplicate. The subscriber asks for a new
+  // confirmation each half window, so a real feed is never held. Off where
+  // the medium says no one else can write its data (the shm ring's owner).
+  bool confirm_ahead = true;
 
   void validate() const;
 };

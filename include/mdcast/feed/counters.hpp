@@ -70,6 +70,9 @@ namespace mdcast::feed {
   X(claims_held, "datagrams claiming another session or a far sequence, dropped until confirmed") \
   X(claims_confirmed, "claims (session, end, far sequence) the control plane confirmed") \
   X(forged_datagrams, "datagrams whose claim the control plane refuted (never acted on)") \
+  X(forged_runs, "runs of datagrams delivered before a query yet beyond the publisher's answer: cut, the real ones taken again") \
+  X(confirmations, "session queries that kept the confirmed position within half a window of the data") \
+  X(confirmations_unanswered, "times no answer came within the request timeout: data past a window of the confirmed position was taken unconfirmed") \
   X(claims_overtaken, "claims the answer could not settle: data sent after it (dropped, recovered as a gap)") \
   X(unconfirmed_held, "datagrams held before the authenticated control plane named their session") \
   X(session_queries, "session queries sent to confirm what a datagram claimed")   \

@@ -27,6 +27,7 @@ template <class Medium>
   c.reorder_wait_ns = f.reorder_wait_ns;
   c.request_timeout_ns = f.request_timeout_ns;
   c.window_bytes = f.window_bytes;
+  c.confirm_ahead = c.confirm_ahead && f.open_data_plane;
   return c;
 }
 

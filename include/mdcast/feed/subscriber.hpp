@@ -142,7 +142,7 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   const uint64_t seq = h.sequence;
   if (seq > highest_seen_) {
     // Beyond the window is a claim the control plane confirms first.
-    if (seq >= ahead_limit() && !plausible_ahead(seq, true)) [[unlikely]]
+    if ((seq >= ahead_limit() || seq >= confirm_limit_) && !plausible_ahead(seq, true)) [[unlikely]]
       return;
     highest_seen_ = seq;
     counters_->highest_sequence.set(seq);

@@ -88,6 +88,7 @@ enum class SubscriberEvent : uint8_t {
   kSessionEnded,      // the publisher ended its session cleanly (confirmed by the control plane)
   kControlError,      // an error reply (detail has its text)
   kSessionChanged,
+  kForgedRun,         // datagrams the publisher never sent were delivered, and cut (detail: how many)
 };
 
 using media::ControlChannel;
@@ -246,6 +247,13 @@ class SubscriberCore : public media::ControlEvents {
   bool publisher_silent_ = false;
   bool gap_open_ = false;
   uint64_t confirmed_last_ = 0;  // the publisher's last sequence, as the control plane last said
+  // Sequences from here on are claims (cfg_.confirm_ahead): a window and
+  // pair_lag past confirmed_last_ once the session is confirmed; before, none.
+  uint64_t confirm_limit_ = UINT64_MAX;
+  void confirm_last(uint64_t last) noexcept {
+    confirmed_last_ = std::max(confirmed_last_, last);
+    if (cfg_.confirm_ahead && ctl_ && session_confirmed_) confirm_limit_ = confirmed_last_ + n_slots_ + cfg_.pair_lag;
+  }
 
  private:
   struct Request {
@@ -290,6 +298,7 @@ class SubscriberCore : public media::ControlEvents {
   void session_confirmed_by(uint64_t session, uint64_t last_seq, uint64_t now) noexcept;
   void end_confirmed(uint64_t end_seq, uint64_t now) noexcept;
   void clamp_to(uint64_t last_seq) noexcept;
+  void forged_run(uint64_t last_seq) noexcept;
 
   // subscriber_recovery.cpp: retransmits, snapshots, per-instrument recovery
   void request_missing(uint64_t now) noexcept;
@@ -359,6 +368,8 @@ class SubscriberCore : public media::ControlEvents {
   // Datagrams behind each kind of claim, counted as forged if refuted.
   uint64_t held_session_ = 0, held_end_ = 0, held_ahead_ = 0;
   bool query_sent_ = false;  // false with claims_ set: a query is due
+  uint64_t query_delivered_ = 0;  // the last sequence delivered when the query in flight was sent
+  uint64_t query_since_ = 0;      // when the query in flight (or the first of its retries) was sent
   uint32_t query_rid_ = 0;
   uint64_t query_deadline_ = 0;
 

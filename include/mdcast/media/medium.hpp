@@ -223,6 +223,9 @@ struct SubscriberFit {
   uint64_t reorder_wait_ns = 0;
   uint64_t request_timeout_ns = 0;
   size_t window_bytes = 0;
+  // False where no one but the publisher can write what the subscriber
+  // reads (a ring only its owner writes): sequences need no confirming.
+  bool open_data_plane = true;
 };
 
 // --------------------------------------------------------------- a medium --

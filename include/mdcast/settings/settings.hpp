@@ -100,6 +100,7 @@ struct SubscriberOptions {
   uint64_t publisher_timeout_ns = 2 * kNsPerSec;
   uint64_t give_up_ns = 10 * kNsPerSec;  // exit when the publisher is silent this long
   uint64_t pair_lag = 0;             // feed::SubscriberConfig::pair_lag (a publisher pair; 0: none)
+  bool confirm_ahead = true;         // feed::SubscriberConfig::confirm_ahead
   size_t window_bytes = 16u << 20;
   uint32_t sender_id = 0;
   std::string result;

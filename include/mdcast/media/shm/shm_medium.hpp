@@ -185,7 +185,11 @@ class SubscriberMedium {
   Source& source() noexcept { return source_; }
   // Frames go out only on a connection whose peer proved to be the ring's writer.
   ControlChannel& control() noexcept { return channel_; }
-  [[nodiscard]] SubscriberFit configure(SubscriberFit c) const { return c; }
+  // Only the ring's owner writes it (docs/security.md 3): nothing to confirm.
+  [[nodiscard]] SubscriberFit configure(SubscriberFit c) const {
+    c.open_data_plane = false;
+    return c;
+  }
   // Read from the writer's current position on; history comes by recovery.
   void start() noexcept { reader_->seek_to_writer(); }
   // Connects, checks the peer before anything is said (the engine hears of
