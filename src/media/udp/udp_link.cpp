@@ -78,8 +78,6 @@ size_t LinkWatch::poll(Rail& rail, uint64_t now) {
         warn(*opts_, fmt::format("{}: rail {}'s interface {} is {}: it is set up again once the interface is back; "
                                  "what is missed meanwhile is recovered by retransmission",
                                  what_, rail_name(r), s.iface.name, why));
-      } else if (usable && s.down && index != s.iface.index) {
-        s.iface.index = index;  // created again: the old index means nothing now
       }
       if (!s.down) check_flow(rail, r, now);
     }
@@ -94,7 +92,7 @@ size_t LinkWatch::poll(Rail& rail, uint64_t now) {
       s.next_try = now + kCheckNs;
       continue;
     }
-    s.iface.index = index;
+    s.iface.index = index;  // a new one where the interface was created again
     try_restore(rail, static_cast<int>(i), now);
     ++work;
   }
