@@ -7,10 +7,12 @@
 # (b) the publisher's eth0 down: its sends fail (ENETUNREACH, counted), it
 #     keeps publishing, sets its rail up again when the interface is back,
 #     and every subscriber recovers the gap by retransmission.
+# (c) s3's eth0 deleted and created again (a new index; the kernel dropped
+#     the membership with it): s3 joins on the new interface.
 # Every subscriber delivers every message, books identical, and the link
 # counters (link.down, link.rejoins, link.down_ns) are reported.
 source "$(dirname "$0")/netns_feed.sh"
-DURATION=14s     # both outages, however slowly a loaded host gets through them
+DURATION=16s     # the three outages, however slowly a loaded host gets through them
 S2_DOWN_S=2.5   # longer than s2's give-up and publisher_timeout
 PUB_DOWN_S=0.3  # after the publisher saw it down
 
@@ -47,7 +49,18 @@ in_ns pub ip link set dev eth0 up || fail "cannot bring the publisher's eth0 up"
 note "publisher's eth0 up"
 expect "the publisher set its rail up again" wait_stat "$PID_pub" link.rejoins 1 20
 expect "the publisher sends again (link.down_ns counted)" wait_stat "$PID_pub" link.down_ns 1 20
-expect "the publisher was still publishing after both outages" kill -0 "$PID_pub"
+
+# (c) s3's interface deleted and created again: a new index, and the kernel
+# dropped the membership with the old interface.
+old_index=$(in_ns s3 cat /sys/class/net/eth0/ifindex)
+in_ns s3 ip link del dev eth0 || fail "cannot delete s3's eth0"
+note "s3's eth0 deleted (index $old_index)"
+expect "s3 saw its interface go" wait_stat "$PID_s3" link.down 1 20
+_netns_cable s3 a eth0 "${IP_A[s3]}"
+note "s3's eth0 created again (index $(in_ns s3 cat /sys/class/net/eth0/ifindex))"
+expect "s3 joined again on the new interface" wait_stat "$PID_s3" link.rejoins 1 20
+expect "s3 hears the feed again (link.down_ns counted)" wait_stat "$PID_s3" link.down_ns 1 20
+expect "the publisher was still publishing after the three outages" kill -0 "$PID_pub"
 
 finish s1 s2 s3
 finish_publisher
@@ -70,7 +83,7 @@ for l in s1 s3; do
   expect "$l recovered the publisher's outage by retransmission ($(result_value $l sub.datagrams_recovered) datagrams)" \
     gt0 "$(result_value $l sub.datagrams_recovered)"
 done
-for l in pub s2; do
+for l in pub s2 s3; do
   expect "$l counted its link down ($(result_value $l link.down))" gt0 "$(result_value $l link.down)"
   expect "$l counted its rejoin ($(result_value $l link.rejoins))" gt0 "$(result_value $l link.rejoins)"
   expect "$l counted the time without data ($(result_value $l link.down_ns) ns)" gt0 "$(result_value $l link.down_ns)"
