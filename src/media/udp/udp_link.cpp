@@ -68,8 +68,10 @@ size_t LinkWatch::poll(Rail& rail, uint64_t now) {
       const bool usable = read_flags(s, &index, &why);
       if (!usable && !s.down) {
         s.down = true;
-        s.outage = true;
-        s.down_since = now;
+        if (!s.outage) {  // down again before data moved: still the same time without data
+          s.outage = true;
+          s.down_since = now;
+        }
         s.next_try = 0;
         s.retry = kFirstRetryNs;
         counters_.down.add();
@@ -85,7 +87,8 @@ size_t LinkWatch::poll(Rail& rail, uint64_t now) {
   for (size_t i = 0; i < n_; ++i) {
     State& s = state_[i];
     if (!s.down || now < s.next_try) continue;
-    // Only once the flags say it is back (read at the check cadence above).
+    // A rail seen down is tried at its own pace: at the check cadence while
+    // the interface is away, with the backoff while setting it up fails.
     int index = 0;
     std::string why;
     if (!read_flags(s, &index, &why)) {
