@@ -97,7 +97,10 @@ void SubscriberCore::set_error(std::string_view a, std::string_view b, std::stri
 }
 
 void SubscriberCore::poll(uint64_t now) noexcept {
-  if (session_ != 0 && !publisher_silent_ && now - last_rx_ > cfg_.publisher_timeout_ns && last_rx_ != 0) {
+  // last_rx_ is the medium's receive stamp, which may be later than a duty
+  // loop's `now` (read every few rounds): that is no silence, not a wrap.
+  if (session_ != 0 && !publisher_silent_ && last_rx_ != 0 && now > last_rx_ &&
+      now - last_rx_ > cfg_.publisher_timeout_ns) {
     publisher_silent_ = true;
     counters_->publisher_timeouts.add();
     notify_event(SubscriberEvent::kPublisherSilent, {});

@@ -187,5 +187,68 @@ TEST(AgentsOverMemLoop, LateJoinerRecoversTheHistory) {
   if (getenv("SIM_REPORT")) std::cerr << r;
 }
 
+
+// A mem medium that says its own link is down when told, as the UDP
+// medium's link watch does; FaultyMedium passes that on.
+struct DownableMedium : media::mem::SubscriberMedium {
+  using media::mem::SubscriberMedium::SubscriberMedium;
+  [[nodiscard]] bool link_down() const noexcept { return down; }
+  bool down = false;
+};
+
+// While the subscriber's own link is down, silence is not the publisher's:
+// neither publisher_timeout nor the run's give-up clock (last_data_ns) runs,
+// for at most link_down_hold_ns; past that, and once the link is back, it does.
+TEST(AgentsOverMemLoop, OwnLinkDownHoldsThePublishersSilenceForABoundedTime) {
+  media::mem::PublisherMedium pub_medium;
+  PubAgent pub(pub_medium, pub_config(), {}, {}, kPubOpts);
+  DownableMedium medium(pub_medium);
+  FaultyMedium<DownableMedium> faulty(medium, FaultProfile{});
+  Recorder rec(kInstruments);
+  feed::SubscriberConfig c = sub_config();
+  c.publisher_timeout_ns = kNsPerSec;
+  feed::SubscriberAgentOptions o = kSubOpts;
+  o.link_down_hold_ns = 10 * kNsPerSec;
+  feed::SubscriberAgent<FaultyMedium<DownableMedium>, Recorder> sub(faulty, c, rec, nullptr, o);
+  sub.start();
+  book::GeneratorConfig g;
+  g.instruments = kInstruments;
+  book::Generator gen(g);
+  for (int i = 0; i < 100; ++i) {
+    wire::Message m;
+    gen.next(m);
+    const uint64_t now = monotonic_ns();
+    ASSERT_EQ(pub.publish(m, now), feed::PublishResult::kOk);
+    pub.flush(now);
+    pub.do_work(now);
+    sub.do_work(now);
+  }
+  const auto& counters = sub.subscriber().counters();
+  ASSERT_GT(counters.datagrams_received.get(), 0u);
+  const uint64_t t0 = monotonic_ns() + 100 * kNsPerMs;
+  sub.poll_control(t0);
+  EXPECT_EQ(counters.publisher_timeouts.get(), 0u);
+
+  medium.down = true;
+  uint64_t t = t0;
+  for (; t <= t0 + 5 * kNsPerSec; t += 100 * kNsPerMs) sub.poll_control(t);
+  EXPECT_EQ(counters.publisher_timeouts.get(), 0u) << "5 s without data, but our own link was down";
+  EXPECT_GE(sub.last_data_ns(), t0 + 5 * kNsPerSec) << "the give-up clock ran while our own link was down";
+
+  // Back: the silence counts from the moment the link was.
+  medium.down = false;
+  for (; t <= t0 + 5500 * kNsPerMs; t += 100 * kNsPerMs) sub.poll_control(t);
+  EXPECT_EQ(counters.publisher_timeouts.get(), 0u);
+  for (; t <= t0 + 6500 * kNsPerMs; t += 100 * kNsPerMs) sub.poll_control(t);
+  EXPECT_EQ(counters.publisher_timeouts.get(), 1u) << "1 s of silence with the link up";
+
+  // Down for longer than link_down_hold_ns: held 10 s, then no more.
+  medium.down = true;
+  const uint64_t down = t;
+  for (; t <= down + 15 * kNsPerSec; t += 100 * kNsPerMs) sub.poll_control(t);
+  EXPECT_GE(sub.last_data_ns(), down + 9 * kNsPerSec);
+  EXPECT_LE(sub.last_data_ns(), down + 10 * kNsPerSec) << "held past link_down_hold_ns";
+}
+
 }  // namespace
 }  // namespace mdcast::test

@@ -41,6 +41,12 @@ struct SubscriberAgentOptions {
   // channel) where it can; any other mode as IdleStrategy does.
   IdleMode idle = IdleMode::kSpin;
   size_t batch = 64;  // datagrams taken from the medium per do_work at most
+  // While the medium says this host's own link is down (media::own_link_down)
+  // the publisher is not at fault: its silence is held against it neither
+  // by the engine (publisher_timeout) nor by the run (give_up) - for at most
+  // this long per outage, so a link that never comes back still ends in
+  // "publisher lost" (this long plus give_up after it went down).
+  uint64_t link_down_hold_ns = 60 * kNsPerSec;
 };
 
 // The time a spinning duty loop hands do_work: read every 64th idle round
@@ -106,6 +112,7 @@ class SubscriberAgent {
     ++control_rounds_;
     if (data_since_control_ || last_data_ == 0) last_data_ = now;
     data_since_control_ = false;
+    hold_for_own_link(now);
     const size_t work = medium_.poll_control(sub_, now);
     sub_.poll(now);
     return work;
@@ -156,6 +163,17 @@ class SubscriberAgent {
   [[nodiscard]] uint64_t last_data_ns() const noexcept { return last_data_; }
 
  private:
+  void hold_for_own_link(uint64_t now) noexcept {
+    if (!media::own_link_down(medium_)) {
+      link_down_since_ = 0;
+      return;
+    }
+    if (link_down_since_ == 0) link_down_since_ = now;
+    if (now - link_down_since_ >= opts_.link_down_hold_ns) return;
+    last_data_ = now;
+    sub_.hold_silence(now);
+  }
+
   Medium& medium_;
   Subscriber<Handler> sub_;  // also what the medium's control plane reports to (a media::ControlEvents)
   SubscriberAgentOptions opts_;
@@ -163,6 +181,7 @@ class SubscriberAgent {
   uint64_t last_control_ = 0;
   uint64_t control_rounds_ = 0;
   uint64_t last_data_ = 0;
+  uint64_t link_down_since_ = 0;  // the medium's own link went down then (0: it is up)
   bool data_since_control_ = false;
   uint32_t busy_rounds_ = 0;  // control_poll_ns 0: a control round every 16th busy one
   uint32_t quiet_rounds_ = 0;

@@ -125,6 +125,11 @@ class SubscriberCore : public media::ControlEvents {
   // path" above). Call from the duty loop, at least every control_poll_ns:
   // that bounds how long a request raised by a datagram waits.
   void poll(uint64_t now) noexcept;
+  // Silence up to `now` is not the publisher's (this host's own link is
+  // down): the publisher_timeout counts from now on, if it counts at all.
+  void hold_silence(uint64_t now) noexcept {
+    if (last_rx_ != 0 && now > last_rx_) last_rx_ = now;
+  }
 
   // Changes the filter; new instruments are recovered by snapshot.
   void add_instruments(std::span<const uint32_t> ids, uint64_t now);

@@ -273,6 +273,22 @@ concept SubscriberMedium = requires(M& m, const M& cm, const SubscriberFit& fit,
   { cm.lost_datagrams() } noexcept -> std::convertible_to<uint64_t>;
 };
 
+// Optional for a subscriber medium: bool link_down() const noexcept, true
+// while this host's own link to the fabric is down on every rail (the UDP
+// medium watches its interfaces). Nothing can arrive then, so silence says
+// nothing of the publisher: the subscriber agent does not judge it while
+// this holds (feed::SubscriberAgentOptions::link_down_hold_ns bounds that).
+// A medium without it never says so.
+template <class M>
+[[nodiscard]] bool own_link_down(const M& m) noexcept {
+  if constexpr (requires {
+                  { m.link_down() } noexcept -> std::convertible_to<bool>;
+                })
+    return m.link_down();
+  else
+    return false;
+}
+
 // The one control endpoint a publisher of several channels listens on: it
 // takes each connection, reads which channel it asks for, and hands it to that
 // channel's medium through the channel's inbox (a medium's options take it).

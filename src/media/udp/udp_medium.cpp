@@ -76,7 +76,8 @@ PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
       fd_{open_sender(rails_.iface[0], rails_.group[0], o, rails_.payload),
           rails_.two ? open_sender(rails_.iface[1], rails_.group[1], o, rails_.payload) : UniqueFd()},
       sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_),
-      session_(session) {
+      session_(session),
+      link_(rails_.iface, rails_.two ? 2 : 1, opts_, "publisher", false) {
   announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])});
 }
 
@@ -92,6 +93,18 @@ PublisherFit PublisherMedium::configure(PublisherFit c) const {
   return c;
 }
 
+int PublisherMedium::Links::restore(int rail, const Interface& iface, bool) {
+  const int err = reset_sender(m_.fd_[rail].get(), iface);
+  if (err == 0) m_.rails_.iface[rail] = iface;
+  return err;
+}
+
+uint64_t PublisherMedium::Links::moved(int) const noexcept {
+  // Both rails' sends count together: the outage ends with the first send
+  // the kernel takes again.
+  return m_.counters_.datagrams.get() + m_.counters_.heartbeats.get();
+}
+
 size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
   size_t work = server_.poll(h, now);
   if (now >= next_announce_) {
@@ -100,11 +113,22 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
     ++work;
   }
   const uint64_t errors = counters_.send_errors.get() + counters_.gso_fallbacks.get();
+  // A refusal may be the interface going down: look now, not at the next check.
+  if (errors != errors_seen_) {
+    errors_seen_ = errors;
+    link_.check_soon();
+  }
+  work += link_.poll(links_, now);
   if (errors != errors_reported_ && now >= next_error_report_) {
     next_error_report_ = now + kErrorReportNs;
-    warn(opts_, fmt::format("sending to {}: {} datagrams refused ({}){}", rails_.describe(),
+    // ENETDOWN/ENETUNREACH while the interface is down: the engine goes on,
+    // the datagrams count as lost and the subscribers ask for them once it is back.
+    warn(opts_, fmt::format("sending to {}: {} datagrams refused ({}){}{}", rails_.describe(),
                             errors - errors_reported_, std::strerror(sink_.last_error()),
-                            counters_.gso_fallbacks.get() ? "; GSO turned off" : ""));
+                            counters_.gso_fallbacks.get() ? "; GSO turned off" : "",
+                            link_.counters().rails_down.get() ? "; the interface is down: subscribers recover them "
+                                                                "by retransmission once it is back"
+                                                              : ""));
     errors_reported_ = errors;
   }
   return work;
@@ -116,7 +140,8 @@ std::string PublisherMedium::describe() const {
 }
 
 std::vector<CounterGroup> PublisherMedium::counter_groups() const {
-  return {counter_group("udp", counters_), counter_group("control", server_.stats())};
+  return {counter_group("udp", counters_), counter_group("control", server_.stats()),
+          counter_group("link", link_.counters())};
 }
 
 // ------------------------------------------------------------- subscriber --
@@ -131,7 +156,8 @@ SubscriberMedium::SubscriberMedium(const Options& o)
     : opts_(o),
       rails_(Rails::resolve(o)),
       fd_{open_rail(rails_, 0, o, &gro_[0]), rails_.two ? open_rail(rails_, 1, o, &gro_[1]) : UniqueFd()},
-      source_(fd_[0].get(), fd_[1].get(), gro_[0] || gro_[1] ? size_t{65536} : wire::kMaxDatagram, counters_) {
+      source_(fd_[0].get(), fd_[1].get(), gro_[0] || gro_[1] ? size_t{65536} : wire::kMaxDatagram, counters_),
+      link_(rails_.iface, rails_.two ? 2 : 1, opts_, "subscriber", true) {
   if (!o.control.empty()) use_control(o.control);
 }
 
@@ -198,10 +224,21 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
   }
 }
 
+int SubscriberMedium::Links::restore(int rail, const Interface& iface, bool) {
+  const int err = rejoin_group(m_.fd_[rail].get(), m_.rails_.iface[rail].index, iface, m_.rails_.group[rail]);
+  if (err == 0) m_.rails_.iface[rail] = iface;
+  return err;
+}
+
+uint64_t SubscriberMedium::Links::moved(int rail) const noexcept {
+  return (rail == 0 ? m_.counters_.rail_a_datagrams : m_.counters_.rail_b_datagrams).get();
+}
+
 size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
   heard_announcement(now);
-  if (!client_) return 0;
-  const size_t work = client_->poll(e, now);
+  size_t work = link_.poll(links_, now);
+  if (!client_) return work;
+  work += client_->poll(e, now);
   if (client_->connected())
     unconnected_since_ = 0;
   else if (!unconnected_since_)
@@ -215,7 +252,7 @@ std::string SubscriberMedium::describe() const {
 }
 
 std::vector<CounterGroup> SubscriberMedium::counter_groups() const {
-  return {counter_group("udp", counters_), counter_group("udp", sub_counters_)};
+  return {counter_group("udp", counters_), counter_group("udp", sub_counters_), counter_group("link", link_.counters())};
 }
 
 }  // namespace mdcast::media::udp

@@ -208,6 +208,25 @@ UniqueFd open_receiver(const Interface& iface, const GroupAddress& group, const 
   return fd;
 }
 
+int rejoin_group(int fd, int old_index, const Interface& iface, const GroupAddress& group) noexcept {
+  ip_mreqn m{};
+  m.imr_multiaddr.s_addr = group.group_be;
+  m.imr_address.s_addr = iface.address_be;
+  m.imr_ifindex = old_index;
+  (void)::setsockopt(fd, IPPROTO_IP, IP_DROP_MEMBERSHIP, &m, sizeof m);
+  m.imr_ifindex = iface.index;
+  if (::setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) != 0) return errno;
+  return 0;
+}
+
+int reset_sender(int fd, const Interface& iface) noexcept {
+  ip_mreqn m{};
+  m.imr_address.s_addr = iface.address_be;
+  m.imr_ifindex = iface.index;
+  if (::setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof m) != 0) return errno;
+  return 0;
+}
+
 GroupAddress GroupAddress::parse(const std::string& s) {
   const auto colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())

@@ -249,6 +249,7 @@ class FaultyMedium {
     g.push_back(source_.counter_group());
     return g;
   }
+  [[nodiscard]] bool link_down() const noexcept { return own_link_down(inner_); }
   [[nodiscard]] Medium& inner() noexcept { return inner_; }
   [[nodiscard]] const FaultCounters& counters() const noexcept { return source_.counters(); }
   // Lost before the engine saw them: injected, and what the medium lost itself.

@@ -16,6 +16,8 @@ namespace mdcast::media::udp {
 
 inline constexpr std::string_view kName = "udp";
 
+inline constexpr std::string_view kLinkGauges[] = {"rails_down"};
+
 [[nodiscard]] inline std::span<const CatalogueSection> counter_catalogue() noexcept {
   static constexpr CatalogueSection kSections[] = {
       front_door_section(kName),
@@ -23,6 +25,7 @@ inline constexpr std::string_view kName = "udp";
       control_server_section(kName),
       catalogue_section<SourceCounters>("udp", kSubscriberRole, kName, "media::udp::SourceCounters"),
       catalogue_section<SubscriberCounters>("udp", kSubscriberRole, kName, "media::udp::SubscriberCounters"),
+      catalogue_section<LinkCounters>("link", "", kName, "media::udp::LinkCounters", kLinkGauges),
   };
   return kSections;
 }

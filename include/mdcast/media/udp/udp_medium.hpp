@@ -28,6 +28,7 @@
 #include "mdcast/core/fd.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/stream_control.hpp"
+#include "mdcast/media/udp/udp_link.hpp"
 #include "mdcast/media/udp/udp_options.hpp"
 #include "mdcast/media/udp/udp_sink.hpp"
 #include "mdcast/media/udp/udp_socket.hpp"
@@ -63,7 +64,8 @@ class PublisherMedium {
   std::span<std::byte> ring_memory() noexcept { return {}; }  // the engine's own retransmit ring
   // max_datagram: 0 = what the interface's MTU carries; more is an Error.
   [[nodiscard]] PublisherFit configure(PublisherFit c) const;
-  // Serves control clients, announces the control address, reports send errors.
+  // Serves control clients, announces the control address, reports send
+  // errors, sets a rail up again when its interface comes back (LinkWatch).
   size_t poll_control(ControlHandler& h, uint64_t now);
   [[nodiscard]] size_t clients() const noexcept { return server_.clients(); }
   [[nodiscard]] std::string describe() const;
@@ -73,8 +75,20 @@ class PublisherMedium {
   [[nodiscard]] const Rails& rails() const noexcept { return rails_; }
   [[nodiscard]] const SinkCounters& counters() const noexcept { return counters_; }
   [[nodiscard]] const StreamControlServer& server() const noexcept { return server_; }
+  [[nodiscard]] const LinkWatch& link() const noexcept { return link_; }
 
  private:
+  // What the link watch does to a rail of this publisher.
+  class Links final : public LinkWatch::Rail {
+   public:
+    explicit Links(PublisherMedium& m) noexcept : m_(m) {}
+    int restore(int rail, const Interface& iface, bool silence) override;
+    [[nodiscard]] uint64_t moved(int rail) const noexcept override;
+
+   private:
+    PublisherMedium& m_;
+  };
+
   Options opts_;
   Rails rails_;
   StreamControlServer server_;
@@ -84,8 +98,11 @@ class PublisherMedium {
   std::vector<std::byte> announcement_;
   uint64_t next_announce_ = 0;
   uint64_t errors_reported_ = 0;
+  uint64_t errors_seen_ = 0;
   uint64_t next_error_report_ = 0;
   uint64_t session_ = 0;  // announced; the engine's must be the same (configure)
+  LinkWatch link_;
+  Links links_{*this};
 };
 
 #define MDCAST_UDP_SUBSCRIBER_COUNTERS(X)                                                          \
@@ -122,6 +139,10 @@ class SubscriberMedium {
   [[nodiscard]] const std::string& control_address() const noexcept { return control_; }
   [[nodiscard]] const SourceCounters& counters() const noexcept { return counters_; }
   [[nodiscard]] const Rails& rails() const noexcept { return rails_; }
+  [[nodiscard]] const LinkWatch& link() const noexcept { return link_; }
+  // This host's interface is down on every rail (media/medium.hpp,
+  // own_link_down): nothing can arrive, and the publisher is not at fault.
+  [[nodiscard]] bool link_down() const noexcept { return link_.all_down(); }
   [[nodiscard]] bool gro() const noexcept { return gro_[0]; }
   // Datagrams lost before the engine saw them: the kernel's drops (a full
   // socket buffer) and truncated ones.
@@ -135,6 +156,17 @@ class SubscriberMedium {
     bool send(std::span<const std::byte> frame) override { return client && client->send(frame); }
     StreamControlClient* client = nullptr;
   };
+  // What the link watch does to a rail of this subscriber.
+  class Links final : public LinkWatch::Rail {
+   public:
+    explicit Links(SubscriberMedium& m) noexcept : m_(m) {}
+    int restore(int rail, const Interface& iface, bool silence) override;
+    [[nodiscard]] uint64_t moved(int rail) const noexcept override;
+
+   private:
+    SubscriberMedium& m_;
+  };
+
   void heard_announcement(uint64_t now);
   void use_control(std::string address);
 
@@ -151,6 +183,8 @@ class SubscriberMedium {
   std::string refused_;            // the last conflicting address reported
   uint64_t announcements_seen_ = 0;
   uint64_t unconnected_since_ = 0; // the connection in use has not been up since then (0: it is up)
+  LinkWatch link_;
+  Links links_{*this};
 };
 
 static_assert(media::PublisherMedium<udp::PublisherMedium>);

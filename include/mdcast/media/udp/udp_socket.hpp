@@ -43,6 +43,14 @@ struct Interface {
 [[nodiscard]] UniqueFd open_receiver(const Interface& iface, const GroupAddress& group, const Options& o,
                                      size_t datagram_bytes, bool* gro);
 
+// A rail set up again after its interface came back (udp_link.hpp): returns
+// 0 or the errno of the failure, for the caller to retry. The receiver drops
+// its membership on `old_index` (an error there means it was gone already)
+// and joins on iface's index, which sends a fresh IGMP report; the sender
+// names its interface again (IP_MULTICAST_IF holds an index).
+[[nodiscard]] int rejoin_group(int fd, int old_index, const Interface& iface, const GroupAddress& group) noexcept;
+[[nodiscard]] int reset_sender(int fd, const Interface& iface) noexcept;
+
 // The buffer that holds ~100 ms at `rate` datagrams/s of datagram_bytes, as
 // the kernel charges it (payload, headers, bookkeeping), at least 256 KiB:
 // what size_buffer asks for, and what `mdcast doctor` compares rmem_max with.
