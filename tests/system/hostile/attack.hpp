@@ -156,6 +156,9 @@ int bad_credentials(const std::string& address, double seconds, unsigned clients
 // `count` connections, one after another, each subscribing and then held
 // (read never again) for `seconds`: one peer asking for every slot.
 int subscribers(const std::string& address, unsigned count, double seconds, const std::string& from);
+// Joins `group` on `interface`, hears one real sequenced datagram, then
+// sends copies of it with the next sequences, per_ms a millisecond.
+int forge_chain(const std::string& group, const std::string& interface, double seconds, unsigned per_ms);
 // Becomes user `uid` (root only), with that id as its group and no others.
 void become_user(unsigned uid);
 

@@ -73,6 +73,14 @@ int main(int argc, char** argv) {
   subs->add_option("--seconds", seconds, "how long to hold them once all were tried");
   subs->add_option("--from", from, "TCP source address (an IPv4 literal on this host, e.g. 127.0.0.2)");
 
+  std::string group, interface = "lo";
+  unsigned per_ms = 100;
+  auto* chain = app.add_subcommand("forge-chain", "a UDP feed's group: one datagram sniffed, then the next sequences");
+  chain->add_option("group", group, "GROUP:PORT")->required();
+  chain->add_option("--interface", interface, "interface (default lo)");
+  chain->add_option("--seconds", seconds, "how long");
+  chain->add_option("--per-ms", per_ms, "forged datagrams a millisecond");
+
   RingTarget ring;
   unsigned uid = 65534;
   std::string control;
@@ -113,6 +121,7 @@ int main(int argc, char** argv) {
     if (nr->parsed()) return never_read(address, clients, seconds);
     if (idle->parsed()) return idle_sockets(address, count, seconds);
     if (subs->parsed()) return subscribers(address, count, seconds, from);
+    if (chain->parsed()) return forge_chain(group, interface, seconds, per_ms);
     if (half->parsed()) return half_frame(address, seconds, length, subscribe_first);
     if (garb->parsed()) return garbage(address, seed, timeout_ms);
     if (cred->parsed()) return bad_credentials(address, seconds, cred_clients);
