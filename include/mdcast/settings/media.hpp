@@ -80,6 +80,29 @@ inline media::FrontDoorConfig door_config(const Settings& s) {
   return fc;
 }
 
+#ifdef MDCAST_HAVE_VERBS
+// The [control] settings as the verbs control server takes them (the same
+// bounds as the stream server's, over RC).
+inline media::verbs::ServerLimits verbs_limits(const media::StreamServerConfig& c) {
+  media::verbs::ServerLimits l;
+  l.frames_per_poll = c.frames_per_poll;
+  l.frames_per_client_per_poll = c.frames_per_client_per_poll;
+  l.reply_budget_bytes = c.reply_budget_bytes;
+  l.writable_calls_per_poll = c.writable_calls_per_poll;
+  l.max_clients = c.max_clients;
+  l.max_clients_per_peer = c.max_clients_per_peer;
+  l.allow = c.peers.allow;
+  l.max_unadmitted = c.max_unadmitted;
+  l.max_frame_unadmitted = c.max_frame_unadmitted;
+  l.max_frame_admitted = c.max_frame_admitted;
+  l.unadmitted_timeout_ns = c.unadmitted_timeout_ns;
+  l.partial_frame_timeout_ns = c.partial_frame_timeout_ns;
+  l.idle_timeout_ns = c.idle_timeout_ns;
+  l.sweep_interval_ns = c.sweep_interval_ns;
+  return l;
+}
+#endif
+
 struct ShmEntry {
   static constexpr std::string_view kName = media::shm::kName;
   using Publisher = media::shm::PublisherMedium;
@@ -244,6 +267,7 @@ struct VerbsEntry {
     o.control_port = s.verbs.control_port;
     o.channel = s.feed.channel;
     o.control_inbox = s.verbs.control_inbox;
+    o.control_limits = verbs_limits(s.control_server);
     o.adaptive = s.feed.idle == IdleMode::kBlock;
     // The ring holds unfiltered datagrams and its key is advertised when the
     // RC connection is accepted, before any handshake: READ would bypass

@@ -20,6 +20,12 @@ size_t VerbsControlServer::live_count(bool admitted) const noexcept {
   return n;
 }
 
+size_t VerbsControlServer::peer_count(uint64_t peer) const noexcept {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) n += !c->closing && c->admitted && c->peer == peer;
+  return n;
+}
+
 void VerbsControlServer::mark_cut(ClientId c, Connection& conn, Counter& reason, std::string_view why) {
   if (conn.closing) return;
   conn.closing = true;
@@ -35,6 +41,12 @@ void VerbsControlServer::set_admitted(ClientId c, Connection& conn, bool admitte
     if (live_count(true) >= limits_.max_clients) {
       mark_cut(c, conn, counters_.cut_refused_admission,
                fmt::format("{} clients already admitted (the limit)", limits_.max_clients));
+      return;
+    }
+    if (limits_.max_clients_per_peer && peer_count(conn.peer) >= limits_.max_clients_per_peer) {
+      mark_cut(c, conn, counters_.cut_refused_share,
+               fmt::format("its address already holds {} admitted clients (control.max_clients_per_peer)",
+                           limits_.max_clients_per_peer));
       return;
     }
     conn.admitted = true;

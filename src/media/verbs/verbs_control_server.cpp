@@ -179,6 +179,18 @@ void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<c
     (void)rdma_destroy_id(id);
     return;
   }
+  const sockaddr* from = rdma_get_peer_addr(id);
+  const uint64_t peer =
+      from && from->sa_family == AF_INET ? ntohl(reinterpret_cast<const sockaddr_in*>(from)->sin_addr.s_addr) : 0;
+  if (!limits_.allow.empty() && std::none_of(limits_.allow.begin(), limits_.allow.end(),
+                                             [&](const Ipv4Network& n) { return n.contains(static_cast<uint32_t>(peer)); })) {
+    // Before a QP or a byte of its is taken: an address outside control.allow.
+    counters_.rejected.add();
+    counters_.refused_peers.add();
+    (void)rdma_reject(id, nullptr, 0);
+    (void)rdma_destroy_id(id);
+    return;
+  }
   if (live_count(true) >= limits_.max_clients) {
     counters_.rejected.add();
     counters_.refused_full.add();
@@ -231,6 +243,7 @@ void VerbsControlServer::accept(ControlHandler& svc, rdma_cm_id* id, std::span<c
     return;  // conn (and the id it owns) goes away here
   }
   Connection& c = *conn;
+  c.peer = peer;
   c.unadmitted_since = c.last_frame_ns = now;
   c.stream().assembler().set_max_frame(limits_.max_frame_unadmitted);
   conns_.emplace(cid, std::move(conn));

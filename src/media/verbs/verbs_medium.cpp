@@ -49,7 +49,7 @@ Options resolve_options(Options o, bool publisher) {
 PublisherMedium::PublisherMedium(const Options& opts) : opts_(resolve_options(opts, true)) {
   sink_ = std::make_unique<VerbsSink>(opts_);
   VerbsControlServer::Ring ring{sink_->context(), sink_->pd(), sink_->ring_mr(), sink_->ring_memory()};
-  server_ = std::make_unique<VerbsControlServer>(opts_, ring);
+  server_ = std::make_unique<VerbsControlServer>(opts_, ring, opts_.control_limits);
   log_line(opts_.log, describe());
 }
 

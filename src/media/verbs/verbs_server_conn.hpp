@@ -36,6 +36,7 @@ class VerbsControlServer::Connection {
   bool established = false;
   // Bounds (ServerLimits).
   bool admitted = false;
+  uint64_t peer = 0;               // its IPv4 address (host order), for per-peer shares
   bool in_ready = false;           // in ready_: frames to handle
   bool pending = false;            // the service has more of a streamed reply
   bool in_writable = false;        // in writable_

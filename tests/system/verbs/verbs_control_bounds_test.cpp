@@ -3,7 +3,9 @@
 // the client's receive slots held meanwhile (it waits on RNR, nothing is
 // lost); a streamed reply continues through on_writable; an oversize prefix
 // before admission is cut with a too-large error; an un-admitted client is
-// closed after its timeout, taken from the `now` given to poll.
+// closed after its timeout, taken from the `now` given to poll; an address
+// outside control.allow is rejected before a QP is made, and one address is
+// held to its share of admitted clients.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/media/peer.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
 #include "mdcast/wire/control.hpp"
 #include "verbs_proc.hpp"
@@ -170,6 +173,37 @@ TEST(VerbsControlBounds, OversizeBeforeAdmissionAndTheUnadmittedTimeout) {
   EXPECT_EQ(w.server->counters().timeouts_unadmitted.get(), 1u);
   EXPECT_FALSE(sub.disconnected);
   EXPECT_EQ(w.server->clients(), 1u);
+}
+
+TEST(VerbsControlBounds, AnAddressOutsideTheAllowListIsRejectedAndOneAddressHasItsShare) {
+  MDCAST_REQUIRE_RDMA();
+  {
+    mv::ServerLimits limits;
+    limits.allow = media::parse_networks("198.18.0.0/15", "control.allow");  // not where the client is
+    World w(7624, limits);
+    Client cl(w.o);
+    ASSERT_TRUE(poll_until([&] { return w.server->counters().refused_peers.get() > 0; },
+                           [&] { w.poll(); cl.drain(); }, 20'000));
+    EXPECT_FALSE(cl.connected);
+    EXPECT_EQ(w.server->clients(), 0u);
+  }
+  mv::ServerLimits limits;
+  limits.max_clients_per_peer = 2;
+  World w(7625, limits);
+  w.h.admit_all = false;
+  Client a(w.o), b(w.o), c(w.o);
+  ASSERT_TRUE(poll_until([&] { return a.connected && b.connected && c.connected; },
+                         [&] { w.poll(); a.drain(); b.drain(); c.drain(); }, 20'000));
+  for (auto* cl : {&a, &b, &c}) {
+    ASSERT_TRUE(cl->c.send(frame_of(44, 1, wire::CtlType::kSubscribe)));
+    ASSERT_TRUE(poll_until([&] { return !cl->frames.empty() || cl->disconnected; },
+                           [&] { w.poll(); a.drain(); b.drain(); c.drain(); }, 20'000));
+  }
+  ASSERT_TRUE(poll_until([&] { return c.disconnected; }, [&] { w.poll(); a.drain(); b.drain(); c.drain(); }, 20'000))
+      << "the third from one address was not cut at admission";
+  EXPECT_EQ(w.server->counters().cut_refused_share.get(), 1u);
+  EXPECT_FALSE(a.disconnected);
+  EXPECT_FALSE(b.disconnected);
 }
 
 }  // namespace

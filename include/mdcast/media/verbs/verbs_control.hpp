@@ -87,24 +87,6 @@ struct Hello {
 // nullopt unless the magic and a known version (1 or 2) are there.
 [[nodiscard]] std::optional<Hello> parse_hello(std::span<const std::byte> in) noexcept;
 
-// What one client may cost the publisher over RC; see
-// media/stream/stream_server.hpp for the reasoning behind each. One client's
-// reply share is Options::max_client_backlog; on_writable comes once its
-// queue is under half of it.
-struct ServerLimits {
-  size_t frames_per_poll = 64;
-  size_t frames_per_client_per_poll = 8;
-  size_t reply_budget_bytes = 32u << 20;  // every client's queue together
-  size_t writable_calls_per_poll = 16;
-  size_t max_clients = 1024;              // admitted
-  size_t max_unadmitted = 64;
-  size_t max_frame_unadmitted = 16u << 10;
-  size_t max_frame_admitted = 64u << 10;
-  uint64_t unadmitted_timeout_ns = 5 * kNsPerSec;
-  uint64_t partial_frame_timeout_ns = 2 * kNsPerSec;
-  uint64_t idle_timeout_ns = 30 * kNsPerSec;
-  uint64_t sweep_interval_ns = 100 * kNsPerMs;
-};
 
 class VerbsControlServer final : public ReplySink {
  public:
@@ -155,6 +137,7 @@ class VerbsControlServer final : public ReplySink {
   void enforce_budget();
   void sweep(ControlHandler& svc, uint64_t now);
   [[nodiscard]] size_t live_count(bool admitted) const noexcept;
+  [[nodiscard]] size_t peer_count(uint64_t peer) const noexcept;  // admitted clients from that address
   DeviceCtx& device_for(ibv_context* ctx);
   void log(std::string_view s) const;
 

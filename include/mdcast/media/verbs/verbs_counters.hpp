@@ -58,6 +58,8 @@ namespace mdcast::media::verbs {
   X(refused_full, "connection requests refused: every admitted slot (max_clients) is taken") \
   X(evicted_unadmitted, "un-admitted connections closed to make room for a new one")      \
   X(cut_refused_admission, "clients cut at admission: max_clients already admitted")       \
+  X(cut_refused_share, "clients cut at admission: their address already holds max_clients_per_peer") \
+  X(refused_peers, "connection requests refused: an address outside control.allow")       \
   X(cut_memory, "clients cut off: all replies together passed the budget, theirs the largest") \
   X(cut_oversize, "of cut_malformed: a frame longer than allowed announced")              \
   X(timeouts_unadmitted, "connections closed: not admitted within the timeout")           \

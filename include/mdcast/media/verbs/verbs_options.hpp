@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "mdcast/core/clock.hpp"
+#include "mdcast/media/peer.hpp"
 
 namespace mdcast::media::verbs {
 
@@ -30,6 +31,27 @@ enum class JoinMode : uint8_t {
 
 // rdma_cm's RDMA_UDP_QKEY (docs/protocol.md 1.4).
 inline constexpr uint32_t kDefaultQKey = 0x01234567;
+
+// What one client may cost the publisher over RC; see
+// media/stream/stream_server.hpp for the reasoning behind each. One client's
+// reply share is Options::max_client_backlog; on_writable comes once its
+// queue is under half of it.
+struct ServerLimits {
+  size_t frames_per_poll = 64;
+  size_t frames_per_client_per_poll = 8;
+  size_t reply_budget_bytes = 32u << 20;  // every client's queue together
+  size_t writable_calls_per_poll = 16;
+  size_t max_clients = 1024;              // admitted
+  size_t max_clients_per_peer = 256;      // admitted from one IPv4 address; 0: no share
+  std::vector<Ipv4Network> allow;         // addresses that may connect; empty: any
+  size_t max_unadmitted = 64;
+  size_t max_frame_unadmitted = 16u << 10;
+  size_t max_frame_admitted = 64u << 10;
+  uint64_t unadmitted_timeout_ns = 5 * kNsPerSec;
+  uint64_t partial_frame_timeout_ns = 2 * kNsPerSec;
+  uint64_t idle_timeout_ns = 30 * kNsPerSec;
+  uint64_t sweep_interval_ns = 100 * kNsPerMs;
+};
 
 struct Options {
   // ---- where (both sides)
@@ -49,6 +71,8 @@ struct Options {
   // VerbsFrontDoor listening at control_ip:control_port; null: the server
   // listens there itself.
   std::shared_ptr<RequestInbox> control_inbox;
+  // Publisher: what one control client may cost, and who may connect.
+  ServerLimits control_limits;
   int setup_timeout_ms = 5000;         // each rdma_cm step (address, route, join, connect)
 
   // ---- publisher data path
