@@ -118,7 +118,10 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
       }
     }
     if (claims & kClaimNotYet) {
-      clamp_to(b.last_seq);
+      // Within pair_lag of a member's tail is the other member's data, not a
+      // forgery: dropped all the same (the member asked will send it), but
+      // counted as what it is.
+      clamp_to(b.last_seq, !(cfg_.pair_lag && highest_seen_ <= b.last_seq + cfg_.pair_lag));
       scan_needed_ = true;  // what is really missing is asked for again
     }
     if (b.ended) {
@@ -186,7 +189,7 @@ void SubscriberCore::end_confirmed(uint64_t end_seq, uint64_t now) noexcept {
 // of its tail came from a datagram or heartbeat that lied (or ran ahead of the
 // control plane). The publisher's word bounds what we wait for; anything
 // buffered beyond it is dropped and, if real, asked for again later.
-void SubscriberCore::clamp_to(uint64_t last_seq) noexcept {
+void SubscriberCore::clamp_to(uint64_t last_seq, bool forged) noexcept {
   if (highest_seen_ <= last_seq) return;
   uint64_t dropped = 0;
   uint64_t high = std::max(last_seq, next_seq_ - 1);
@@ -203,7 +206,8 @@ void SubscriberCore::clamp_to(uint64_t last_seq) noexcept {
   }
   highest_seen_ = high;
   counters_->highest_sequence.set(highest_seen_);
-  counters_->forged_datagrams.add(dropped ? dropped : 1);
+  if (forged) counters_->forged_datagrams.add(dropped ? dropped : 1);
+  else counters_->pair_ahead_dropped.add(dropped);
   if (next_seq_ > highest_seen_) gap_open_ = false;
   scan_needed_ = true;
 }

@@ -123,6 +123,25 @@ TEST_F(SubscriberSessionTest, ForgedNearTailIsClampedByThePublishersWord) {
   EXPECT_TRUE(ctl_.all<SnapshotRequest>().empty());
 }
 
+// The same "not yet" from a member of a pair, within pair_lag of what the
+// other member sent: the tail is bounded as before, but what was dropped is
+// the other member's data, not a forgery, and is counted so.
+TEST_F(SubscriberSessionTest, APairMemberBehindSayingNotYetIsNotCalledForged) {
+  auto c = sub_config();
+  c.pair_lag = 20;
+  start(c);
+  publish_pairs(2);
+  rx_seq({1, 2});
+  rx(feed_.heartbeat({}, 10));
+  poll();
+  ASSERT_EQ(requests(), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 8}}));
+  reply(feed_.retransmit_reply(rid_of(3), 3, 8, RetransmitStatus::kNotYet));
+  status(query());
+  EXPECT_EQ(sub_->highest_sequence(), 2u);
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u);
+  EXPECT_EQ(sub_->counters().session_changes.get(), 0u);
+}
+
 // A control connection slower than the data (a TCP retransmission on a lossy
 // link): the answer says where the publisher was when it left, and data sent
 // since has overtaken it. That is not forgery: not counted as forged, and

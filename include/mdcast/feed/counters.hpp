@@ -71,6 +71,7 @@ namespace mdcast::feed {
   X(claims_confirmed, "claims (session, end, far sequence) the control plane confirmed") \
   X(forged_datagrams, "datagrams whose claim the control plane refuted (never acted on)") \
   X(forged_runs, "runs of datagrams delivered before a query yet beyond the publisher's answer: cut, the real ones taken again") \
+  X(pair_ahead_dropped, "datagrams held past the tail of the pair member asked, within pair_lag: the other member's, dropped until it sends them") \
   X(confirmations, "session queries that kept the confirmed position within half a window of the data") \
   X(confirmations_unanswered, "times no answer came within the request timeout: data past a window of the confirmed position was taken unconfirmed") \
   X(claims_overtaken, "claims the answer could not settle: data sent after it (dropped, recovered as a gap)") \

@@ -302,7 +302,9 @@ class SubscriberCore : public media::ControlEvents {
   void on_session_status(uint32_t rid, const wire::SessionStatus& b, uint64_t now) noexcept;
   void session_confirmed_by(uint64_t session, uint64_t last_seq, uint64_t now) noexcept;
   void end_confirmed(uint64_t end_seq, uint64_t now) noexcept;
-  void clamp_to(uint64_t last_seq) noexcept;
+  // forged: what is dropped past last_seq is counted as forged; else as the
+  // other member of a pair's, ahead of the one asked.
+  void clamp_to(uint64_t last_seq, bool forged = true) noexcept;
   void forged_run(uint64_t last_seq) noexcept;
 
   // subscriber_recovery.cpp: retransmits, snapshots, per-instrument recovery
