@@ -194,7 +194,9 @@ void SubscriberMedium::use_control(std::string address, uint64_t now) {
   control_ = std::move(address);
   client_ = std::make_unique<StreamControlClient>(control_);
   channel_.client = client_.get();
-  unanswered_since_ = now;
+  down_since_ = now;
+  asked_since_ = 0;
+  sends_seen_ = channel_.sends;
 }
 
 SubscriberMedium::Endpoint* SubscriberMedium::endpoint(const std::string& address) noexcept {
@@ -242,17 +244,26 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
 }
 
 void SubscriberMedium::check_endpoint(ControlEvents& e, uint64_t now) {
+  const bool connected = client_->connected();
   if (watch_.answered) {
-    unanswered_since_ = 0;
+    asked_since_ = 0;
     stuck_.clear();
     if (Endpoint* ep = endpoint(control_)) ep->failures = 0;
-  } else if (!client_->connected() && !unanswered_since_) {
-    unanswered_since_ = now;
+  } else if (channel_.sends != sends_seen_ && !asked_since_) {
+    asked_since_ = now;  // a Subscribe (or any request) now waits for its answer
   }
-  if (!opts_.control.empty() || !unanswered_since_ || now - unanswered_since_ < kFollowAfterNs) return;
-  const bool connected = client_->connected();
+  sends_seen_ = channel_.sends;
+  if (connected)
+    down_since_ = 0;
+  else if (!down_since_)
+    down_since_ = now;
+  if (!opts_.control.empty()) return;
+  // Failing: no connection for kFollowAfterNs, or a request unanswered that
+  // long, across however many connections were made and closed meanwhile.
+  const uint64_t since = std::min(down_since_ ? down_since_ : now, asked_since_ ? asked_since_ : now);
+  if (now - since < kFollowAfterNs) return;
   // The client is this address's alone: an error it holds is what this address did.
-  const uint64_t secs = (now - unanswered_since_) / kNsPerSec;
+  const uint64_t secs = (now - since) / kNsPerSec;
   const std::string why =
       !client_->last_error().empty() ? fmt::format("its connections failed for {} s ({})", secs, client_->last_error())
       : connected                    ? fmt::format("connected, but no answer to its Subscribe in {} s", secs)

@@ -154,8 +154,12 @@ class SubscriberMedium {
  private:
   class Channel final : public ControlChannel {
    public:
-    bool send(std::span<const std::byte> frame) override { return client && client->send(frame); }
+    bool send(std::span<const std::byte> frame) override {
+      ++sends;
+      return client && client->send(frame);
+    }
     StreamControlClient* client = nullptr;
+    uint64_t sends = 0;  // frames the engine asked to send: a request the control plane owes an answer
   };
   // What the link watch does to a rail of this subscriber.
   class Links final : public LinkWatch::Rail {
@@ -211,7 +215,9 @@ class SubscriberMedium {
   std::string control_;
   std::string refused_;            // the last conflicting address reported
   uint64_t announcements_seen_ = 0;
-  uint64_t unanswered_since_ = 0;  // the control plane in use has not answered since then (0: it has)
+  uint64_t down_since_ = 0;      // the connection in use has not been up since then (0: it is up)
+  uint64_t asked_since_ = 0;     // a request has waited for an answer since then (0: none waits)
+  uint64_t sends_seen_ = 0;
   std::vector<Endpoint> endpoints_;  // announced, oldest first (kMaxEndpoints)
   std::string stuck_;              // the failing address last reported as having no other to go to
   Watch watch_;
