@@ -18,6 +18,12 @@ namespace {
 // new port): one forged announcement cannot move a subscriber that is
 // connected, and one that is not retries its address for this long first.
 constexpr uint64_t kFollowAfterNs = 2 * kNsPerSec;
+// How long an announced address that failed (refused, closed, or silent to a
+// Subscribe for kFollowAfterNs) is not taken again: 10 s, doubling with each
+// failure to 80 s. An impostor announcing every millisecond cannot take a
+// subscriber back from the publisher that answers it.
+constexpr uint64_t kHoldNs = 10 * kNsPerSec;
+constexpr uint32_t kMaxHoldDoublings = 3;
 constexpr uint64_t kErrorReportNs = kNsPerSec;
 
 std::string publisher_control(const Options& o, const Interface& iface) {
@@ -158,7 +164,7 @@ SubscriberMedium::SubscriberMedium(const Options& o)
       fd_{open_rail(rails_, 0, o, &gro_[0]), rails_.two ? open_rail(rails_, 1, o, &gro_[1]) : UniqueFd()},
       source_(fd_[0].get(), fd_[1].get(), gro_[0] || gro_[1] ? size_t{65536} : wire::kMaxDatagram, counters_),
       link_(rails_.iface, rails_.two ? 2 : 1, opts_, "subscriber", true) {
-  if (!o.control.empty()) use_control(o.control);
+  if (!o.control.empty()) use_control(o.control, monotonic_ns());
 }
 
 SubscriberFit SubscriberMedium::configure(SubscriberFit c) const {
@@ -184,11 +190,19 @@ void SubscriberMedium::start() noexcept {
   }
 }
 
-void SubscriberMedium::use_control(std::string address) {
+void SubscriberMedium::use_control(std::string address, uint64_t now) {
   control_ = std::move(address);
   client_ = std::make_unique<StreamControlClient>(control_);
   channel_.client = client_.get();
-  unconnected_since_ = monotonic_ns();
+  down_since_ = now;
+  asked_since_ = 0;
+  sends_seen_ = channel_.sends;
+}
+
+SubscriberMedium::Endpoint* SubscriberMedium::endpoint(const std::string& address) noexcept {
+  for (auto& ep : endpoints_)
+    if (ep.address == address) return &ep;
+  return nullptr;
 }
 
 void SubscriberMedium::heard_announcement(uint64_t now) {
@@ -200,27 +214,86 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
     sub_counters_.announce_malformed.add();
     return;
   }
-  if (a.channel != opts_.channel || !opts_.control.empty() || a.address == control_) return;
+  if (a.channel != opts_.channel || !opts_.control.empty()) return;
+  // Every address announced is remembered (the newest kMaxEndpoints), so a
+  // subscriber whose control plane fails it has another to go to: an
+  // impostor on the group does not drown out the publisher's announcements.
+  if (!endpoint(a.address)) {
+    if (endpoints_.size() == kMaxEndpoints) {
+      const auto old = std::find_if(endpoints_.begin(), endpoints_.end(),
+                                    [&](const Endpoint& ep) { return ep.address != control_; });
+      endpoints_.erase(old);
+    }
+    endpoints_.push_back({a.address, 0, 0});
+  }
+  if (a.address == control_) return;
   if (control_.empty()) {
     sub_counters_.announce_followed.add();
-    use_control(a.address);
+    use_control(a.address, now);
     return;
   }
   // Another address than the one in use: a publisher restarted elsewhere, or
-  // someone else on the group. Followed only once ours has failed for a while.
-  if (client_ && !client_->connected() && unconnected_since_ && now - unconnected_since_ >= kFollowAfterNs) {
-    warn(opts_, fmt::format("control {} unreachable for {} s: following the announced {}", control_,
-                            (now - unconnected_since_) / kNsPerSec, a.address));
-    sub_counters_.announce_followed.add();
-    use_control(a.address);
-    return;
-  }
+  // someone else on the group. Moved to only once ours has failed (check_endpoint).
   sub_counters_.announce_conflicts.add();
   if (a.address != refused_) {
     refused_ = a.address;
-    warn(opts_, fmt::format("an announcement on {} names control {}, not {} (in use): ignored; set feed.control "
-                            "if two publishers share this group",
-                            rails_.group[0].text, a.address, control_));
+    warn(opts_, fmt::format("an announcement on {} names control {}, not {} (in use): remembered, taken only if {} "
+                            "fails; set feed.control if two publishers share this group",
+                            rails_.group[0].text, a.address, control_, control_));
+  }
+}
+
+void SubscriberMedium::check_endpoint(ControlEvents& e, uint64_t now) {
+  const bool connected = client_->connected();
+  if (watch_.answered) {
+    asked_since_ = 0;
+    stuck_.clear();
+    if (Endpoint* ep = endpoint(control_)) ep->failures = 0;
+  } else if (channel_.sends != sends_seen_ && !asked_since_) {
+    asked_since_ = now;  // a Subscribe (or any request) now waits for its answer
+  }
+  sends_seen_ = channel_.sends;
+  if (connected)
+    down_since_ = 0;
+  else if (!down_since_)
+    down_since_ = now;
+  if (!opts_.control.empty()) return;
+  // Failing: no connection for kFollowAfterNs, or a request unanswered that
+  // long, across however many connections were made and closed meanwhile.
+  const uint64_t since = std::min(down_since_ ? down_since_ : now, asked_since_ ? asked_since_ : now);
+  if (now - since < kFollowAfterNs) return;
+  // The client is this address's alone: an error it holds is what this address did.
+  const uint64_t secs = (now - since) / kNsPerSec;
+  const std::string why =
+      !client_->last_error().empty() ? fmt::format("its connections failed for {} s ({})", secs, client_->last_error())
+      : connected                    ? fmt::format("connected, but no answer to its Subscribe in {} s", secs)
+                                     : fmt::format("no connection in {} s", secs);
+  Endpoint* cur = endpoint(control_);
+  if (stuck_ != control_ && cur) {
+    cur->held_until = now + (kHoldNs << std::min(cur->failures, kMaxHoldDoublings));
+    ++cur->failures;
+  }
+  // The next announced address after this one that is not held off.
+  const size_t n = endpoints_.size();
+  const size_t at = cur ? static_cast<size_t>(cur - endpoints_.data()) : n - 1;
+  for (size_t k = 1; k <= n; ++k) {
+    Endpoint& next = endpoints_[(at + k) % n];
+    if (next.address == control_ || next.held_until > now) continue;
+    warn(opts_, fmt::format("control {} left: {}; following the announced {} ({} not taken again for {} s)", control_,
+                            why, next.address, control_,
+                            cur && cur->held_until > now ? (cur->held_until - now + kNsPerSec / 2) / kNsPerSec : 0));
+    sub_counters_.announce_left.add();
+    sub_counters_.announce_followed.add();
+    stuck_.clear();
+    if (connected) e.on_control_disconnected();
+    const std::string address = next.address;
+    use_control(address, now);
+    return;
+  }
+  if (stuck_ != control_) {
+    stuck_ = control_;
+    warn(opts_, fmt::format("control {} fails: {}; no other announced control address to go to: still trying it",
+                            control_, why));
   }
 }
 
@@ -238,11 +311,10 @@ size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
   heard_announcement(now);
   size_t work = link_.poll(links_, now);
   if (!client_) return work;
-  work += client_->poll(e, now);
-  if (client_->connected())
-    unconnected_since_ = 0;
-  else if (!unconnected_since_)
-    unconnected_since_ = now;
+  watch_.e = &e;
+  watch_.answered = false;
+  work += client_->poll(watch_, now);
+  check_endpoint(e, now);
   return work;
 }
 

@@ -162,6 +162,19 @@ int forge_chain(const std::string& group, const std::string& interface, double s
 // Becomes user `uid` (root only), with that id as its group and no others.
 void become_user(unsigned uid);
 
+// attack_announce.cpp: forged control-address announcements on a UDP group.
+struct AnnounceArgs {
+  std::string group;                    // "239.1.2.3:PORT"
+  std::string interface_ip = "127.0.0.1";  // the interface sent from
+  std::string listen_ip = "127.0.0.1";  // where our TCP listener binds (port chosen by the kernel)
+  uint16_t channel = 1;
+  uint64_t session = 1;
+  unsigned interval_ms = 5;
+  double seconds = 60;
+  bool close = false;  // accept and close at once; otherwise accept and never answer
+};
+int announce(const AnnounceArgs& a);
+
 struct RingTarget {
   std::string name;
   std::string dir;  // "" = where the library looks (find_ring)

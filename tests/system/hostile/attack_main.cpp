@@ -106,6 +106,18 @@ int main(int argc, char** argv) {
   std::optional<unsigned> tr_uid;
   tr->add_option("--uid", tr_uid, "act as this user (root only): another local account");
 
+  AnnounceArgs ann;
+  bool ann_silent = false;
+  auto* an = app.add_subcommand("announce", "forged UDP announcements naming our own TCP listener, every 5 ms");
+  an->add_option("group", ann.group, "the feed's group, ADDRESS:PORT")->required();
+  an->add_option("--interface-ip", ann.interface_ip, "address of the interface to send from (default 127.0.0.1)");
+  an->add_option("--listen", ann.listen_ip, "address our TCP listener binds (default 127.0.0.1)");
+  an->add_option("--channel", ann.channel, "channel announced (default 1)");
+  an->add_option("--interval-ms", ann.interval_ms, "between announcements (default 5)");
+  an->add_option("--seconds", ann.seconds, "how long (default 60)");
+  auto* an_close = an->add_flag("--close", ann.close, "accept connections and close them at once");
+  an->add_flag("--silent", ann_silent, "accept connections and never answer (the default)")->excludes(an_close);
+
   CLI11_PARSE(app, argc, argv);
   install_signal_handlers();
   try {
@@ -128,6 +140,7 @@ int main(int argc, char** argv) {
     if (sq->parsed()) return squat(ring, seconds, uid, control);
     if (scr->parsed()) return scribble_position(ring, value, seconds);
     if (tr->parsed()) return truncate_ring(ring, bytes, tr_uid);
+    if (an->parsed()) return announce(ann);
   } catch (const Error& e) {
     fmt::print(stderr, "mdcast_attack: {}\n", e.what());
     return 1;

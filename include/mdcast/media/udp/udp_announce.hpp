@@ -10,10 +10,12 @@
 //
 // Trust (docs/security.md): anyone on the fabric can send one. A subscriber
 // uses an announcement only where no control address is configured, takes
-// the first it hears and sticks to it; a different one is counted and
-// reported, and moves it only after its control connection failed for a
-// while. Where the feed has secrets, the publisher proves itself before the
-// subscriber says anything, so a forged address costs time, not trust.
+// the first it hears and sticks to it while it answers; a different one is
+// counted, reported and remembered, and taken once the one in use failed
+// (refused, closed, or silent to a request) for 2 s, which is then held off,
+// so an impostor that announces more often costs 2 s, not the feed. Where
+// the feed has secrets, the publisher proves itself before the subscriber
+// says anything, so a forged address costs time, not trust.
 #pragma once
 
 #include <algorithm>

@@ -108,7 +108,8 @@ class PublisherMedium {
 #define MDCAST_UDP_SUBSCRIBER_COUNTERS(X)                                                          \
   X(announce_malformed, "announcements that did not decode (dropped)")                           \
   X(announce_conflicts, "announcements of another control address than the one in use (ignored)") \
-  X(announce_followed, "control addresses taken from an announcement")
+  X(announce_followed, "control addresses taken from an announcement")                            \
+  X(announce_left, "announced control addresses left: refused, closed or silent for 2 s (then held off)")
 MDCAST_DEFINE_COUNTER_STRUCT(SubscriberCounters, MDCAST_UDP_SUBSCRIBER_COUNTERS);
 
 class SubscriberMedium {
@@ -153,8 +154,12 @@ class SubscriberMedium {
  private:
   class Channel final : public ControlChannel {
    public:
-    bool send(std::span<const std::byte> frame) override { return client && client->send(frame); }
+    bool send(std::span<const std::byte> frame) override {
+      ++sends;
+      return client && client->send(frame);
+    }
     StreamControlClient* client = nullptr;
+    uint64_t sends = 0;  // frames the engine asked to send: a request the control plane owes an answer
   };
   // What the link watch does to a rail of this subscriber.
   class Links final : public LinkWatch::Rail {
@@ -167,8 +172,36 @@ class SubscriberMedium {
     SubscriberMedium& m_;
   };
 
+  // Forwards to the engine and notes that the control plane answered.
+  class Watch final : public ControlEvents {
+   public:
+    void on_control_connected(uint64_t now) noexcept override { e->on_control_connected(now); }
+    void on_control_disconnected() noexcept override { e->on_control_disconnected(); }
+    void on_control_frame(std::span<const std::byte> f, uint64_t now) noexcept override {
+      answered = true;
+      e->on_control_frame(f, now);
+    }
+    void on_retransmitted(uint32_t rid, uint64_t session, std::span<const std::span<const std::byte>> d,
+                          uint64_t now) noexcept override {
+      e->on_retransmitted(rid, session, d, now);
+    }
+    [[nodiscard]] uint64_t publisher_position() const noexcept override { return e->publisher_position(); }
+    ControlEvents* e = nullptr;
+    bool answered = false;
+  };
+  // An announced control address, and until when it is not taken again
+  // after it failed this subscriber.
+  struct Endpoint {
+    std::string address;
+    uint64_t held_until = 0;
+    uint32_t failures = 0;
+  };
+  static constexpr size_t kMaxEndpoints = 8;
+
   void heard_announcement(uint64_t now);
-  void use_control(std::string address);
+  void use_control(std::string address, uint64_t now);
+  void check_endpoint(ControlEvents& e, uint64_t now);
+  Endpoint* endpoint(const std::string& address) noexcept;
 
   Options opts_;
   Rails rails_;
@@ -182,7 +215,12 @@ class SubscriberMedium {
   std::string control_;
   std::string refused_;            // the last conflicting address reported
   uint64_t announcements_seen_ = 0;
-  uint64_t unconnected_since_ = 0; // the connection in use has not been up since then (0: it is up)
+  uint64_t down_since_ = 0;      // the connection in use has not been up since then (0: it is up)
+  uint64_t asked_since_ = 0;     // a request has waited for an answer since then (0: none waits)
+  uint64_t sends_seen_ = 0;
+  std::vector<Endpoint> endpoints_;  // announced, oldest first (kMaxEndpoints)
+  std::string stuck_;              // the failing address last reported as having no other to go to
+  Watch watch_;
   LinkWatch link_;
   Links links_{*this};
 };

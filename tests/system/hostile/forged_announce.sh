@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A forged control-address announcement on an open UDP feed (docs/security.md,
+# 3a). An impostor announces its own TCP listener on the group every 5 ms,
+# before anyone else: once a listener that never answers (--silent), once one
+# that accepts and closes at once (--close). Two subscribers start and take
+# it (the only address they hear); then the real publisher starts. Each
+# subscriber leaves the impostor within 2 s of taking it, says which address
+# it left and why (log, udp.announce_left), follows the publisher, delivers
+# every message with books identical to the publisher's, and exits 0.
+source "$(dirname "$0")/hostile_lib.sh"
+
+run_case() {
+  local variant=$1 n=$2
+  local PORT=$((20000 + ($$ + n) % 20000))
+  local GROUP="239.77.17.$((1 + ($$ + n) % 250)):$PORT"
+  local udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0)
+  SUB_ARGS=("${udp[@]}")
+  WORK_CASE="$variant"
+  start_attack "imp_$variant" announce "$GROUP" "--$variant" --seconds 120
+  wait_for_line "imp_$variant" '^ready ' 10 || fail "the impostor ($variant) never started: $(cat "$WORK/imp_$variant.log")"
+  local imp
+  imp=$(grep -o 'announcing tcp:[0-9.]*:[0-9]*' "$WORK/imp_$variant.log" | cut -d' ' -f2)
+  note "impostor ($variant) announces $imp"
+  start_subscriber sub1
+  start_subscriber sub2
+  # Captured: each has taken the impostor's address, the only one announced yet.
+  wait_stat "$PID_sub1" udp.announce_followed 1 20 || fail "sub1 never took the impostor's announcement"
+  wait_stat "$PID_sub2" udp.announce_followed 1 20 || fail "sub2 never took the impostor's announcement"
+  start_bg pub publish "${udp[@]}" --rate "$RATE" --duration "$DURATION" --instruments 200 --idle block \
+    --wait-subscribers 2 --result "$WORK/pub.toml"
+  wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30
+  local real
+  real=$(grep -o 'control tcp:[0-9.]*:[0-9]*' "$WORK/pub.log" | head -1 | cut -d' ' -f2)
+  note "publisher's control $real"
+  finish_subscribers sub1 sub2
+  finish_publisher
+  stop_attack "imp_$variant"
+  check_books sub1 sub2
+  check_delivered sub1 sub2
+  local l left why
+  [ "$variant" = silent ] && why='connected, but no answer to its Subscribe' || why='its connections failed for .*(publisher closed the control connection|Connection reset by peer)'
+  for l in sub1 sub2; do
+    left=$(toml_get "$WORK/$l.toml" udp.announce_left)
+    figure "${variant}_${l}_left" "${left:-?}"
+    expect "$l left the impostor ($variant) and counted it (udp.announce_left = ${left:-none})" [ "${left:-0}" -ge 1 ]
+    expect "$l's log names the impostor $imp it left and why ($why), and the publisher it followed ($real)" \
+      grep -qE "control $imp left: .*$why.*; following the announced $real" "$WORK/$l.log"
+    grep -E "control $imp left" "$WORK/$l.log" | head -1 | sed "s/^/   $l: /"
+  done
+  figure "${variant}_impostor_accepted" "$(attack_value "imp_$variant" accepted)"
+  figure "${variant}_messages" "$(toml_get "$WORK/sub1.toml" messages 2>/dev/null || echo none)"
+  for l in sub1 sub2 pub; do mv "$WORK/$l.log" "$WORK/$variant-$l.log"; mv "$WORK/$l.toml" "$WORK/$variant-$l.toml" 2>/dev/null || true; done
+}
+
+run_case silent 0
+run_case close 1
+conclude
