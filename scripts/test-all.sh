@@ -8,8 +8,11 @@
 #           `docs`, which the asan stage leaves out for that reason)
 #   debug   build the command line and the verbs test executables only
 #           (target debug-suite); the benchmark smoke tests (label `bench`:
-#           timing-heavy runs that a sanitizer only slows), and the binaries
-#           the verbs tests run in the Soft-RoCE VM
+#           timing-heavy runs that a sanitizer only slows), the tests at the
+#           open-files limit (label `fdlimit` and unit_stream_server_peers'
+#           ControlPeers: a sanitizer's runtime needs descriptors there), and
+#           the binaries the verbs tests run in the
+#           Soft-RoCE VM
 #   asan    build (no benchmarks); every other host test: unit, component,
 #           system, hostile, netns - the multi-process suites run here only,
 #           where a memory error in a real process is caught as well
@@ -83,7 +86,8 @@ ctest_in() { local dir=$1; shift; (cd "build/$dir" && ctest --output-on-failure 
 run_stage deps        ./scripts/install-deps.sh
 run_stage checks      ./scripts/checks.sh
 run_stage debug-build build debug debug-suite
-run_stage debug-tests ctest_in debug -L bench
+debug_tests() { ctest_in debug -L 'bench|fdlimit' && ctest_in debug -R '^ControlPeers\.'; }
+run_stage debug-tests debug_tests
 run_stage asan-build  build asan
 run_stage asan-tests  ctest_in asan -LE 'verbs|bench|docs'
 run_stage fuzz-build  build fuzz fuzzers

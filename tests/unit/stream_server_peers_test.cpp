@@ -205,6 +205,13 @@ TEST(ControlPeers, AnotherUserIsClosedAtAccept) {
 // reserve takes the new client, the oldest idle one is closed for it, and
 // the newcomer is admitted.
 TEST(ControlPeers, AtTheDescriptorLimitANewClientReplacesAnIdleOne) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer runtime needs descriptors of its own at the limit
+  // (UBSan's first look at a dynamic type writes through a pipe, and reports
+  // an "invalid vptr" when it cannot make one): this runs in the plain debug
+  // build (test-all.sh's debug stage runs ControlPeers.*).
+  GTEST_SKIP() << "a process at its open-files limit is beyond the sanitizer runtime: runs in the debug build";
+#endif
   const std::string name = unique_name("nofile");
   StreamServerConfig cfg;
   cfg.max_unadmitted = 64;

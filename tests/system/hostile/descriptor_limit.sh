@@ -7,6 +7,10 @@
 # the oldest silent one for it. Both subscribers get in and deliver everything.
 source "$(dirname "$0")/hostile_lib.sh"
 command -v prlimit >/dev/null || skip "prlimit (util-linux) is not installed"
+# At its limit the process has no descriptor for the sanitizer runtime
+# (UBSan's first look at a dynamic type makes a pipe, and reports an
+# "invalid vptr" without one): this runs in the debug build (label fdlimit).
+[ -z "${MDCAST_SANITIZE:-}" ] || skip "a publisher at its open-files limit is beyond the sanitizer runtime; runs in the debug build"
 
 prlimit --nofile=32 "$MDCAST" publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instruments 200 \
   --idle block --wait-subscribers 2 --set control.unadmitted_timeout=60s --result "$WORK/pub.toml" \
