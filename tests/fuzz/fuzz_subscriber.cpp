@@ -180,6 +180,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<uint64_t, std::vector<std::byte>> seen;  // datagrams by sequence, for retransmit answers
   uint64_t session = 0;
   uint64_t changes = 0;
+  uint64_t cuts = 0;  // forged runs cut: the one time the position may go back within a session
   uint64_t next = 1;
   sub.on_control_connected(now);
 
@@ -292,10 +293,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     // Sequence invariants, per session (a reused session id the control
-    // plane showed to be a new run counts as a new session).
-    if (sub.session() != session || sub.counters().session_changes.get() != changes) {
+    // plane showed to be a new run counts as a new session). A forged run
+    // the control plane disproved is cut: the position goes back to the
+    // publisher's, on purpose.
+    if (sub.session() != session || sub.counters().session_changes.get() != changes ||
+        sub.counters().forged_runs.get() != cuts) {
       session = sub.session();
       changes = sub.counters().session_changes.get();
+      cuts = sub.counters().forged_runs.get();
       next = sub.next_sequence();
     }
     FUZZ_CHECK(sub.next_sequence() >= next, "next_sequence went back from %llu to %llu",
