@@ -107,6 +107,9 @@ bool ControlService::handle_auth(ClientId c, Client& cl, std::span<const std::by
     if (match && a.entry) {
       a.stage = Stage::kOk;
       counters_->auth_ok.add();
+      if (core_.tagged())
+        out.send(c, encode_auth(rid, wrap_data_key(key, channel, a.identity, a.server_nonce, a.client_nonce,
+                                                   core_.session(), core_.data_key())));
       return true;
     }
     a.entry = nullptr;

@@ -42,8 +42,15 @@ std::span<const std::byte> ControlService::filter_datagram(std::span<const std::
   }
   store_le<uint8_t>(o + dgram::kFlags, static_cast<uint8_t>(load_le<uint8_t>(o + dgram::kFlags) | kFlagFiltered));
   store_le<uint16_t>(o + dgram::kMessageCount, count);
+  // The copy differs from what was tagged: sealed again, with the same key
+  // (the tag is nonce-free, so the sequence may carry two different bytes).
+  const bool tagged = (load_le<uint8_t>(o + dgram::kFlags) & kFlagTag) != 0;
+  if (tagged) len += dgram::kTagSize;
   store_le<uint16_t>(o + dgram::kLength, static_cast<uint16_t>(len));
-  if (load_le<uint8_t>(o + dgram::kFlags) & kFlagCrc) seal_crc({o, len});
+  if (tagged)
+    seal_tag({o, len}, core_.data_key());
+  else if (load_le<uint8_t>(o + dgram::kFlags) & kFlagCrc)
+    seal_crc({o, len});
   return {o, len};
 }
 

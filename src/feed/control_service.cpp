@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "mdcast/core/crc32c.hpp"
+#include "mdcast/wire/auth.hpp"
 
 namespace mdcast::feed {
 
@@ -18,6 +19,17 @@ ControlService::ControlService(const ControlConfig& cfg, PublisherCore& core, Co
       backoff_(cfg.auth_delay_min_ns, cfg.auth_delay_max_ns, cfg.auth_delay_decay_ns),
       poll_left_(cfg.snapshot_poll_bytes) {
   cfg_.validate();
+  if (cfg.secrets && core.config().authenticate_data && !core.tagged()) {
+    const uint16_t channel = core.config().channel;
+    if (cfg.data_secret) {
+      core.tag_with(derive_data_key(cfg.data_secret->key().view(), channel, core.session()));
+    } else {
+      DataKey k;
+      random_bytes(k);
+      core.tag_with(k);
+      wipe(k);
+    }
+  }
   if (counters) {
     counters_ = counters;
   } else {

@@ -82,11 +82,26 @@ void PublisherCore::open(uint64_t now) noexcept {
   open_since_ = now;
 }
 
+void PublisherCore::tag_with(const DataKey& key) {
+  if (ring_.newest() != 0 || open_count_ != 0)
+    fail("data authentication must be set up before the first message (sequence {} is already committed)",
+         ring_.newest() + (open_count_ != 0));
+  tag_key_ = key;
+  tagged_ = true;
+}
+
+void PublisherCore::seal_check(std::span<std::byte> d) const noexcept {
+  if (tagged_)
+    seal_tag(d, tag_key_);
+  else if (cfg_.crc)
+    seal_crc(d);
+}
+
 void PublisherCore::seal(uint64_t now) noexcept {
   const uint64_t seq = ring_.newest() + 1;
   std::byte* d = open_;  // the header goes in front of the messages already written
   DatagramHeader h;
-  h.flags = cfg_.crc ? kFlagCrc : 0;
+  h.flags = check_flag();
   h.channel = cfg_.channel;
   h.message_count = open_count_;
   h.session = session_;
@@ -95,9 +110,9 @@ void PublisherCore::seal(uint64_t now) noexcept {
   // The time its first message was published: one-way latency measured from
   // it includes the batching delay, as the application sees it.
   h.send_time_ns = open_since_ ? open_since_ : now;
-  h.length = static_cast<uint16_t>(dgram::kHeaderSize + open_len_);
+  h.length = static_cast<uint16_t>(dgram::kHeaderSize + open_len_ + trailer());
   write_header(d, h);
-  if (cfg_.crc) seal_crc({d, h.length});
+  seal_check({d, h.length});
   ring_.commit(seq, h.length);
   counters_->last_sequence.set(seq);
   open_count_ = 0;
@@ -200,7 +215,7 @@ std::span<const std::byte> PublisherCore::build_heartbeat(uint64_t now, bool end
   commit_open(now);
   std::byte* d = heartbeat_.get();
   std::byte* hb = d + dgram::kHeaderSize;
-  const size_t room = (cfg_.max_datagram - dgram::kHeaderSize - heartbeat::kEntries) / heartbeat::kEntrySize;
+  const size_t room = (datagram_capacity() - heartbeat::kEntries) / heartbeat::kEntrySize;
   const size_t want = std::min<size_t>(cfg_.heartbeat_entries, room);
   const uint32_t n_inst = books_.max_instruments();
   size_t entries = 0;
@@ -215,16 +230,16 @@ std::span<const std::byte> PublisherCore::build_heartbeat(uint64_t now, bool end
   const size_t mlen = write_heartbeat_header(hb, ring_.newest(), books_.global_checksum(), n_inst,
                                              static_cast<uint16_t>(entries));
   DatagramHeader h;
-  h.flags = static_cast<uint8_t>(kFlagUnsequenced | (cfg_.crc ? kFlagCrc : 0) | (end_of_session ? kFlagEndOfSession : 0));
+  h.flags = static_cast<uint8_t>(kFlagUnsequenced | check_flag() | (end_of_session ? kFlagEndOfSession : 0));
   h.channel = cfg_.channel;
   h.message_count = 1;
   h.session = session_;
   h.sender = cfg_.sender_id;
   h.sequence = ring_.newest();
   h.send_time_ns = now;
-  h.length = static_cast<uint16_t>(dgram::kHeaderSize + mlen);
+  h.length = static_cast<uint16_t>(dgram::kHeaderSize + mlen + trailer());
   write_header(d, h);
-  if (cfg_.crc) seal_crc({d, h.length});
+  seal_check({d, h.length});
   return {d, h.length};
 }
 

@@ -9,6 +9,7 @@
 // try blocks, and running out of memory costs a retried hello.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <variant>
 
 #include "mdcast/feed/subscriber_core.hpp"
@@ -71,12 +72,16 @@ bool SubscriberCore::on_auth_frame(std::span<const std::byte> frame, uint64_t no
     counters_->unauthenticated_frames.add();
     return true;
   }
+  const auto parsed = wire::parse_auth(frame, &why);
+  if (auth_.stage == Stage::kProven && parsed && std::holds_alternative<wire::AuthDataKey>(parsed->body)) {
+    on_data_key(*parsed, now);
+    return true;
+  }
   if (auth_.stage != Stage::kHelloSent) {
     // A challenge nobody asked for (or a second one): nothing in it is trusted.
     counters_->unauthenticated_frames.add();
     return true;
   }
-  const auto parsed = wire::parse_auth(frame, &why);
   if (!parsed) {
     auth_failed("its challenge is malformed (" + why + ")");
     return true;
@@ -98,6 +103,7 @@ bool SubscriberCore::on_auth_frame(std::span<const std::byte> frame, uint64_t no
     return true;
   }
   // The publisher is proven; only now does our proof leave, bound to its fresh nonce.
+  auth_.server_nonce = ch->server_nonce;
   try {
     auth_.proof_rid = next_rid_++;
     auth_.stage = Stage::kProven;
@@ -110,6 +116,60 @@ bool SubscriberCore::on_auth_frame(std::span<const std::byte> frame, uint64_t no
     return true;
   }
   send_subscribe(now);
+  return true;
+}
+
+void SubscriberCore::on_data_key(const wire::AuthFrame& f, uint64_t now) noexcept {
+  const auto& k = std::get<wire::AuthDataKey>(f.body);
+  if (f.request_id != auth_.proof_rid) {
+    counters_->unauthenticated_frames.add();
+    return;
+  }
+  const ClientSecret& me = *cfg_.secret;
+  const auto key = wire::unwrap_data_key(me.key().view(), cfg_.channel, me.identity(), auth_.server_nonce,
+                                         auth_.client_nonce, k);
+  if (!key) {
+    auth_failed("the data key it sent does not check (altered on the way, or made for another connection)");
+    return;
+  }
+  data_key_ = *key;
+  data_key_session_ = k.session;
+  have_data_key_ = true;
+  key_this_connection_ = true;
+  // What waited for it, in arrival order; any still not of this session is counted then.
+  const size_t n = n_awaiting_;
+  n_awaiting_ = 0;
+  for (size_t i = 0; i < n; ++i)
+    receive_awaited({awaiting_.get() + i * cfg_.max_datagram, awaiting_meta_[i].len}, awaiting_meta_[i].rail, now);
+}
+
+void SubscriberCore::await_key(std::span<const std::byte> d, Rail rail) noexcept {
+  if (n_awaiting_ == kAwaitingKey || !awaiting_ || d.size() > cfg_.max_datagram) {
+    counters_->unverifiable.add();  // a gap the normal recovery fills once the key is here
+    return;
+  }
+  std::memcpy(awaiting_.get() + n_awaiting_ * cfg_.max_datagram, d.data(), d.size());
+  awaiting_meta_[n_awaiting_++] = {static_cast<uint16_t>(d.size()), rail};
+}
+
+bool SubscriberCore::authentic(std::span<const std::byte> d, const wire::DatagramHeader& h, Rail rail,
+                               uint64_t) noexcept {
+  if (!(h.flags & wire::kFlagTag)) {
+    counters_->untagged.add();
+    return false;
+  }
+  if (!have_data_key_ || h.session != data_key_session_) {
+    // Retransmits come over the control plane, after its key: never waiting.
+    if (rail == Rail::kRecovery || key_this_connection_)
+      counters_->unverifiable.add();
+    else
+      await_key(d, rail);
+    return false;
+  }
+  if (!wire::tag_ok(d, data_key_)) {
+    counters_->bad_tags.add();
+    return false;
+  }
   return true;
 }
 

@@ -6,6 +6,8 @@
 // parsing and the channel's own queueing may allocate: each is guarded, so
 // that running out of memory costs a counted, dropped frame (its request
 // times out and is asked again), never std::terminate.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <type_traits>
 #include <variant>
@@ -20,6 +22,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   subscribe_refused_ = false;
   query_sent_ = false;
   auth_ = {};  // a new connection proves both sides again
+  key_this_connection_ = false;  // the last key still checks data until the new one arrives
   mark_unsent();  // also when no disconnect was reported: a new connection is a new conversation
   send_subscribe(now);
 }
@@ -67,6 +70,18 @@ void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t
 
 void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b, uint64_t now) noexcept {
   if (rid != subscribe_rid_) return;
+  if (tags_required_ && (!key_this_connection_ || data_key_session_ != b.session)) {
+    // Nothing this publisher sends could be checked: say so rather than drop it all.
+    subscribe_refused_ = true;
+    counters_->control_errors.add();
+    set_error(fmt::format("the publisher of session {:016x} sent no data key for it after the proof, so its "
+                          "datagrams cannot be authenticated: run it with secrets and data authentication on, or set "
+                          "subscriber.authenticate_data = false on a medium no one else can send to",
+                          b.session),
+              "");
+    notify_event(SubscriberEvent::kControlError, last_error_);
+    return;
+  }
   subscribed_ = true;
   // The control plane's word on the session: adopt, confirm, or replace what
   // the data suggested.

@@ -10,7 +10,11 @@
 namespace mdcast::feed {
 
 SubscriberCore::SubscriberCore(const SubscriberConfig& cfg, ControlChannel* control, SubscriberCounters* counters)
-    : cfg_(cfg), n_inst_(cfg.books.max_instruments), ctl_(control), reasm_(cfg.max_reassemblies, cfg.max_message) {
+    : cfg_(cfg),
+      n_inst_(cfg.books.max_instruments),
+      tags_required_(cfg.secret && cfg.authenticate_data),
+      ctl_(control),
+      reasm_(cfg.max_reassemblies, cfg.max_message) {
   cfg_.validate();
   if (counters) {
     counters_ = counters;
@@ -35,12 +39,13 @@ SubscriberCore::SubscriberCore(const SubscriberConfig& cfg, ControlChannel* cont
   // The control round's requests are encoded here, so that sending them
   // allocates nothing: the largest is a snapshot request naming every
   // instrument the filter may hold.
+  if (tags_required_) awaiting_ = std::make_unique<std::byte[]>(kAwaitingKey * cfg.max_datagram);
   frame_bytes_ = std::max(wire::ctl::kSmallFrame, wire::ctl::snapshot_request_size(cfg.all_instruments ? 0 : n_inst_));
   frame_ = std::make_unique<std::byte[]>(frame_bytes_);
   if (!cfg.all_instruments) snap_ids_ = std::make_unique<uint32_t[]>(n_inst_);
 }
 
-SubscriberCore::~SubscriberCore() = default;
+SubscriberCore::~SubscriberCore() { wire::wipe(data_key_); }
 
 size_t SubscriberCore::buffered() const noexcept {
   size_t n = 0;

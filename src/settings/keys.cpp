@@ -115,6 +115,14 @@ const std::map<std::string, SettingKey>& setting_keys() {
         [](const Settings& s) { return format_duration(s.pub.linger_ns); });
     add("publisher.crc", "BOOL", "CRC-32C in every datagram", [](Settings& s, const std::string& v) { s.pub.crc = parse_bool(v); },
         [](const Settings& s) { return std::string(s.pub.crc ? "true" : "false"); });
+    add("publisher.authenticate_data", "BOOL",
+        "with publisher.secrets, tag every datagram with the session's data key (docs/security.md 1; not on shm)",
+        [](Settings& s, const std::string& v) { s.pub.authenticate_data = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.pub.authenticate_data ? "true" : "false"); });
+    add("publisher.data_secret_file", "FILE",
+        "a secrets-file line both members of a publisher pair hold: the data key is derived from it (empty: random)",
+        [](Settings& s, const std::string& v) { s.pub.data_secret_file = v; },
+        [](const Settings& s) { return s.pub.data_secret_file; });
     add("publisher.sender_id", "N", "id in every datagram (subscribers drop their own)", [](Settings& s, const std::string& v) {
       s.pub.sender_id = parse_uint<uint32_t>(v, 1, 0xffffu);  // a 16-bit header field
     },
@@ -193,6 +201,10 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("subscriber.pair_lag", "N", "a publisher pair: datagrams the other member may be behind without a reset (0: no pair)",
         [](Settings& s, const std::string& v) { s.sub.pair_lag = parse_uint<uint64_t>(v, 0, uint64_t{1} << 40); },
         [](const Settings& s) { return std::to_string(s.sub.pair_lag); });
+    add("subscriber.authenticate_data", "BOOL",
+        "with a secret, accept only datagrams tagged with the data key the publisher sent (docs/security.md 1)",
+        [](Settings& s, const std::string& v) { s.sub.authenticate_data = parse_bool(v); },
+        [](const Settings& s) { return std::string(s.sub.authenticate_data ? "true" : "false"); });
     add("subscriber.confirm_ahead", "BOOL",
         "hold datagrams a window beyond the publisher's last confirmed sequence until confirmed (docs/security.md 2; "
         "off only for a group no one else can send to)",

@@ -147,6 +147,7 @@ feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   pc.heartbeat_interval_ns = s.pub.heartbeat_interval_ns;
   pc.retransmit_bytes = s.pub.retransmit_bytes;
   pc.crc = s.pub.crc;
+  pc.authenticate_data = s.pub.authenticate_data;
   pc.pacing.mode = s.pub.pacing;
   pc.pacing.rate = s.pub.pacing_rate;
   pc.pacing.min_rate = s.pub.pacing_min_rate;
@@ -162,6 +163,13 @@ feed::ControlConfig control_config(const Settings& s) {
   if (!s.pub.secrets.empty())
     cc.secrets = std::make_shared<const feed::PublisherSecrets>(
         with_context("publisher.secrets", [&] { return feed::PublisherSecrets::load(s.pub.secrets); }));
+  if (!s.pub.data_secret_file.empty()) {
+    if (s.pub.secrets.empty())
+      fail_usage("publisher.data_secret_file '{}' keys the tags of a feed with secrets: set publisher.secrets too",
+                 s.pub.data_secret_file);
+    cc.data_secret = std::make_shared<const feed::ClientSecret>(with_context(
+        "publisher.data_secret_file", [&] { return feed::ClientSecret::load(s.pub.data_secret_file); }));
+  }
   return cc;
 }
 
@@ -184,6 +192,7 @@ feed::SubscriberConfig subscriber_config(const Settings& s) {
   sc.publisher_timeout_ns = s.sub.publisher_timeout_ns;
   sc.pair_lag = s.sub.pair_lag;
   sc.confirm_ahead = s.sub.confirm_ahead;
+  sc.authenticate_data = s.sub.authenticate_data;
   sc.request_timeout_ns = 100 * kNsPerMs;
   sc.max_datagram = wire::kMaxDatagram;
   return sc;

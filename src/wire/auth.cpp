@@ -45,9 +45,10 @@ bool exact(std::span<const std::byte> f, size_t n, std::string* why, std::string
   return false;
 }
 
-// One MAC over the fields both proofs share, in the order the role gives the nonces.
+// One MAC over the fields both proofs share, in the order the role gives the
+// nonces, and (for the data key's check) what follows them.
 AuthMac mac(AuthKey key, std::string_view role, uint16_t channel, std::string_view identity, const AuthNonce& first,
-            const AuthNonce& second) noexcept {
+            const AuthNonce& second, std::span<const std::byte> extra = {}) noexcept {
   (void)sodium_ready();  // the HMAC needs no initialisation; randombytes does
   crypto_auth_hmacsha256_state st;
   crypto_auth_hmacsha256_init(&st, reinterpret_cast<const unsigned char*>(key.data()), key.size());
@@ -65,6 +66,7 @@ AuthMac mac(AuthKey key, std::string_view role, uint16_t channel, std::string_vi
   put(identity.data(), id_len);
   put(first.data(), first.size());
   put(second.data(), second.size());
+  if (!extra.empty()) put(extra.data(), extra.size());
   AuthMac out;
   crypto_auth_hmacsha256_final(&st, reinterpret_cast<unsigned char*>(out.data()));
   sodium_memzero(&st, sizeof st);  // the state holds key-derived pads
@@ -76,7 +78,8 @@ AuthMac mac(AuthKey key, std::string_view role, uint16_t channel, std::string_vi
 bool is_auth_frame(std::span<const std::byte> f) noexcept {
   if (f.size() < ctl::kHeaderSize) return false;
   const auto t = static_cast<CtlType>(load_le<uint8_t>(f.data() + ctl::kType));
-  return t == CtlType::kAuthHello || t == CtlType::kAuthChallenge || t == CtlType::kAuthProof;
+  return t == CtlType::kAuthHello || t == CtlType::kAuthChallenge || t == CtlType::kAuthProof ||
+         t == CtlType::kAuthDataKey;
 }
 
 bool valid_identity(std::string_view id) noexcept {
@@ -139,6 +142,15 @@ std::optional<AuthFrame> parse_auth(std::span<const std::byte> f, std::string* w
         out.body = pr;
         break;
       }
+      case CtlType::kAuthDataKey: {
+        if (!exact(f, kDataKeySize, why, "auth-data-key")) return std::nullopt;
+        AuthDataKey k;
+        k.session = load_le<uint64_t>(p + kDataKeySession);
+        copy_out(k.wrapped, p + kDataKeyWrapped);
+        copy_out(k.check, p + kDataKeyCheck);
+        out.body = k;
+        break;
+      }
       default:
         if (why) *why = fmt::format("frame type {} is not an authentication frame", load_le<uint8_t>(p + ctl::kType));
         return std::nullopt;
@@ -179,6 +191,56 @@ std::vector<std::byte> encode_auth(uint32_t rid, const AuthProof& b) {
   auto f = frame(CtlType::kAuthProof, rid, kProofSize);
   std::memcpy(f.data() + kProofMac, b.client_proof.data(), kMacSize);
   return f;
+}
+
+std::vector<std::byte> encode_auth(uint32_t rid, const AuthDataKey& b) {
+  auto f = frame(CtlType::kAuthDataKey, rid, kDataKeySize);
+  store_le<uint64_t>(f.data() + kDataKeySession, b.session);
+  std::memcpy(f.data() + kDataKeyWrapped, b.wrapped.data(), b.wrapped.size());
+  std::memcpy(f.data() + kDataKeyCheck, b.check.data(), kMacSize);
+  return f;
+}
+
+namespace {
+AuthMac key_check(AuthKey key, uint16_t channel, std::string_view identity, const AuthNonce& ns, const AuthNonce& nc,
+                  uint64_t session, const DataKey& wrapped) noexcept {
+  std::array<std::byte, 8 + sizeof(DataKey)> extra;
+  store_le<uint64_t>(extra.data(), session);
+  std::memcpy(extra.data() + 8, wrapped.data(), wrapped.size());
+  return mac(key, "mdcast-kck", channel, identity, ns, nc, extra);
+}
+}  // namespace
+
+AuthDataKey wrap_data_key(AuthKey key, uint16_t channel, std::string_view identity, const AuthNonce& ns,
+                          const AuthNonce& nc, uint64_t session, const DataKey& data_key) noexcept {
+  AuthMac pad = mac(key, "mdcast-key", channel, identity, ns, nc);
+  AuthDataKey out;
+  out.session = session;
+  for (size_t i = 0; i < data_key.size(); ++i) out.wrapped[i] = data_key[i] ^ pad[i];
+  out.check = key_check(key, channel, identity, ns, nc, session, out.wrapped);
+  sodium_memzero(pad.data(), pad.size());
+  return out;
+}
+
+std::optional<DataKey> unwrap_data_key(AuthKey key, uint16_t channel, std::string_view identity, const AuthNonce& ns,
+                                       const AuthNonce& nc, const AuthDataKey& f) noexcept {
+  if (!proof_equal(key_check(key, channel, identity, ns, nc, f.session, f.wrapped), f.check)) return std::nullopt;
+  AuthMac pad = mac(key, "mdcast-key", channel, identity, ns, nc);
+  DataKey out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = f.wrapped[i] ^ pad[i];
+  sodium_memzero(pad.data(), pad.size());
+  return out;
+}
+
+DataKey derive_data_key(AuthKey root, uint16_t channel, uint64_t session) noexcept {
+  static constexpr AuthNonce kNone{};
+  std::byte s[8];
+  store_le<uint64_t>(s, session);
+  AuthMac m = mac(root, "mdcast-data", channel, {}, kNone, kNone, s);
+  DataKey out;
+  std::memcpy(out.data(), m.data(), out.size());
+  sodium_memzero(m.data(), m.size());
+  return out;
 }
 
 AuthMac server_proof(AuthKey key, uint16_t channel, std::string_view identity, const AuthNonce& client_nonce,

@@ -511,6 +511,7 @@ std::string_view to_string(CtlType t) noexcept {
     case CtlType::kAuthProof: return "auth-proof";
     case CtlType::kSessionQuery: return "session-query";
     case CtlType::kSessionStatus: return "session-status";
+    case CtlType::kAuthDataKey: return "auth-data-key";
   }
   return "unknown";
 }

@@ -112,12 +112,24 @@ void walk(std::span<const std::byte> d, const DatagramHeader& h, uint32_t unknow
       }
     }
   }
-  FUZZ_CHECK(total + dgram::kHeaderSize == h.length, "messages cover %zu of %u bytes", total, h.length);
+  const size_t trailer = (h.flags & kFlagTag) ? dgram::kTagSize : 0;
+  FUZZ_CHECK(total + dgram::kHeaderSize + trailer == h.length, "messages cover %zu of %u bytes", total, h.length);
+  FUZZ_CHECK(payload_size(d) == total, "payload_size %zu, messages %zu", payload_size(d), total);
+  FUZZ_CHECK(!((h.flags & kFlagTag) && (h.flags & kFlagCrc)), "a tag and a CRC accepted together");
   FUZZ_CHECK(n == h.message_count, "walked %u messages, header says %u", n, h.message_count);
   FUZZ_CHECK(unknown_seen == unknown, "unknown count %u vs %u", unknown_seen, unknown);
-  FUZZ_CHECK(validate_message_run(d.data() + dgram::kHeaderSize, d.size() - dgram::kHeaderSize) ==
+  FUZZ_CHECK(validate_message_run(d.data() + dgram::kHeaderSize, payload_size(d)) ==
                  static_cast<int>(n),
              "validate_message_run disagrees");
+  if (h.flags & kFlagTag) {
+    // Whatever its bytes, a tag made with a key is accepted with that key only.
+    std::vector<std::byte> copy(d.begin(), d.end());
+    DataKey k{};
+    seal_tag(copy, k);
+    FUZZ_CHECK(tag_ok(copy, k), "a sealed tag does not check");
+    k[0] = std::byte{1};
+    FUZZ_CHECK(!tag_ok(copy, k), "a tag checks with another key");
+  }
   if (h.flags & kFlagCrc) {
     std::vector<std::byte> copy(d.begin(), d.end());
     seal_crc(copy);

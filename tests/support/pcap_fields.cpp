@@ -27,9 +27,9 @@ constexpr uint64_t kReported = 20;
 // form is Wireshark's to choose.
 constexpr std::string_view kFields[] = {
     "mdcast.magic", "mdcast.version", "mdcast.flags", "mdcast.flags.unsequenced", "mdcast.flags.crc",
-    "mdcast.flags.end_of_session", "mdcast.flags.filtered", "mdcast.flags.unknown", "mdcast.channel",
-    "mdcast.message_count", "mdcast.session", "mdcast.seq", "mdcast.send_time", "mdcast.length", "mdcast.sender",
-    "mdcast.crc", "mdcast.crc.status", "mdcast.messages_found",
+    "mdcast.flags.end_of_session", "mdcast.flags.filtered", "mdcast.flags.tag", "mdcast.flags.unknown",
+    "mdcast.channel", "mdcast.message_count", "mdcast.session", "mdcast.seq", "mdcast.send_time", "mdcast.length",
+    "mdcast.sender", "mdcast.crc", "mdcast.crc.status", "mdcast.tag", "mdcast.messages_found",
     "mdcast.msg.length", "mdcast.msg.type", "mdcast.msg.flags", "mdcast.msg.instrument", "mdcast.msg.instrument_seq",
     "mdcast.msg.symbol", "mdcast.msg.lot_size", "mdcast.msg.price_exponent", "mdcast.msg.order_id",
     "mdcast.msg.price", "mdcast.msg.quantity", "mdcast.msg.side", "mdcast.msg.trade_id",
@@ -47,6 +47,7 @@ constexpr std::string_view kFields[] = {
     "mdcast.ctl.session_flags.ended", "mdcast.ctl.end_seq", "mdcast.ctl.error_code", "mdcast.ctl.text_length",
     "mdcast.ctl.text", "mdcast.ctl.scheme", "mdcast.ctl.identity_length", "mdcast.ctl.client_nonce",
     "mdcast.ctl.identity", "mdcast.ctl.server_nonce", "mdcast.ctl.server_proof", "mdcast.ctl.client_proof",
+    "mdcast.ctl.wrapped_key", "mdcast.ctl.key_check",
     "mdcast.ann.magic", "mdcast.ann.version", "mdcast.ann.address_length", "mdcast.ann.channel",
     "mdcast.ann.reserved", "mdcast.ann.session", "mdcast.ann.address",
     "mdcast.rec.kind", "mdcast.rec.a", "mdcast.rec.b",
@@ -209,7 +210,8 @@ class Walker {
     p.add("mdcast.flags.crc", boolean(h.flags & kFlagCrc));
     p.add("mdcast.flags.end_of_session", boolean(h.flags & kFlagEndOfSession));
     p.add("mdcast.flags.filtered", boolean(h.flags & kFlagFiltered));
-    p.add("mdcast.flags.unknown", hex((h.flags & 0xf0) >> 4, 1));
+    p.add("mdcast.flags.tag", boolean(h.flags & kFlagTag));
+    p.add("mdcast.flags.unknown", hex((h.flags & 0xe0) >> 5, 1));
     p.add("mdcast.channel", dec(h.channel));
     p.add("mdcast.message_count", dec(h.message_count));
     p.add("mdcast.session", hex(h.session, 8));
@@ -227,6 +229,9 @@ class Walker {
     } else {
       p.add("mdcast.crc.status", "0");
     }
+    // The tag is shown, not checked: checking needs the session's data key.
+    if ((h.flags & kFlagTag) && d.size() >= dgram::kHeaderSize + dgram::kTagSize)
+      p.add("mdcast.tag", hexbytes(d.subspan(d.size() - dgram::kTagSize)));
     if (check != DatagramCheck::kOk) return;
     if (h.flags & kFlagEndOfSession) sum_.count("end_of_session");
     auto cur = MessageCursor::payload_of(d);
@@ -356,6 +361,10 @@ class Walker {
         p.add("mdcast.ctl.server_proof", hexbytes(c->server_proof));
       } else if (const auto* pr = std::get_if<AuthProof>(&a->body)) {
         p.add("mdcast.ctl.client_proof", hexbytes(pr->client_proof));
+      } else if (const auto* k = std::get_if<AuthDataKey>(&a->body)) {
+        p.add("mdcast.ctl.session", hex(k->session, 8));
+        p.add("mdcast.ctl.wrapped_key", hexbytes(k->wrapped));
+        p.add("mdcast.ctl.key_check", hexbytes(k->check));
       }
       return;
     }

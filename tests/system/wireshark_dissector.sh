@@ -124,7 +124,7 @@ compare() {
   done
   if [ "$control" = 1 ]; then
     for t in subscribe subscribe-ack status-report retransmit-request retransmit-reply auth-hello auth-challenge \
-             auth-proof error snapshot-request snapshot-data snapshot-done; do
+             auth-proof auth-data-key error snapshot-request snapshot-data snapshot-done; do
       [ "$(count "$s" "ctl.$t")" -gt 0 ] || fail "$label: no $t control frame decoded"
     done
     [ "$(count "$s" retransmitted.datagrams)" -gt 0 ] || fail "$label: no retransmitted datagram decoded"
@@ -132,6 +132,8 @@ compare() {
     [ "$(matching "$cap" 'mdcast.flags.filtered == 1' "${opts[@]}")" -gt 0 ] ||
       fail "$label: no FILTERED retransmission decoded"
     [ "$(count "$s" announcements)" -gt 0 ] || fail "$label: no announcement decoded"
+    [ "$(matching "$cap" 'mdcast.flags.tag == 1 && mdcast.tag' "${opts[@]}")" -gt 0 ] ||
+      fail "$label: no tagged datagram decoded (the feed has secrets)"
   fi
   [ "$(matching "$cap" '_ws.lua.error' "${opts[@]}")" = 0 ] || fail "$label: Lua errors in the dissector"
   [ "$(matching "$cap" 'mdcast.crc.status == 2' "${opts[@]}")" = 0 ] || fail "$label: the dissector finds bad CRCs"

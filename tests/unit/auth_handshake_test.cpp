@@ -3,6 +3,8 @@
 // what the real ones never do (prove without checking, replay, squat).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <deque>
 
 #include "auth_support.hpp"
@@ -275,8 +277,14 @@ TEST_F(HandshakeTest, AHelloAnsweredLateIsRestartedAndStillSucceeds) {
 // before the acknowledgement names the session waits in the window, and is
 // delivered once the acknowledgement confirms that session, never if it
 // names another (a forger who spoke first).
+// (Untagged data: a medium only the publisher writes, as the shm ring.)
+feed::SubscriberConfig untagged(feed::SubscriberConfig c) {
+  c.authenticate_data = false;
+  return c;
+}
+
 TEST_F(HandshakeTest, DataBeforeTheAcknowledgementWaitsForIt) {
-  make(secured(), sub_cfg());
+  make(secured(), untagged(sub_cfg()));
   Feed real;
   real.session = pub_config().session;
   real.channel = kCh;
@@ -296,7 +304,7 @@ TEST_F(HandshakeTest, DataBeforeTheAcknowledgementWaitsForIt) {
 }
 
 TEST_F(HandshakeTest, DataOfAnotherSessionBeforeTheAcknowledgementIsNeverDelivered) {
-  make(secured(), sub_cfg());
+  make(secured(), untagged(sub_cfg()));
   Feed forger;
   forger.session = pub_config().session + 1;
   forger.channel = kCh;
@@ -308,6 +316,67 @@ TEST_F(HandshakeTest, DataOfAnotherSessionBeforeTheAcknowledgementIsNeverDeliver
   EXPECT_EQ(sub_->session(), pub_config().session);
   EXPECT_TRUE(h_.msgs.empty()) << "the forger's datagram reached the application";
   EXPECT_GE(sub_->counters().window_discards.get(), 1u);
+}
+
+// A feed with secrets tags its datagrams; the subscriber reads them only
+// with the data key its handshake delivered, wrapped so that the key itself
+// never crosses the wire. Before the key, and for anything not made with it,
+// nothing is read past the tag.
+TEST_F(HandshakeTest, TaggedDataIsReadOnlyWithTheKeyTheHandshakeDelivered) {
+  make(secured(), sub_cfg());
+  ASSERT_TRUE(core_.tagged());
+  auto publish = [&](uint64_t id) {
+    Message m = Message::make_add(1, id, 100, 10, Side::kBuy);
+    ASSERT_EQ(core_.stage(m, now_), feed::PublishResult::kOk);
+    core_.commit_open(now_);
+  };
+  publish(1);
+  sub_->on_datagram(core_.datagram(1), feed::Rail::kA, now_);
+  EXPECT_TRUE(h_.msgs.empty()) << "read before the key came";
+  connect();
+  ASSERT_TRUE(sub_->subscribed()) << sub_->last_error();
+  EXPECT_EQ(h_.msgs.size(), 1u) << "the datagram that came before the key waited for it";
+  EXPECT_EQ(sub_->counters().unverifiable.get(), 0u);
+  EXPECT_EQ(down_.frames.size(), 3u) << "challenge, data key, acknowledgement";
+  EXPECT_EQ(type_of(down_.frames[1].second), CtlType::kAuthDataKey);
+  Bytes key(core_.data_key().begin(), core_.data_key().end());
+  for (const auto& [c, f] : down_.frames)
+    EXPECT_EQ(std::search(f.begin(), f.end(), key.begin(), key.end()), f.end()) << "the data key travelled";
+
+  publish(2);
+  sub_->on_datagram(core_.datagram(2), feed::Rail::kA, now_);
+  EXPECT_EQ(h_.msgs.size(), 2u) << "tagged datagrams from the publisher are read";
+  // The same bytes with one bit changed, the same datagram untagged, and one
+  // tagged with another key: each dropped before its sequence is read.
+  publish(3);
+  Bytes altered(core_.datagram(3).begin(), core_.datagram(3).end());
+  altered[wire::dgram::kHeaderSize + 12] ^= std::byte{1};
+  sub_->on_datagram(altered, feed::Rail::kA, now_);
+  Feed forger;
+  forger.session = core_.session();
+  forger.channel = kCh;
+  for (uint32_t i = 1; i <= 3; ++i) forger.publish({forger.add(i)});
+  sub_->on_datagram(forger.dg(3), feed::Rail::kA, now_);
+  EXPECT_EQ(sub_->counters().bad_tags.get(), 1u);
+  EXPECT_EQ(sub_->counters().untagged.get(), 1u);
+  EXPECT_EQ(h_.msgs.size(), 2u);
+  EXPECT_EQ(sub_->counters().highest_sequence.get(), 2u) << "a dropped datagram's sequence was looked at";
+  sub_->on_datagram(core_.datagram(3), feed::Rail::kA, now_);
+  EXPECT_EQ(h_.msgs.size(), 3u);
+}
+
+TEST_F(HandshakeTest, APublisherThatSendsNoDataKeyIsRefusedWithTheReason) {
+  feed::PublisherConfig pc = pub_config();
+  pc.authenticate_data = false;
+  PublisherCore plain(pc);
+  svc_ = std::make_unique<ControlService>(secured(), plain);
+  sub_ = std::make_unique<Subscriber<Handler>>(sub_cfg(), h_, &up_);
+  ASSERT_FALSE(plain.tagged());
+  connect();
+  EXPECT_FALSE(sub_->subscribed());
+  EXPECT_TRUE(sub_->subscribe_refused());
+  EXPECT_NE(sub_->last_error().find("sent no data key"), std::string::npos) << sub_->last_error();
+  svc_.reset();  // before the core it serves
 }
 
 class HostileClientTest : public ::testing::Test {

@@ -54,6 +54,7 @@ std::vector<std::pair<std::string, Bytes>> every_frame() {
       {"hello-long-id", encode_auth(1, AuthHello{4, std::string(64, 'x'), filled(1)})},
       {"challenge", encode_auth(2, AuthChallenge{filled(2), {}})},
       {"proof", encode_auth(3, AuthProof{})},
+      {"data-key", encode_auth(4, AuthDataKey{})},
   };
 }
 
@@ -181,6 +182,54 @@ TEST(AuthWire, WipeClearsTheWholeBuffer) {
   b.fill(std::byte{9});
   wipe(b);
   EXPECT_EQ(b, (std::array<std::byte, 8>{}));
+}
+
+TEST(AuthWire, DataKeyRoundTripsAndLayout) {
+  AuthDataKey k;
+  k.session = 0x0102030405060708;
+  for (size_t i = 0; i < k.wrapped.size(); ++i) k.wrapped[i] = std::byte(static_cast<uint8_t>(i + 1));
+  for (size_t i = 0; i < k.check.size(); ++i) k.check[i] = std::byte(static_cast<uint8_t>(0x80 + i));
+  const Bytes f = encode_auth(7, k);
+  ASSERT_EQ(f.size(), 68u);
+  EXPECT_EQ(load_le<uint8_t>(f.data() + ctl::kType), static_cast<uint8_t>(CtlType::kAuthDataKey));
+  EXPECT_EQ(load_le<uint64_t>(f.data() + 12), k.session);
+  EXPECT_EQ(f[20], std::byte{1});
+  EXPECT_EQ(f[36], std::byte{0x80});
+  EXPECT_TRUE(is_auth_frame(f));
+  const auto r = parse_as<AuthDataKey>(f, 7);
+  EXPECT_EQ(r.session, k.session);
+  EXPECT_EQ(r.wrapped, k.wrapped);
+  EXPECT_EQ(r.check, k.check);
+}
+
+TEST(AuthWire, TheDataKeyUnwrapsOnlyForItsConnectionSessionAndSecret) {
+  std::array<std::byte, 32> secret{}, other{};
+  for (size_t i = 0; i < 32; ++i) {
+    secret[i] = std::byte(static_cast<uint8_t>(i));
+    other[i] = std::byte(static_cast<uint8_t>(i + 1));
+  }
+  DataKey dk;
+  for (size_t i = 0; i < dk.size(); ++i) dk[i] = std::byte(static_cast<uint8_t>(0xa0 + i));
+  const AuthNonce ns = filled(1), nc = filled(2);
+  const AuthDataKey w = wrap_data_key(AuthKey(secret), 3, "desk-a", ns, nc, 77, dk);
+  EXPECT_NE(w.wrapped, dk) << "the key never crosses the wire as itself";
+  const auto back = unwrap_data_key(AuthKey(secret), 3, "desk-a", ns, nc, w);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, dk);
+  EXPECT_FALSE(unwrap_data_key(AuthKey(other), 3, "desk-a", ns, nc, w)) << "another secret";
+  EXPECT_FALSE(unwrap_data_key(AuthKey(secret), 4, "desk-a", ns, nc, w)) << "another channel";
+  EXPECT_FALSE(unwrap_data_key(AuthKey(secret), 3, "desk-b", ns, nc, w)) << "another identity";
+  EXPECT_FALSE(unwrap_data_key(AuthKey(secret), 3, "desk-a", filled(9), nc, w)) << "another connection";
+  AuthDataKey moved = w;
+  moved.session = 78;
+  EXPECT_FALSE(unwrap_data_key(AuthKey(secret), 3, "desk-a", ns, nc, moved)) << "another session";
+  AuthDataKey flipped = w;
+  flipped.wrapped[0] ^= std::byte{1};
+  EXPECT_FALSE(unwrap_data_key(AuthKey(secret), 3, "desk-a", ns, nc, flipped)) << "an altered key";
+  // A pair's members derive the same key for a session, another for the next.
+  EXPECT_EQ(derive_data_key(AuthKey(secret), 3, 77), derive_data_key(AuthKey(secret), 3, 77));
+  EXPECT_NE(derive_data_key(AuthKey(secret), 3, 77), derive_data_key(AuthKey(secret), 3, 78));
+  EXPECT_NE(derive_data_key(AuthKey(secret), 3, 77), derive_data_key(AuthKey(secret), 4, 77));
 }
 
 }  // namespace

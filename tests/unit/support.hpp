@@ -115,14 +115,22 @@ class DatagramBuilder {
     forced_count_ = n;
     return *this;
   }
+  // kFlagTag, sealed with this key.
+  DatagramBuilder& tag(const wire::DataKey& k) {
+    h_.flags |= wire::kFlagTag;
+    key_ = k;
+    return *this;
+  }
   [[nodiscard]] Bytes build() const {
-    Bytes d(wire::dgram::kHeaderSize + body_.size());
+    const bool tagged = (h_.flags & wire::kFlagTag) != 0;
+    Bytes d(wire::dgram::kHeaderSize + body_.size() + (tagged ? wire::dgram::kTagSize : 0));
     wire::DatagramHeader h = h_;
     h.message_count = forced_count_ >= 0 ? static_cast<uint16_t>(forced_count_) : count_;
     h.length = static_cast<uint16_t>(d.size());
     wire::write_header(d.data(), h);
     std::copy(body_.begin(), body_.end(), d.begin() + wire::dgram::kHeaderSize);
     if (h.flags & wire::kFlagCrc) wire::seal_crc(d);
+    if (tagged) wire::seal_tag(d, key_);
     return d;
   }
 
@@ -131,6 +139,7 @@ class DatagramBuilder {
   Bytes body_;
   uint16_t count_ = 0;
   int forced_count_ = -1;
+  wire::DataKey key_{};
 };
 
 }  // namespace mdcast::test

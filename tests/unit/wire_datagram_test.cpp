@@ -117,8 +117,9 @@ TEST(WireValidateDatagram, AcceptsWellFormed) {
   EXPECT_EQ(check(good(0)), DatagramCheck::kOk);
   // A header alone is a valid (empty) datagram.
   EXPECT_EQ(check(DatagramBuilder(1).build()), DatagramCheck::kOk);
-  // Every known flag together.
-  EXPECT_EQ(check(DatagramBuilder(1).flags(kKnownDatagramFlags).build()), DatagramCheck::kOk);
+  // Every known flag together, but the two checks of the same bytes (CRC, tag): one or the other.
+  EXPECT_EQ(check(DatagramBuilder(1).flags(kKnownDatagramFlags & ~kFlagTag).build()), DatagramCheck::kOk);
+  EXPECT_EQ(check(DatagramBuilder(1).flags(kKnownDatagramFlags & ~kFlagCrc).tag({}).build()), DatagramCheck::kOk);
 }
 
 TEST(WireValidateDatagram, TooShort) {
@@ -144,7 +145,7 @@ TEST(WireValidateDatagram, BadMagicAndVersion) {
 }
 
 TEST(WireValidateDatagram, UnknownFlagBits) {
-  for (uint8_t bit = 0x10; bit != 0; bit = static_cast<uint8_t>(bit << 1))
+  for (uint8_t bit = 0x20; bit != 0; bit = static_cast<uint8_t>(bit << 1))
     EXPECT_EQ(check(DatagramBuilder(1).flags(bit).build()), DatagramCheck::kBadFlags) << int{bit};
 }
 
@@ -301,6 +302,74 @@ TEST(WireValidateDatagram, MessageRun) {
 TEST(WireValidateDatagram, ToStringCoversEveryValue) {
   for (int c = 0; c <= static_cast<int>(DatagramCheck::kBadSequence); ++c)
     EXPECT_NE(to_string(static_cast<DatagramCheck>(c)), "?") << c;
+}
+
+// ------------------------------------------------------------------ tags --
+
+DataKey key_of(uint8_t seed) {
+  DataKey k;
+  for (size_t i = 0; i < k.size(); ++i) k[i] = std::byte(static_cast<uint8_t>(seed + i * 13));
+  return k;
+}
+
+Bytes tagged_datagram(const DataKey& k) {
+  Message add = Message::make_add(5, 1001, 1234500, 300, Side::kSell);
+  add.instrument_seq = 1;
+  return DatagramBuilder(42).tag(k).add(add).add(Message::make_delete(5, 1001)).build();
+}
+
+TEST(WireDatagramTag, ATaggedDatagramValidatesAndItsMessagesEndBeforeTheTag) {
+  const Bytes d = tagged_datagram(key_of(1));
+  DatagramHeader h;
+  ASSERT_EQ(validate_datagram(d, h), DatagramCheck::kOk);
+  EXPECT_EQ(h.flags, kFlagTag);
+  EXPECT_EQ(h.length, d.size());
+  EXPECT_EQ(payload_size(d), d.size() - dgram::kHeaderSize - dgram::kTagSize);
+  MessageCursor c = MessageCursor::payload_of(d);
+  MessageView v;
+  int n = 0;
+  while (c.next(v)) ++n;
+  EXPECT_EQ(n, 2) << "the tag is not read as a message";
+  EXPECT_TRUE(tag_ok(d, key_of(1)));
+}
+
+TEST(WireDatagramTag, EveryAlteredByteAndAnyOtherKeyFail) {
+  const Bytes d = tagged_datagram(key_of(1));
+  EXPECT_FALSE(tag_ok(d, key_of(2)));
+  for (size_t i = 0; i < d.size(); ++i) {
+    for (uint8_t bit : {0x01, 0x80}) {
+      Bytes x = d;
+      x[i] ^= std::byte{bit};
+      EXPECT_FALSE(tag_ok(x, key_of(1))) << "byte " << i << " bit " << int{bit};
+    }
+  }
+}
+
+TEST(WireDatagramTag, UntaggedOrTooShortIsNeverAuthentic) {
+  Bytes plain = DatagramBuilder(3).add(Message::make_delete(5, 1)).build();
+  EXPECT_FALSE(tag_ok(plain, key_of(1))) << "no kFlagTag";
+  Bytes shortd(dgram::kHeaderSize + dgram::kTagSize - 1);
+  DatagramHeader h;
+  h.flags = kFlagTag;
+  h.sequence = 1;
+  h.length = static_cast<uint16_t>(shortd.size());
+  write_header(shortd.data(), h);
+  EXPECT_FALSE(tag_ok(shortd, key_of(1)));
+  EXPECT_EQ(validate_datagram(shortd, h), DatagramCheck::kBadLength);
+}
+
+TEST(WireDatagramTag, TagAndCrcTogetherAreRefused) {
+  Bytes d = DatagramBuilder(3).flags(kFlagCrc).tag(key_of(1)).add(Message::make_delete(5, 1)).build();
+  DatagramHeader h;
+  EXPECT_EQ(validate_datagram(d, h), DatagramCheck::kBadFlags);
+}
+
+TEST(WireDatagramTag, ValidationLeavesTheTagToWhoeverHoldsTheKey) {
+  Bytes d = tagged_datagram(key_of(1));
+  d[d.size() - 1] ^= std::byte{1};
+  DatagramHeader h;
+  EXPECT_EQ(validate_datagram(d, h), DatagramCheck::kOk);
+  EXPECT_FALSE(tag_ok(d, key_of(1)));
 }
 
 }  // namespace

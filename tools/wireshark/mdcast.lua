@@ -26,6 +26,7 @@ local mdcast_rec = Proto("mdcast_rec", "mdcast recording marker")
 local DATAGRAM_MAGIC = 0x434d   -- bytes 'M','C'
 local DATAGRAM_VERSION = 2
 local HEADER = 40
+local TAG = 16  -- the trailer of a datagram with flag 0x10
 local ANN_MAGIC = 0x414d        -- bytes 'M','A'
 local ANN_VERSION = 1
 local REC_MAGIC = "MDCREC01"    -- a marker `mdcast record` writes where the sequence breaks (docs/recording.md)
@@ -47,7 +48,7 @@ local ctl_types = {
   [1] = "Subscribe", [2] = "SubscribeAck", [3] = "Unsubscribe", [4] = "RetransmitRequest",
   [5] = "RetransmitReply", [6] = "SnapshotRequest", [7] = "SnapshotData", [8] = "SnapshotDone",
   [9] = "StatusReport", [10] = "Error", [11] = "AuthHello", [12] = "AuthChallenge", [13] = "AuthProof",
-  [14] = "SessionQuery", [15] = "SessionStatus",
+  [14] = "SessionQuery", [15] = "SessionStatus", [16] = "AuthDataKey",
 }
 local retransmit_statuses = { [0] = "ok", [1] = "too old", [2] = "not yet", [3] = "wrong session" }
 local snapshot_statuses = { [0] = "ok", [1] = "not entitled", [2] = "unavailable" }
@@ -73,7 +74,8 @@ field("flag_unseq", ProtoField.bool("mdcast.flags.unsequenced", "Unsequenced (he
 field("flag_crc", ProtoField.bool("mdcast.flags.crc", "CRC-32C present", 8, nil, 0x02))
 field("flag_eos", ProtoField.bool("mdcast.flags.end_of_session", "End of session", 8, nil, 0x04))
 field("flag_filtered", ProtoField.bool("mdcast.flags.filtered", "Filtered copy", 8, nil, 0x08))
-field("flag_unknown", ProtoField.uint8("mdcast.flags.unknown", "Unknown flag bits", base.HEX, nil, 0xf0))
+field("flag_tag", ProtoField.bool("mdcast.flags.tag", "Tag present (authenticated data)", 8, nil, 0x10))
+field("flag_unknown", ProtoField.uint8("mdcast.flags.unknown", "Unknown flag bits", base.HEX, nil, 0xe0))
 field("channel", ProtoField.uint16("mdcast.channel", "Channel", base.DEC))
 field("message_count", ProtoField.uint16("mdcast.message_count", "Message count", base.DEC))
 field("session", ProtoField.uint64("mdcast.session", "Session", base.HEX))
@@ -83,6 +85,7 @@ field("length", ProtoField.uint16("mdcast.length", "Length", base.DEC))
 field("sender", ProtoField.uint16("mdcast.sender", "Sender", base.DEC))
 field("crc", ProtoField.uint32("mdcast.crc", "CRC-32C", base.HEX))
 field("crc_status", ProtoField.uint8("mdcast.crc.status", "CRC-32C check", base.DEC, crc_results))
+field("tag", ProtoField.bytes("mdcast.tag", "Tag (SipHash-2-4-128, session data key; not checked here)"))
 field("messages_found", ProtoField.uint16("mdcast.messages_found", "Messages found", base.DEC))
 
 -- Messages (§2). One field per meaning, shared by every type that carries it
@@ -160,6 +163,8 @@ field("ctl_identity", ProtoField.string("mdcast.ctl.identity", "Identity"))
 field("ctl_server_nonce", ProtoField.bytes("mdcast.ctl.server_nonce", "Server nonce"))
 field("ctl_server_proof", ProtoField.bytes("mdcast.ctl.server_proof", "Server proof"))
 field("ctl_client_proof", ProtoField.bytes("mdcast.ctl.client_proof", "Client proof"))
+field("ctl_wrapped_key", ProtoField.bytes("mdcast.ctl.wrapped_key", "Data key, wrapped for this connection"))
+field("ctl_key_check", ProtoField.bytes("mdcast.ctl.key_check", "Data key check"))
 
 -- Announcement (§6).
 field("ann_magic", ProtoField.uint16("mdcast.ann.magic", "Magic", base.HEX))
@@ -418,6 +423,7 @@ local function dissect_datagram(tvb, pinfo, tree, off, len)
   fi:add(F.flag_crc, tvb(off + 3, 1))
   fi:add(F.flag_eos, tvb(off + 3, 1))
   fi:add(F.flag_filtered, tvb(off + 3, 1))
+  fi:add(F.flag_tag, tvb(off + 3, 1))
   fi:add(F.flag_unknown, tvb(off + 3, 1))
   t:add_le(F.channel, tvb(off + 4, 2))
   t:add_le(F.message_count, tvb(off + 6, 2))
@@ -429,7 +435,8 @@ local function dissect_datagram(tvb, pinfo, tree, off, len)
   local ci = t:add_le(F.crc, tvb(off + 36, 4))
 
   if tvb(off + 2, 1):uint() ~= DATAGRAM_VERSION then vi:add_proto_expert_info(E.version) end
-  if bit32.band(flags, 0xf0) ~= 0 then fi:add_proto_expert_info(E.flags) end
+  if bit32.band(flags, 0xe0) ~= 0 then fi:add_proto_expert_info(E.flags) end
+  if bit32.band(flags, 0x12) == 0x12 then fi:add_proto_expert_info(E.flags, "a tag and a CRC together") end
   local declared = tvb(off + 32, 2):le_uint()
   if declared ~= len then
     li:add_proto_expert_info(E.length, string.format("length field %d, %d bytes present", declared, len))
@@ -451,8 +458,14 @@ local function dissect_datagram(tvb, pinfo, tree, off, len)
     t:add(F.crc_status, tvb(off + 36, 4), 0):set_generated()
   end
 
+  -- With a tag (§1.1) the messages end TAG bytes before the datagram does.
+  local body = len - HEADER
+  if bit32.band(flags, 0x10) ~= 0 and body >= TAG then
+    body = body - TAG
+    t:add(F.tag, tvb(off + HEADER + body, TAG))
+  end
   local count = tvb(off + 6, 2):le_uint()
-  local found = dissect_messages(tvb, pinfo, t, off + HEADER, len - HEADER)
+  local found = dissect_messages(tvb, pinfo, t, off + HEADER, body)
   local mi = t:add(F.messages_found, tvb(off + 6, 2), found):set_generated()
   if found ~= count then
     mi:add_proto_expert_info(E.count, string.format("message_count %d, %d messages found", count, found))
@@ -605,7 +618,7 @@ local function dissect_instrument_set(tvb, t, off, stop)
 end
 
 -- Frame bodies: exact sizes where the protocol fixes one.
-local ctl_size = { [2] = 40, [4] = 32, [8] = 36, [9] = 44, [12] = 76, [13] = 44, [14] = 12, [15] = 48 }
+local ctl_size = { [2] = 40, [4] = 32, [8] = 36, [9] = 44, [12] = 76, [13] = 44, [14] = 12, [15] = 48, [16] = 68 }
 
 local function dissect_ctl_body(tvb, pinfo, t, off, len, ftype)
   local stop = off + len
@@ -695,6 +708,10 @@ local function dissect_ctl_body(tvb, pinfo, t, off, len, ftype)
     t:add(F.ctl_server_proof, tvb(off + 44, 32))
   elseif ftype == 13 then
     t:add(F.ctl_client_proof, tvb(off + 12, 32))
+  elseif ftype == 16 then
+    t:add_le(F.ctl_session, tvb(off + 12, 8))
+    t:add(F.ctl_wrapped_key, tvb(off + 20, 16))
+    t:add(F.ctl_key_check, tvb(off + 36, 32))
   elseif ftype == 15 then
     t:add_le(F.ctl_session, tvb(off + 12, 8))
     t:add_le(F.ctl_last_seq, tvb(off + 20, 8))

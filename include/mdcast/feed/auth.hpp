@@ -180,6 +180,7 @@ struct ClientAuth {
   uint32_t hello_rid = 0;
   uint32_t proof_rid = 0;
   wire::AuthNonce client_nonce{};
+  wire::AuthNonce server_nonce{};  // the challenge's: the data key is wrapped with both
 };
 
 }  // namespace mdcast::feed

@@ -57,6 +57,11 @@ struct PublisherConfig {
   size_t retransmit_bytes = 64u << 20;              // retransmit ring size
   uint32_t max_unsent = 256;    // committed datagrams the medium may hold back before publish() back-pressures
   bool crc = false;             // CRC-32C in every datagram (media that can corrupt bytes)
+  // With secrets (ControlConfig::secrets) every datagram and heartbeat
+  // carries a tag only subscribers that proved an identity can check
+  // (docs/security.md), instead of the CRC. Off where the medium says no one
+  // else can write its data (the shm ring's owner): fit_to_medium.
+  bool authenticate_data = true;
   PacingConfig pacing;
   book::BookConfig books;
 
@@ -82,6 +87,10 @@ struct ControlConfig {
   // (mutual challenge-response, feed/auth.hpp) before it may subscribe, and
   // gets what that identity's entitlement allows.
   std::shared_ptr<const PublisherSecrets> secrets;
+  // The session's data key (PublisherConfig::authenticate_data) is derived
+  // from this secret when set, so both members of a publisher pair tag
+  // their datagrams alike; null: a random key per run.
+  std::shared_ptr<const ClientSecret> data_secret;
   // A refused proof is answered after this delay, doubling per failure (for
   // the whole publisher) up to the max, one doubling forgotten per decay.
   // Keep the max below the transport's un-admitted timeout (5 s), or a
@@ -162,6 +171,11 @@ struct SubscriberConfig {
   // confirmation each half window, so a real feed is never held. Off where
   // the medium says no one else can write its data (the shm ring's owner).
   bool confirm_ahead = true;
+  // With a secret: accept only datagrams tagged with the data key the
+  // publisher sent over the authenticated control plane; anything else is
+  // dropped and counted before its sequence is looked at. Off where the
+  // medium says no one else can write its data (fit_to_medium).
+  bool authenticate_data = true;
 
   void validate() const;
 };

@@ -65,6 +65,9 @@ namespace mdcast::feed {
   X(crc_errors, "datagrams with a CRC mismatch (subset of malformed)")            \
   X(oversized, "datagrams above max_datagram (subset of malformed)")         \
   X(foreign_channel, "datagrams for another channel")                             \
+  X(untagged, "datagrams without a tag on a feed that authenticates its data (dropped before their sequence is read)") \
+  X(bad_tags, "datagrams whose tag the session's data key did not make: forged or altered (dropped before their sequence is read)") \
+  X(unverifiable, "tagged datagrams dropped for want of their session's data key (before the authenticated control plane sent it)") \
   X(dropped_own, "own looped-back datagrams dropped")                             \
   X(stale_session, "datagrams of the session left behind, dropped")               \
   X(claims_held, "datagrams claiming another session or a far sequence, dropped until confirmed") \

@@ -13,9 +13,10 @@ namespace mdcast::feed {
 // it throws (Error, naming the setting).
 template <class Medium>
 [[nodiscard]] PublisherConfig fit_to_medium(const Medium& medium, PublisherConfig c) {
-  const media::PublisherFit f = medium.configure(media::PublisherFit{c.max_datagram, c.retransmit_bytes, c.max_unsent, c.session});
+  const media::PublisherFit f = medium.configure(media::PublisherFit{c.max_datagram, c.retransmit_bytes, c.max_unsent, c.session, true});
   c.max_datagram = f.max_datagram;
   c.retransmit_bytes = f.retransmit_bytes;
+  c.authenticate_data = c.authenticate_data && f.open_data_plane;
   return c;
 }
 
@@ -28,6 +29,7 @@ template <class Medium>
   c.request_timeout_ns = f.request_timeout_ns;
   c.window_bytes = f.window_bytes;
   c.confirm_ahead = c.confirm_ahead && f.open_data_plane;
+  c.authenticate_data = c.authenticate_data && f.open_data_plane;
   return c;
 }
 

@@ -92,6 +92,12 @@ class PublisherCore {
 
   [[nodiscard]] const PublisherConfig& config() const noexcept { return cfg_; }
   [[nodiscard]] uint64_t session() const noexcept { return session_; }
+  // Every datagram and heartbeat from now on carries a tag made with `key`
+  // (wire::kFlagTag, instead of a CRC). Setup only: throws mdcast::Error once
+  // a datagram was committed, since the feed would change mid-session.
+  void tag_with(const wire::DataKey& key);
+  [[nodiscard]] bool tagged() const noexcept { return tagged_; }
+  [[nodiscard]] const wire::DataKey& data_key() const noexcept { return tag_key_; }
   // The session ended cleanly after end_seq(): what the control plane
   // confirms to a subscriber that saw an end-of-session heartbeat.
   void mark_ended() noexcept {
@@ -109,16 +115,26 @@ class PublisherCore {
   }
   [[nodiscard]] book::ApplyResult last_reject() const noexcept { return last_reject_; }
   [[nodiscard]] const PublisherCounters& counters() const noexcept { return *counters_; }
-  [[nodiscard]] size_t datagram_capacity() const noexcept { return cfg_.max_datagram - wire::dgram::kHeaderSize; }
+  [[nodiscard]] size_t datagram_capacity() const noexcept {
+    return cfg_.max_datagram - wire::dgram::kHeaderSize - (tagged_ ? wire::dgram::kTagSize : 0);
+  }
 
  private:
   void open(uint64_t now) noexcept;
   void seal(uint64_t now) noexcept;
+  // The integrity flag every datagram of this publisher carries, and its seal.
+  [[nodiscard]] uint8_t check_flag() const noexcept {
+    return tagged_ ? wire::kFlagTag : (cfg_.crc ? wire::kFlagCrc : 0);
+  }
+  [[nodiscard]] size_t trailer() const noexcept { return tagged_ ? wire::dgram::kTagSize : 0; }
+  void seal_check(std::span<std::byte> d) const noexcept;
   PublishResult stage_fragmented(wire::Message& m, const book::BookSet::Checked& checked, size_t size,
                                  uint64_t now) noexcept;
 
   PublisherConfig cfg_;
   uint64_t session_;
+  bool tagged_ = false;
+  wire::DataKey tag_key_{};
   MappedMemory owned_ring_;
   history::RetransmitLog ring_;
   book::BookSet books_;

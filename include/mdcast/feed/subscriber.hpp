@@ -102,6 +102,9 @@ class Subscriber final : public SubscriberCore {
   void receive_recovered(std::span<const std::byte> d, uint64_t now) noexcept override {
     on_datagram(d, Rail::kRecovery, now);
   }
+  void receive_awaited(std::span<const std::byte> d, Rail rail, uint64_t now) noexcept override {
+    on_datagram(d, rail, now);
+  }
   void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h,
                         uint64_t received) noexcept override {
     deliver(d, h, received, true);
@@ -125,6 +128,11 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
     counters_->datagrams_recovered.add();
   else
     counters_->datagrams_received.add();
+  // On a feed that tags its data nothing below reads an unchecked datagram;
+  // what is malformed, of another channel or our own is left to admit() to count.
+  if (tags_required() && chk == wire::DatagramCheck::kOk && h.channel == cfg_.channel &&
+      (cfg_.sender_id == 0 || h.sender != cfg_.sender_id) && !authentic(d, h, rail, now))
+    return;
   // One test passes the usual datagram; which check failed (and whether a
   // new session begins) is worked out, and counted, out of line.
   if (chk != wire::DatagramCheck::kOk || d.size() > cfg_.max_datagram || h.channel != cfg_.channel ||

@@ -179,6 +179,8 @@ class SubscriberCore : public media::ControlEvents {
   // A datagram from a retransmit reply (or fetched by the medium): through
   // on_datagram on the recovery rail, so it is screened like any other.
   virtual void receive_recovered(std::span<const std::byte> d, uint64_t now) noexcept = 0;
+  // A datagram that waited for the data key, screened again now that it is here.
+  virtual void receive_awaited(std::span<const std::byte> d, Rail rail, uint64_t now) noexcept = 0;
   // A validated datagram from the window, now next in sequence.
   virtual void deliver_buffered(std::span<const std::byte> d, const wire::DatagramHeader& h,
                                 uint64_t received) noexcept = 0;
@@ -233,11 +235,25 @@ class SubscriberCore : public media::ControlEvents {
   };
 
   // ---- state the live path reads and advances ---------------------------
+  static constexpr size_t kAwaitingKey = 64;  // datagrams that may wait for the data key
+  struct Awaiting {
+    uint16_t len = 0;
+    Rail rail = Rail::kA;
+  };
+
   SubscriberConfig cfg_;
   std::unique_ptr<SubscriberCounters> owned_counters_;
   SubscriberCounters* counters_;
   std::unique_ptr<book::BookSet> books_;
   uint32_t n_inst_;
+  const bool tags_required_;
+  bool have_data_key_ = false;
+  bool key_this_connection_ = false;
+  uint64_t data_key_session_ = 0;
+  wire::DataKey data_key_{};
+  std::unique_ptr<std::byte[]> awaiting_;  // kAwaitingKey slots of max_datagram (tags_required_ only)
+  std::array<Awaiting, kAwaitingKey> awaiting_meta_{};
+  size_t n_awaiting_ = 0;
   std::unique_ptr<uint8_t[]> filter_;
   std::unique_ptr<uint32_t[]> last_iseq_;
   std::unique_ptr<uint8_t[]> irec_of_;
@@ -260,7 +276,18 @@ class SubscriberCore : public media::ControlEvents {
     if (cfg_.confirm_ahead && ctl_ && session_confirmed_) confirm_limit_ = confirmed_last_ + n_slots_ + cfg_.pair_lag;
   }
 
+  // Tagged data (SubscriberConfig::authenticate_data, with a secret): every
+  // datagram must carry a tag the session's data key made, checked before
+  // anything else reads it. False (and counted) when it does not.
+  [[nodiscard]] bool tags_required() const noexcept { return tags_required_; }
+  // A datagram whose session has no key yet waits (a few, copied) for the
+  // control plane's: the publisher may send its first datagrams before the
+  // key and acknowledgement reach us.
+  [[nodiscard]] bool authentic(std::span<const std::byte> d, const wire::DatagramHeader& h, Rail rail,
+                               uint64_t now) noexcept;
+
  private:
+  void await_key(std::span<const std::byte> d, Rail rail) noexcept;
   struct Request {
     uint32_t rid;
     uint64_t from;
@@ -352,6 +379,8 @@ class SubscriberCore : public media::ControlEvents {
   // True when an error reply refused our proof.
   bool auth_refused(uint32_t rid, const wire::ErrorReply& b) noexcept;
   void auth_failed(std::string_view why) noexcept;
+  void on_data_key(const wire::AuthFrame& f, uint64_t now) noexcept;
+
 
   ControlChannel* ctl_;
   Reassembler reasm_;

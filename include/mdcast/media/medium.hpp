@@ -213,6 +213,10 @@ struct PublisherFit {
   size_t retransmit_bytes = 0;  // the history's size; a medium that hosts it says how large it is
   uint32_t max_unsent = 0;      // datagrams the engine may hold back before it back-pressures
   uint64_t session = 0;         // the engine's; a medium built for a session (shm, udp) refuses another
+  // Whether anyone but the publisher could put datagrams on the data path
+  // (a multicast group can be sent to by anyone on the fabric): then a feed
+  // with secrets tags its data. The shm ring says no: only its owner writes it.
+  bool open_data_plane = true;
 };
 
 // The same for a subscriber's engine: the largest datagram it must accept,

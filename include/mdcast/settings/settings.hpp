@@ -79,6 +79,8 @@ struct PublisherOptions {
   bool crc = false;
   uint32_t sender_id = 1;
   std::string secrets;               // secrets file: identities, secrets, entitlements (empty: an open feed)
+  bool authenticate_data = true;     // feed::PublisherConfig::authenticate_data (with secrets)
+  std::string data_secret_file;      // feed::ControlConfig::data_secret (a pair's shared line; empty: random)
   std::string result;                // write a result file here at the end
   uint64_t session = 0;
   uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
@@ -101,6 +103,7 @@ struct SubscriberOptions {
   uint64_t give_up_ns = 10 * kNsPerSec;  // exit when the publisher is silent this long
   uint64_t pair_lag = 0;             // feed::SubscriberConfig::pair_lag (a publisher pair; 0: none)
   bool confirm_ahead = true;         // feed::SubscriberConfig::confirm_ahead
+  bool authenticate_data = true;     // feed::SubscriberConfig::authenticate_data (with a secret)
   size_t window_bytes = 16u << 20;
   uint32_t sender_id = 0;
   std::string result;

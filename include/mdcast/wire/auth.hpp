@@ -8,6 +8,19 @@
 //   server proof = HMAC-SHA-256(secret, label | "mdcast-srv" | channel | identity | client nonce | server nonce)
 //   client proof = HMAC-SHA-256(secret, label | "mdcast-cli" | channel | identity | server nonce | client nonce)
 //
+// Once the client's proof is accepted, a publisher that tags its datagrams
+// sends the session's data key (wire/datagram.hpp) wrapped for this client:
+//
+//   publisher → client  AuthDataKey    {session, wrapped key, key check}
+//
+//   wrapped   = data key XOR first 16 bytes of HMAC-SHA-256(secret, label | "mdcast-key" | channel | identity | Ns | Nc)
+//   key check = HMAC-SHA-256(secret, label | "mdcast-kck" | channel | identity | Ns | Nc | session | wrapped)
+//
+// The pad is fresh per connection (both nonces) and known only to the two
+// ends, so the key crosses the wire as a one-time-pad ciphertext; the check
+// lets the client refuse a key that was altered or replayed from another
+// connection or session.
+//
 // The secret never travels. The publisher proves itself first, over the
 // client's fresh nonce, so a squatter on the control address learns nothing
 // it could replay, and the client sends its own proof only to a publisher
@@ -32,6 +45,7 @@
 #include <vector>
 
 #include "mdcast/wire/control.hpp"
+#include "mdcast/wire/datagram.hpp"
 
 namespace mdcast::wire {
 
@@ -46,6 +60,7 @@ constexpr std::string_view kLabel{"mdcast-auth-v1", 15};
 constexpr size_t kHelloChannel = 12, kHelloScheme = 14, kHelloIdLen = 15, kHelloNonce = 16, kHelloIdentity = 48;
 constexpr size_t kChallengeNonce = 12, kChallengeProof = 44, kChallengeSize = 76;
 constexpr size_t kProofMac = 12, kProofSize = 44;
+constexpr size_t kDataKeySession = 12, kDataKeyWrapped = 20, kDataKeyCheck = 36, kDataKeySize = 68;
 constexpr uint8_t kSchemeHmacSha256 = 1;
 }  // namespace auth
 
@@ -65,8 +80,13 @@ struct AuthChallenge {
 struct AuthProof {
   AuthMac client_proof{};
 };
+struct AuthDataKey {
+  uint64_t session = 0;
+  DataKey wrapped{};
+  AuthMac check{};
+};
 
-using AuthBody = std::variant<AuthHello, AuthChallenge, AuthProof>;
+using AuthBody = std::variant<AuthHello, AuthChallenge, AuthProof, AuthDataKey>;
 struct AuthFrame {
   uint32_t request_id = 0;
   AuthBody body;
@@ -84,6 +104,7 @@ struct AuthFrame {
 std::vector<std::byte> encode_auth(uint32_t request_id, const AuthHello& b);
 std::vector<std::byte> encode_auth(uint32_t request_id, const AuthChallenge& b);
 std::vector<std::byte> encode_auth(uint32_t request_id, const AuthProof& b);
+std::vector<std::byte> encode_auth(uint32_t request_id, const AuthDataKey& b);
 
 // 1..64 characters of A-Z a-z 0-9 . _ - @ +: safe in a log line, an error
 // text and a secrets file, whoever sent it.
@@ -94,6 +115,18 @@ std::vector<std::byte> encode_auth(uint32_t request_id, const AuthProof& b);
                                    const AuthNonce& client_nonce, const AuthNonce& server_nonce) noexcept;
 [[nodiscard]] AuthMac client_proof(AuthKey key, uint16_t channel, std::string_view identity,
                                    const AuthNonce& server_nonce, const AuthNonce& client_nonce) noexcept;
+// The data key for one client's connection (see the top of this file), and
+// its reverse: nullopt when the check fails (altered, or made for another
+// connection, session or secret).
+[[nodiscard]] AuthDataKey wrap_data_key(AuthKey key, uint16_t channel, std::string_view identity,
+                                        const AuthNonce& server_nonce, const AuthNonce& client_nonce, uint64_t session,
+                                        const DataKey& data_key) noexcept;
+[[nodiscard]] std::optional<DataKey> unwrap_data_key(AuthKey key, uint16_t channel, std::string_view identity,
+                                                     const AuthNonce& server_nonce, const AuthNonce& client_nonce,
+                                                     const AuthDataKey& frame) noexcept;
+// A session's data key from a secret both members of a publisher pair hold
+// (docs/architecture.md): HMAC-SHA-256(root, label | "mdcast-data" | channel | session), first 16 bytes.
+[[nodiscard]] DataKey derive_data_key(AuthKey root, uint16_t channel, uint64_t session) noexcept;
 // Constant time: how much of a guess was right never shows in the timing.
 [[nodiscard]] bool proof_equal(const AuthMac& a, const AuthMac& b) noexcept;
 // Fills with bytes of the system CSPRNG (libsodium's randombytes).

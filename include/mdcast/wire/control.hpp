@@ -52,6 +52,9 @@ enum class CtlType : uint8_t {
   // of session, a far-ahead sequence) before a subscriber acts on it.
   kSessionQuery = 14,
   kSessionStatus = 15,
+  // After a client's proof: the session's data key, wrapped for that client
+  // (wire/auth.hpp). Datagrams of a feed with secrets carry tags made with it.
+  kAuthDataKey = 16,
 };
 
 enum class RetransmitStatus : uint8_t { kOk = 0, kTooOld = 1, kNotYet = 2, kWrongSession = 3 };

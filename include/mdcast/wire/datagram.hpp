@@ -2,6 +2,7 @@
 // the cursor that walks its messages afterwards.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -39,6 +40,11 @@ enum class DatagramCheck : uint8_t {
   kBadSequence,    // sequence 0
 };
 
+// A session's data key: every tagged datagram of the session is sealed and
+// checked with it. Subscribers get it only over the authenticated control
+// plane (wire/auth.hpp, AuthDataKey).
+using DataKey = std::array<std::byte, 16>;
+
 void write_header(std::byte* out, const DatagramHeader& h) noexcept;
 
 // Reads the header fields without any check (use after validate_datagram, or
@@ -47,6 +53,19 @@ void write_header(std::byte* out, const DatagramHeader& h) noexcept;
 
 // Fills the CRC field of a complete datagram (header flags must have kFlagCrc).
 void seal_crc(std::span<std::byte> datagram) noexcept;
+
+// Fills the tag trailer of a complete datagram (flags must have kFlagTag,
+// and `length` count the trailer).
+void seal_tag(std::span<std::byte> datagram, const DataKey& key) noexcept;
+// Whether a validated datagram carries kFlagTag and a tag `key` made.
+// Constant time in the tag's contents.
+[[nodiscard]] bool tag_ok(std::span<const std::byte> datagram, const DataKey& key) noexcept;
+
+// The bytes a datagram's messages occupy (without the header and any tag).
+[[nodiscard]] inline size_t payload_size(std::span<const std::byte> datagram) noexcept {
+  const bool tagged = (static_cast<uint8_t>(datagram[dgram::kFlags]) & kFlagTag) != 0;
+  return datagram.size() - dgram::kHeaderSize - (tagged ? dgram::kTagSize : 0);
+}
 
 // The bounds-checked pass: header, length, CRC, and every message's framing
 // and type-specific size. `unknown_types` receives the count of skipped
@@ -61,7 +80,7 @@ class MessageCursor {
  public:
   MessageCursor(const std::byte* p, size_t len) noexcept : p_(p), end_(p + len) {}
   static MessageCursor payload_of(std::span<const std::byte> datagram) noexcept {
-    return {datagram.data() + dgram::kHeaderSize, datagram.size() - dgram::kHeaderSize};
+    return {datagram.data() + dgram::kHeaderSize, payload_size(datagram)};
   }
   // Returns false at the end.
   bool next(MessageView& v) noexcept {

@@ -32,6 +32,7 @@ constexpr size_t kLength = 32;        // u16, total bytes including this header
 constexpr size_t kSender = 34;        // u16, drops own looped-back frames
 constexpr size_t kCrc = 36;           // u32, CRC-32C when FlagCrc is set
 constexpr size_t kHeaderSize = 40;
+constexpr size_t kTagSize = 16;       // trailer with kFlagTag: SipHash-2-4-128 of the bytes before it
 }  // namespace dgram
 
 enum DatagramFlag : uint8_t {
@@ -41,8 +42,12 @@ enum DatagramFlag : uint8_t {
   kFlagCrc = 0x02,           // kCrc holds CRC-32C of the datagram with kCrc zeroed
   kFlagEndOfSession = 0x04,  // the publisher stopped cleanly after `sequence`
   kFlagFiltered = 0x08,      // a retransmitted copy with unentitled messages removed
+  // The last dgram::kTagSize bytes are a tag over everything before them,
+  // keyed with the session's data key (datagram.hpp, docs/security.md).
+  // Never with kFlagCrc: the tag is the stronger check of the same bytes.
+  kFlagTag = 0x10,
 };
-constexpr uint8_t kKnownDatagramFlags = 0x0f;
+constexpr uint8_t kKnownDatagramFlags = 0x1f;
 
 // Largest datagram any medium carries (an IB UD payload at 4096 MTU).
 constexpr size_t kMaxDatagram = 4096;

@@ -118,6 +118,7 @@ PublisherFit PublisherMedium::configure(PublisherFit c) const {
          c.max_datagram, ring_.path(), ring_.max_datagram());
   if (c.max_datagram == 0) c.max_datagram = ring_.max_datagram();
   c.retransmit_bytes = ring_.ring_memory().size();
+  c.open_data_plane = false;  // only the ring's owner writes it (docs/security.md 3): no tags
   return c;
 }
 
