@@ -150,7 +150,8 @@ int bench_publisher(const Settings& s, Medium& medium, const RunSpec& spec, RunB
   ProcBoard& me = b.pub;
   feed::PublisherConfig pc = publisher_config(s, s.pub.session);
   pc.flush_interval_ns = spec.flush_interval_ns;
-  feed::PublisherAgent<Medium> agent(medium, pc, {}, {}, {spec.control_poll_ns});
+  // The settings' control plane: with publisher.secrets the run authenticates (and tags its data).
+  feed::PublisherAgent<Medium> agent(medium, pc, control_config(s), {}, {spec.control_poll_ns});
   publish_control_address(medium, b);
   MessageSource src(s, spec);
   const DtlbCounter dtlb;
