@@ -116,6 +116,7 @@ void run_publisher(Reader& in, bool auto_prove) {
       const auto a = parse_auth(r, nullptr);
       FUZZ_CHECK(a || parse_control(r, nullptr), "the publisher sent a frame that does not parse");
       FUZZ_CHECK(!contains(r, key.view()), "a reply carries the secret");
+      FUZZ_CHECK(!contains(r, core.data_key()), "a reply carries the data key unwrapped");
       if (a && auto_prove && std::holds_alternative<AuthChallenge>(a->body)) {
         const auto& ch = std::get<AuthChallenge>(a->body);
         const auto proof = client_proof(key.view(), kChannel, "fuzz", ch.server_nonce, cn);

@@ -164,8 +164,9 @@ class SubscriberCore : public media::ControlEvents {
   // With a secret configured: the publisher of the current (or, while
   // reconnecting, the last) control connection proved it knows the secret,
   // and did not refuse ours since; always true on an open feed. The data
-  // plane is not covered by the handshake: whatever confirms datagrams
-  // through the control plane should insist on this.
+  // plane is covered through the data key this handshake delivers (tagged
+  // data); where it is untagged, whatever confirms datagrams through the
+  // control plane should insist on this.
   [[nodiscard]] bool publisher_proven() const noexcept {
     return !cfg_.secret || auth_.stage == ClientAuth::Stage::kProven;
   }
