@@ -3,7 +3,6 @@
 // and a clean end on SIGINT/SIGTERM.
 #pragma once
 
-#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <string>
