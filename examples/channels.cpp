@@ -5,7 +5,6 @@
 // --channels 4 --name FEED` (with the same medium flags) reads it; at the end each instrument's book is
 // printed as "book ID SEQUENCE CHECKSUM".
 //   channels [--name FEED] [--subscribers N] [--rounds MESSAGES_PER_THREAD] [--medium udp|verbs ...]
-#include <csignal>
 #include <exception>
 #include <vector>
 
@@ -95,8 +94,7 @@ int run(const example::Args& a, settings::Settings s) {
 
 int main(int argc, char** argv) try {
   const example::Args a = example::parse(argc, argv);
-  std::signal(SIGINT, [](int) { g_stop.request(); });
-  std::signal(SIGTERM, [](int) { g_stop.request(); });
+  stop_on_signals(g_stop);
   const settings::Settings s = example::settings(a);  // the medium by name, and its addresses
   return settings::with_medium(s.feed.medium, [&](auto entry) { return run<decltype(entry)>(a, s); });
 } catch (const std::exception& e) {  // mdcast::Error: what failed and where, a channel's named

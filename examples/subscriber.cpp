@@ -36,14 +36,9 @@ struct Printer {
     std::fprintf(stderr, "subscriber: session %016llx, books empty\n", static_cast<unsigned long long>(session));
   }
   void on_event(feed::SubscriberEvent e, std::string_view detail) noexcept {
-    using E = feed::SubscriberEvent;
-    const char* what = e == E::kPublisherSilent  ? "publisher silent"
-                       : e == E::kPublisherBack  ? "publisher back"
-                       : e == E::kSessionEnded   ? "session ended"
-                       : e == E::kSessionChanged ? "publisher restarted"
-                                                 : "control error";
-    std::fprintf(stderr, "subscriber: %s%s%.*s\n", what, detail.empty() ? "" : " ", static_cast<int>(detail.size()),
-                 detail.data());
+    const std::string_view what = feed::to_string(e);  // "publisher silent", "session ended", ...
+    std::fprintf(stderr, "subscriber: %.*s%s%.*s\n", static_cast<int>(what.size()), what.data(), detail.empty() ? "" : " ",
+                 static_cast<int>(detail.size()), detail.data());
   }
 };
 

@@ -24,7 +24,7 @@ declare -A allowed=(
   [stats]="core wire book history media feed stats"
   [doctor]="core wire book history media feed stats doctor"
   [runtime]="core wire book history media feed record stats runtime"
-  [settings]="core wire book history media feed stats doctor settings"
+  [settings]="core wire book history media feed record stats doctor settings"
 )
 
 bad=0

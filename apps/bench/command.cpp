@@ -113,8 +113,8 @@ int run_bench(Settings& s, const BenchArgs& a) {
 
   Runner runner(*medium, plan, cpus.size(), progress, a.repeat);
   std::vector<Rep> reps;
-  for (unsigned i = 0; i < a.repeat && !g_stop; ++i) reps.push_back(runner.run_once(i, cpus));
-  if (g_stop) {
+  for (unsigned i = 0; i < a.repeat && !g_stop.requested(); ++i) reps.push_back(runner.run_once(i, cpus));
+  if (g_stop.requested()) {
     fmt::print(stderr, "mdcast bench: interrupted\n");
     return exit_code::kInterrupted;
   }

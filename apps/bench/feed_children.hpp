@@ -57,7 +57,7 @@ struct RunBoard {
   PublisherControlFigures pub_control;
   char control_address[128]{};
 
-  [[nodiscard]] bool stopping() const noexcept { return g_stop || abort.load(std::memory_order_relaxed); }
+  [[nodiscard]] bool stopping() const noexcept { return g_stop.requested() || abort.load(std::memory_order_relaxed); }
   // A child, ready, keeps its side of the control plane going (serve(now))
   // until the parent says go; false when the run was aborted first.
   template <class Serve>

@@ -86,7 +86,7 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
   auto await_ready = [&](ProcBoard& pb, ChildProcess& k) -> bool {
     const uint64_t by = monotonic_ns() + setup_ns;
     while (pb.get() == ProcState::kStarting) {
-      if (k.poll() || g_stop || monotonic_ns() > by) return false;
+      if (k.poll() || g_stop.requested() || monotonic_ns() > by) return false;
       sleep_ns(kNsPerMs);
     }
     return pb.get() == ProcState::kReady;
@@ -192,7 +192,7 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
     res.control->pub = b->pub_control;
   }
   res.completed = finished;
-  if (!finished) res.error = g_stop ? "interrupted" : "timed out";
+  if (!finished) res.error = g_stop.requested() ? "interrupted" : "timed out";
   else if (!res.pub.ok) res.error = "publisher: " + res.pub.outcome;
   return res;
 }

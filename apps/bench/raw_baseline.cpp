@@ -11,7 +11,7 @@ namespace mdcast::app::bench {
 bool raw_ready_and_wait(RawBoard& b) noexcept {
   b.ready.fetch_add(1);
   while (b.go.load(std::memory_order_acquire) == 0) {
-    if (g_stop || b.abort.load()) return false;
+    if (g_stop.requested() || b.abort.load()) return false;
     sleep_ns(100 * kNsPerUs);
   }
   return true;
@@ -31,7 +31,7 @@ RawResult wait_and_read(RawBoard& b, std::vector<ChildProcess>& kids, const RawR
         b.abort = 1;
         return res;
       }
-    if (monotonic_ns() > ready_by || g_stop) {
+    if (monotonic_ns() > ready_by || g_stop.requested()) {
       res.error = fmt::format("raw baseline processes did not start within {} s", setup_ns / kNsPerSec);
       b.abort = 1;
       return res;

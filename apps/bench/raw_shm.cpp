@@ -53,7 +53,7 @@ int raw_writer(ShmRawBoard& sb, const RawRun& run) {
   const double per_ns = run.rate / 1e9;
   for (;;) {
     const uint64_t now = monotonic_ns();
-    if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop) break;
+    if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop.requested()) break;
     if (run.rate > 0) {
       // Paced: one message when due, stamped with the clock read just now.
       if (sent >= static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1) continue;
@@ -65,7 +65,7 @@ int raw_writer(ShmRawBoard& sb, const RawRun& run) {
   }
   payload[6] = kRawEnd;
   while (!w.try_write(payload))
-    if (b.abort.load() || g_stop) return 1;
+    if (b.abort.load() || g_stop.requested()) return 1;
   return 0;
 }
 
@@ -91,7 +91,7 @@ int raw_reader(ShmRawBoard& sb, const RawRun& run) {
     }
     if ((++empty & 4095) == 0) {
       b.progress.store(tally.received(), std::memory_order_relaxed);
-      if (monotonic_ns() > deadline || b.abort.load() || g_stop) return b.reader.fail("timed out");
+      if (monotonic_ns() > deadline || b.abort.load() || g_stop.requested()) return b.reader.fail("timed out");
     }
   }
   tally.finish(b.reader, 0);  // flow-controlled: nothing is lost

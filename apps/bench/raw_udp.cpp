@@ -180,7 +180,7 @@ bool send_all(int fd, mmsghdr* msg, unsigned n, const std::atomic<uint32_t>& abo
       continue;
     }
     if (k < 0 && errno != EINTR && errno != EAGAIN && errno != ENOBUFS) return false;
-    if (abort.load(std::memory_order_relaxed) || g_stop) return false;
+    if (abort.load(std::memory_order_relaxed) || g_stop.requested()) return false;
   }
   return true;
 }
@@ -208,7 +208,7 @@ int raw_writer(RawBoard& b, const Path& path, const RawRun& run) {
   uint64_t sent = 0;
   for (;;) {
     const uint64_t now = monotonic_ns();
-    if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop) break;
+    if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop.requested()) break;
     unsigned n = kBatch;
     if (paced) {
       // What is due now, one datagram each, stamped with the clock read just now.
@@ -218,7 +218,7 @@ int raw_writer(RawBoard& b, const Path& path, const RawRun& run) {
     }
     for (unsigned i = 0; i < n; ++i) batch->put(i, {kRawMagic, now, sent + i, 0, path.nonce, 0, 0, 0});
     if (!send_all(fd.get(), batch->msg, n, b.abort)) {
-      if (b.abort.load() || g_stop) return 1;
+      if (b.abort.load() || g_stop.requested()) return 1;
       return fail_with(fmt::format("raw writer: sendmmsg to {} on {}: {} (errno {})", path.at.str(), path.iface.name,
                                    std::strerror(errno), errno));
     }
@@ -226,7 +226,7 @@ int raw_writer(RawBoard& b, const Path& path, const RawRun& run) {
   }
   // UDP may lose the end marker too: say it a few times, 2 ms apart.
   batch->iov[0].iov_len = kRawBytes;
-  for (int i = 0; i < 20 && !b.abort.load() && !g_stop; ++i) {
+  for (int i = 0; i < 20 && !b.abort.load() && !g_stop.requested(); ++i) {
     batch->put(0, {kRawMagic, 0, sent, kRawEnd, path.nonce, 0, 0, 0});
     if (!send_all(fd.get(), batch->msg, 1, b.abort)) break;
     sleep_ns(2 * kNsPerMs);
@@ -277,7 +277,7 @@ int raw_reader(RawBoard& b, const Path& path, const RawRun& run) {
     if (n < 0 && errno != EAGAIN && errno != EINTR)
       return me.fail(fmt::format("recvmmsg on {}: {} (errno {})", path.at.str(), std::strerror(errno), errno));
     if ((++empty & 1023) == 0) {
-      if (monotonic_ns() > deadline || b.abort.load() || g_stop)
+      if (monotonic_ns() > deadline || b.abort.load() || g_stop.requested())
         return me.fail(fmt::format("timed out after {} messages (no end marker)", tally.received()));
     }
   }

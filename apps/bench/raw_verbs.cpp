@@ -83,7 +83,7 @@ int raw_writer(RawBoard& b, const verbs::Options& o, const RawRun& run) {
     const uint64_t w[kRawWords] = {kRawMagic, stamp, sent, word3, 0, 0, 0, 0};
     std::memcpy(slot, w, sizeof w);
     while (sink->send({slot, dgram}, sent) != media::SendResult::kSent) {
-      if (sink->failed() || b.abort.load(std::memory_order_relaxed) || g_stop) return false;
+      if (sink->failed() || b.abort.load(std::memory_order_relaxed) || g_stop.requested()) return false;
       sink->reap();
     }
     ++sent;
@@ -93,7 +93,7 @@ int raw_writer(RawBoard& b, const verbs::Options& o, const RawRun& run) {
   bool posting = true;  // a failed post ends the run, not just the burst
   while (posting) {
     const uint64_t now = monotonic_ns();
-    if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop) break;
+    if (now >= end || b.abort.load(std::memory_order_relaxed) || g_stop.requested()) break;
     if (run.rate > 0) {
       // Paced: one datagram when due, stamped with the clock read just now.
       if (sent >= static_cast<uint64_t>(static_cast<double>(now - t0) * per_ns) + 1) continue;
@@ -106,7 +106,7 @@ int raw_writer(RawBoard& b, const verbs::Options& o, const RawRun& run) {
   if (sink->failed()) return fail_with(fmt::format("raw writer: send path failed: {}", sink->failure()));
   // UD may lose the end marker too: say it a few times, 2 ms apart.
   const uint64_t total = sent;
-  for (int i = 0; i < 20 && !b.abort.load() && !g_stop; ++i) {
+  for (int i = 0; i < 20 && !b.abort.load() && !g_stop.requested(); ++i) {
     const uint64_t w[kRawWords] = {kRawMagic, 0, total, kRawEnd, 0, 0, 0, 0};
     std::byte* slot = ring.data() + (sent % kRawSlots) * kRawSlotBytes;
     std::memcpy(slot, w, sizeof w);
@@ -153,7 +153,7 @@ int raw_reader(RawBoard& b, const verbs::Options& o, const RawRun& run) {
     if ((++empty & 1023) == 0) {
       b.progress.store(tally.received(), std::memory_order_relaxed);
       if (rx->failed()) return me.fail(fmt::format("receive path failed: {}", rx->failure()));
-      if (monotonic_ns() > deadline || b.abort.load() || g_stop)
+      if (monotonic_ns() > deadline || b.abort.load() || g_stop.requested())
         return me.fail(fmt::format("timed out after {} messages (no end marker)", tally.received()));
     }
   }
@@ -231,7 +231,7 @@ class VerbsBench final : public MediumBench {
     // The reader joins first: a datagram sent before the join is lost to it.
     kids.push_back(ChildProcess::spawn("raw reader", where_.cpu_for(1), [&] { return raw_reader(*b, o, run); }));
     const uint64_t by = monotonic_ns() + 10 * kNsPerSec;
-    while (b->ready.load() < 1 && !kids[0].poll() && monotonic_ns() < by && !g_stop) sleep_ns(kNsPerMs);
+    while (b->ready.load() < 1 && !kids[0].poll() && monotonic_ns() < by && !g_stop.requested()) sleep_ns(kNsPerMs);
     kids.insert(kids.begin(), ChildProcess::spawn("raw writer", where_.cpu_for(0), [&] { return raw_writer(*b, o, run); }));
     return run_raw_pair(*b, kids, run, p);
   }

@@ -158,7 +158,7 @@ Throughput Runner::throughput() {
     }
     if (lo > 0 && hi / lo < 1.03) break;
     cand = lo > 0 ? (lo + hi) / 2 : cand * 0.6;
-    if (g_stop) break;
+    if (g_stop.requested()) break;
   }
   return t;
 }

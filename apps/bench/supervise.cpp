@@ -13,7 +13,7 @@ bool supervise(std::vector<ChildProcess>& kids, const std::atomic<uint64_t>& t0,
     for (auto& k : kids) all &= k.poll();
     if (all) break;
     const uint64_t now = monotonic_ns();
-    if (now > deadline || g_stop) {
+    if (now > deadline || g_stop.requested()) {
       abort.store(1);
       for (auto& k : kids) k.stop(kNsPerSec);
       progress.done();

@@ -144,10 +144,10 @@ int run_demo(Settings& s, const DemoArgs& a) {
       if (read_stat(kids[0]).state == stats::ProcessState::kRunning) break;
     } catch (const Error&) {
     }
-    if (kids[0].proc.reaped() || monotonic_ns() > wait_end || g_stop_flag.requested()) {
+    if (kids[0].proc.reaped() || monotonic_ns() > wait_end || g_stop.requested()) {
       kill_all(SIGTERM);
       kids[0].proc.wait();
-      if (g_stop_flag.requested()) return exit_code::kInterrupted;
+      if (g_stop.requested()) return exit_code::kInterrupted;
       fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].proc.status(),
                  kids[0].proc.log_tail());
       return exit_code::kSetup;
@@ -184,7 +184,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
     for (auto& c : kids) all &= c.proc.reaped();
     if (all) break;
     const uint64_t now = monotonic_ns();
-    if (g_stop_flag.requested() && !stopped) {
+    if (g_stop.requested() && !stopped) {
       // Only the publisher is told: it ends its session, and its subscribers
       // finish with everything it sent (a feed not begun has nothing to finish).
       stopped = true;
@@ -203,9 +203,9 @@ int run_demo(Settings& s, const DemoArgs& a) {
       }
       deadline = std::min(deadline, now + s.pub.linger_ns + 30 * kNsPerSec);
     }
-    if (now > deadline || g_stop_flag.urgent()) {
-      timed_out = !g_stop_flag.urgent();
-      interrupted |= g_stop_flag.urgent();
+    if (now > deadline || g_stop.urgent()) {
+      timed_out = !g_stop.urgent();
+      interrupted |= g_stop.urgent();
       // Each child ends its session and writes its result on SIGTERM; only
       // one that has not done so within 5 s is killed.
       kill_all(SIGTERM);

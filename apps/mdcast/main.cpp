@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
     if (!config.empty()) load_config(s, config);
     for (const auto& [k, v] : f.set) apply_setting(s, k, v, "--" + k.substr(k.find('.') + 1));
     install_signal_handlers();
-    s.feed.stop = &g_stop_flag;  // a subscriber waiting for its publisher gives up on SIGINT/SIGTERM
+    s.feed.stop = &g_stop;  // a subscriber waiting for its publisher gives up on SIGINT/SIGTERM
     if (pub->parsed()) return run_publish(s);
     if (sub->parsed()) return run_subscribe(s);
     if (demo->parsed()) {
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
     return exit_code::kUsage;
   } catch (const Error& e) {
     report_noexcept(e.what());
-    return g_stop ? exit_code::kInterrupted : exit_code::kSetup;
+    return g_stop.requested() ? exit_code::kInterrupted : exit_code::kSetup;
   } catch (const std::system_error& e) {
     // A print to stdout or stderr whose reader went away (`| head`): quietly.
     if (closed_pipe(e)) return exit_code::kOutputClosed;

@@ -34,7 +34,7 @@ void print_noexcept(std::FILE* to, Print&& print) noexcept {
   try {
     print();
   } catch (const std::system_error& e) {
-    if (closed_pipe(e) && !closed.exchange(true) && to == stdout) g_stop_flag.request();
+    if (closed_pipe(e) && !closed.exchange(true) && to == stdout) g_stop.request();
   } catch (...) {
   }
 }

@@ -13,18 +13,6 @@
 
 namespace mdcast::app {
 
-inline std::string_view to_string(feed::SubscriberEvent e) noexcept {
-  switch (e) {
-    case feed::SubscriberEvent::kPublisherSilent: return "publisher silent";
-    case feed::SubscriberEvent::kPublisherBack: return "publisher back";
-    case feed::SubscriberEvent::kSessionEnded: return "session ended";
-    case feed::SubscriberEvent::kSessionChanged: return "new publisher session";
-    case feed::SubscriberEvent::kControlError: return "control error";
-    case feed::SubscriberEvent::kForgedRun: return "forged datagrams cut";
-  }
-  return "event";
-}
-
 // `--print`: one line per message, every kind in the same shape
 // ("seq=<datagram> inst=<id>#<instrument seq> <kind> ..."), prices scaled by
 // the instrument's definition (price = value x 10^exponent) once one was

@@ -42,7 +42,7 @@ int publish(Settings& s) {
   plan.agent = {s.feed.control_poll_ns};
   plan.wait_subscribers = s.pub.wait_subscribers;
   plan.linger_ns = s.pub.linger_ns;
-  plan.stop = &g_stop_flag;
+  plan.stop = &g_stop;
   plan.counters = {"publisher", s.feed.name, std::string(E::kName), {{"app", AppPubCounters::kInfo}}};
   const uint32_t n = plan.map.count();
   const bool many = n > 1;
@@ -150,17 +150,6 @@ int publish(Settings& s) {
 }
 
 }  // namespace
-
-uint32_t publishing_threads(const Settings& s) {
-  const uint32_t t = s.pub.threads ? s.pub.threads : s.pub.cpus.empty() ? 1 : static_cast<uint32_t>(s.pub.cpus.size());
-  if (t > s.feed.channels)
-    fail_usage("{} publishing threads{} for {} channels: a thread publishes at least one channel (raise feed.channels "
-               "or lower publisher.threads)",
-               t, s.pub.threads ? "" : fmt::format(" (one per publisher.cpus entry)"), s.feed.channels);
-  if (!s.pub.cpus.empty() && s.pub.cpus.size() != t)
-    fail_usage("publisher.cpus lists {} CPUs for {} publishing threads: one CPU per thread", s.pub.cpus.size(), t);
-  return t;
-}
 
 int run_publish(Settings& s) {
   return with_medium(s.feed.medium, [&](auto entry) { return publish<decltype(entry)>(s); });

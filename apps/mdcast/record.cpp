@@ -15,6 +15,7 @@
 #include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/record/recorder.hpp"
+#include "mdcast/runtime/agent_result.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
 #include "print.hpp"
@@ -33,31 +34,8 @@ struct RecordHandler : record::Recorder {
   }
 };
 
-record::FrameAddress frame_address(const Settings& s, MediumKind medium) {
-  record::FrameAddress a;
-  uint16_t port = a.group_port;
-  // Every medium's frames go to udp.group (239.77.1.1:7470 by default) but verbs, whose group is its own.
-  if (!record::parse_ipv4(s.udp.group, a.group_ip, &port))
-    fail_recording_usage("record: udp.group '{}' is not IPv4 GROUP:PORT", s.udp.group);
-  a.group_port = a.source_port = port;
-  if (medium == MediumKind::kVerbs) {
-    if (!record::parse_ipv4(s.verbs.group, a.group_ip))
-      fail_recording_usage("record: verbs.group '{}' is not IPv4", s.verbs.group);
-    if (!s.verbs.control_ip.empty()) (void)record::parse_ipv4(s.verbs.control_ip, a.source_ip);
-  }
-  return a;
-}
-
 template <class Medium>
-int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_view medium_name) {
-  record::WriterOptions wo;
-  wo.base = a.out;
-  wo.rotate_bytes = a.rotate_size.empty() ? 0 : parse_size(a.rotate_size);
-  wo.rotate_ns = a.rotate_time.empty() ? 0 : parse_duration(a.rotate_time);
-  wo.index_every = a.index_every;
-  wo.max_datagram = record::kMaxPayload;
-  wo.address = frame_address(s, resolve_medium(s.feed.medium));
-
+int record_loop(Settings& s, record::WriterOptions wo, Medium& medium, std::string_view medium_name) {
   MirroredCounters medium_counters(medium.counter_groups());
   std::vector<stats::Section> sections{{"sub", feed::SubscriberCounters::kInfo},
                                        {"rec", record::RecordCounters::kInfo}};
@@ -94,7 +72,7 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
         mc.refresh(cf);
       }
       rec.learn_source(m);
-      if (g_stop) return false;
+      if (g_stop.requested()) return false;
       if (rec.failed()) {
         outcome = "error: " + rec.writer().error();
         return false;
@@ -115,26 +93,19 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
   cf.set_state(clean ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
 
   if (!s.sub.result.empty()) {
-    RunResult r;
-    r.role = "subscriber";
+    RunResult r = runtime::subscriber_result(agent);
     r.name = s.feed.name;
     r.medium = medium_name;
-    r.outcome = g_stop ? "interrupted" : outcome;
-    r.session = sub.session();
-    r.last_sequence = sub.next_sequence() - 1;
+    r.outcome = g_stop.requested() ? "interrupted" : outcome;
     r.seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
     r.messages = rec.delivered();
-    dump_counters(sub.counters(), "sub.", r.counters);
     dump_counters(*rc, "rec.", r.counters);
-    if (const auto* b = sub.books())
-      for (uint32_t i = 0; i < b->max_instruments(); ++i)
-        r.books.push_back({i, b->book(i).instrument_seq(), b->book(i).checksum()});
     write_result(s.sub.result, r);
   }
   fmt::print(stderr,
              "mdcast record: {} (session {:016x}): {} datagrams through sequence {} in {} file(s) from {} ({}); {} "
              "gap marker(s), {} not recorded\n",
-             g_stop ? "interrupted" : clean || outcome != "ok" ? outcome : "incomplete", sub.session(),
+             g_stop.requested() ? "interrupted" : clean || outcome != "ok" ? outcome : "incomplete", sub.session(),
              rc->datagrams.get(), rec.last_sequence(), writer.files(),
              record::recording_file(writer.options().base, 0), format_bytes(writer.bytes()), rc->gap_markers.get(),
              rc->dropped.get());
@@ -144,7 +115,7 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
                        "sequence 1){}; start the recorder before the publisher (publish --wait-subscribers) for a "
                        "whole session\n", rc->gap_markers.get(),
                rec.images() ? ", each followed by the books the snapshot gave (a replay goes on from them)" : "");
-  if (g_stop) return exit_code::kInterrupted;
+  if (g_stop.requested()) return exit_code::kInterrupted;
   if (outcome == "publisher-lost") return rc->datagrams.get() ? exit_code::kDataLost : exit_code::kSetup;
   return clean ? exit_code::kOk : exit_code::kDataLost;
 }
@@ -152,24 +123,28 @@ int record_loop(Settings& s, const RecordArgs& a, Medium& medium, std::string_vi
 }  // namespace
 
 int run_record(Settings& s, const RecordArgs& a) {
-  if (a.out.empty()) fail_recording_usage("record: --out BASE is required (files BASE.0000.pcap, BASE.0001.pcap, ...)");
+  if (a.out.empty()) fail_usage("record: --out BASE is required (files BASE.0000.pcap, BASE.0001.pcap, ...)");
   // Everything is recorded, whatever a config file says about the filter.
   s.sub.all_instruments = true;
   s.sub.instruments.clear();
-  if (resolve_medium(s.feed.medium) == MediumKind::kShm && s.shm.max_datagram > record::kMaxPayload)
-    fail("record: shm.max_datagram {} does not fit an IPv4/UDP frame (at most {}); lower it on the publisher",
-         s.shm.max_datagram, record::kMaxPayload);
   namespace fs = std::filesystem;
   const fs::path base(a.out);
   const std::string dir = base.has_parent_path() ? base.parent_path().string() : std::string(".");
-  if (!fs::is_directory(dir)) fail_recording_usage("record --out {}: directory {} does not exist", a.out, dir);
-  const uint64_t rotate = a.rotate_size.empty() ? 0 : parse_size(a.rotate_size);
-  const uint64_t need = !a.min_free.empty() ? parse_size(a.min_free) : std::max<uint64_t>(rotate, uint64_t{256} << 20);
+  if (!fs::is_directory(dir)) fail_usage("record --out {}: directory {} does not exist", a.out, dir);
+  record::WriterOptions wo;
+  wo.base = a.out;
+  wo.rotate_bytes = a.rotate_size.empty() ? 0 : parse_size(a.rotate_size);
+  wo.rotate_ns = a.rotate_time.empty() ? 0 : parse_duration(a.rotate_time);
+  wo.index_every = a.index_every;
+  wo.max_datagram = record::kMaxPayload;
+  wo.address = recording_address(s);
+  const uint64_t need =
+      !a.min_free.empty() ? parse_size(a.min_free) : std::max<uint64_t>(wo.rotate_bytes, uint64_t{256} << 20);
   check_room(need, dir, fmt::format("recording {}.*.pcap", a.out),
              "record elsewhere (--out), or lower --min-free / --rotate-size");
   if (s.feed.channels > 1)
-    fail_recording_usage("record takes one channel, and the feed has {} (feed.channels): one recorder per channel "
-                         "is not built yet", s.feed.channels);
+    fail_usage("record takes one channel, and the feed has {} (feed.channels): one recorder per channel "
+               "is not built yet", s.feed.channels);
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     auto medium = E::subscriber(s);
@@ -177,7 +152,7 @@ int run_record(Settings& s, const RecordArgs& a) {
     // with loss to show that recovered datagrams are recorded in order.
     media::fault::FaultyMedium<typename E::Subscriber> faulty(*medium,
                                                               injected_faults(s, static_cast<uint64_t>(::getpid())));
-    return record_loop(s, a, faulty, E::kName);
+    return record_loop(s, std::move(wo), faulty, E::kName);
   });
 }
 

@@ -1,25 +1,15 @@
 // `mdcast record` and `mdcast replay` (docs/recording.md): a subscriber that
 // writes what it is delivered into nanosecond pcap files, and a publisher
-// that publishes such a recording again.
+// that publishes such a recording again. A wrong argument is fail_usage()'s
+// (exit_code::kUsage); everything else thrown is the host's or the file's.
 #pragma once
 
-#include <fmt/format.h>
-
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "mdcast/core/error.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
-
-// A wrong argument to record/replay: the user fixes the command line
-// (exit_code::kUsage; everything else thrown is the host's or the file's).
-template <class... Args>
-[[noreturn]] void fail_recording_usage(fmt::format_string<Args...> f, Args&&... args) {
-  throw UsageError(fmt::format(f, std::forward<Args>(args)...));
-}
 
 struct RecordArgs {
   std::string out;            // base name: files <out>.<n>.pcap (+ .idx)

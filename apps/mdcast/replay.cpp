@@ -10,6 +10,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/publisher_agent.hpp"
 #include "mdcast/record/replayer.hpp"
+#include "mdcast/runtime/agent_result.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
 #include "settings.hpp"
@@ -61,7 +62,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
         cf.touch(now);
         mc.refresh(cf);
       }
-      return !g_stop_flag.requested();
+      return !g_stop.requested();
     }
   } hooks{cf, medium_counters};
 
@@ -76,7 +77,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
              o.speed > 0 ? fmt::format("{}x the recorded pace", o.speed) : std::string("full speed"),
              o.from.any() ? " from " + a.from : std::string());
   const uint64_t give_up = monotonic_ns() + 60 * kNsPerSec;
-  while (!g_stop_flag.requested() && agent.subscribed_clients() < s.pub.wait_subscribers) {
+  while (!g_stop.requested() && agent.subscribed_clients() < s.pub.wait_subscribers) {
     const uint64_t now = monotonic_ns();
     if (now > give_up)
       fail("only {} of {} subscribers arrived within 60 s", agent.subscribed_clients(), s.pub.wait_subscribers);
@@ -85,7 +86,7 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
     sleep_ns(kNsPerMs);
   }
   const uint64_t t0 = monotonic_ns();
-  if (!g_stop_flag.requested()) replay.run(agent, hooks);
+  if (!g_stop.requested()) replay.run(agent, hooks);
   const std::string& damage = replay.damage();
   if (!damage.empty())
     fmt::print(stderr, "mdcast replay: damaged recording: {}; everything before it was replayed (through recorded "
@@ -102,39 +103,30 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
   while (!agent.end_session(t_end) && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
   agent.linger(t_end + s.pub.linger_ns, 300 * kNsPerMs, 200 * kNsPerUs, [&] {
     hooks.on_work(monotonic_ns(), true);
-    return g_stop_flag.urgent();
+    return g_stop.urgent();
   });
   hooks.on_work(monotonic_ns(), true);
   cf.set_state(damage.empty() ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
 
-  RunResult res;
-  res.role = "publisher";
+  RunResult res = runtime::publisher_result(agent);
   res.name = s.feed.name;
   res.medium = medium_name;
   res.outcome = damage.empty() ? "ok" : "error: " + damage;
-  res.session = agent.core().session();
-  res.last_sequence = agent.core().last_committed();
   res.seconds = seconds;
   res.messages = replay.published();
-  dump_counters(agent.core().counters(), "pub.", res.counters);
-  dump_counters(agent.control().counters(), "ctl.", res.counters);
   dump_counters(*rc, "rep.", res.counters);
   medium_counters.dump(res.counters);
-  const auto& books = agent.core().books();
-  for (uint32_t i = 0; i < books.max_instruments(); ++i)
-    if (books.book(i).instrument_seq() > 0)
-      res.books.push_back({i, books.book(i).instrument_seq(), books.book(i).checksum()});
   if (!s.pub.result.empty()) write_result(s.pub.result, res);
   fmt::print(stderr, "mdcast replay: {} recorded datagrams ({} messages{}) republished as {} datagrams in {:.2f} s\n",
              rc->datagrams.get(), replay.published(),
              rc->image_messages.get() ? fmt::format(", after a book image of {}", rc->image_messages.get()) : "",
              res.last_sequence, seconds);
-  if (g_stop_flag.urgent()) {
+  if (g_stop.urgent()) {
     fmt::print(stderr, "mdcast replay: stopped twice: the linger was cut short\n");
     return exit_code::kInterrupted;
   }
   if (!damage.empty() || !replay.note().empty()) return exit_code::kDataLost;
-  if (g_stop_flag.requested()) {
+  if (g_stop.requested()) {
     fmt::print(stderr, "mdcast replay: stopped: the session was ended at sequence {} and recovery served\n",
                res.last_sequence);
     return exit_code::kOk;
@@ -145,12 +137,12 @@ int replay_loop(Settings& s, const ReplayArgs& a, Medium& medium, uint64_t sessi
 }  // namespace
 
 int run_replay(Settings& s, const ReplayArgs& a) {
-  if (a.files.empty()) fail_recording_usage("replay: a recording is required (mdcast replay FILE.pcap or BASE)");
+  if (a.files.empty()) fail_usage("replay: a recording is required (mdcast replay FILE.pcap or BASE)");
   // The arguments are checked before a medium is set up (a ring, sockets).
   (void)replay_options(a);
   if (s.feed.channels > 1)
-    fail_recording_usage("replay publishes one channel (a recording is one channel's), not feed.channels {}",
-                         s.feed.channels);
+    fail_usage("replay publishes one channel (a recording is one channel's), not feed.channels {}",
+               s.feed.channels);
   return with_medium(s.feed.medium, [&](auto entry) {
     using E = decltype(entry);
     const uint64_t session = pick_session(s);

@@ -12,7 +12,6 @@
 #include <memory>
 
 #include "app_counters.hpp"
-#include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/histogram.hpp"
@@ -31,31 +30,12 @@
 
 namespace mdcast::app {
 
-std::atomic<int> g_stop{0};
-StopFlag g_stop_flag;
+StopFlag g_stop;
 
 void install_signal_handlers() {
   set_low_timer_slack();
-  struct sigaction sa {};
-  sa.sa_handler = [](int) {
-    g_stop = 1;
-    g_stop_flag.request();
-  };
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  stop_on_signals(g_stop);
   signal(SIGPIPE, SIG_IGN);
-}
-
-uint64_t pick_session(const Settings& s) { return s.pub.session ? s.pub.session : feed::new_session_id(); }
-
-book::GeneratorConfig generator_config(const Settings& s) {
-  book::GeneratorConfig gc;
-  gc.seed = s.pub.seed;
-  gc.instruments = s.pub.instruments;
-  gc.max_orders = std::min<uint32_t>(120, s.feed.max_levels);
-  gc.target_orders = std::min<uint32_t>(40, gc.max_orders);
-  return gc;
 }
 
 namespace {

@@ -3,12 +3,10 @@
 // and a clean end on SIGINT/SIGTERM.
 #pragma once
 
-#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <string>
 
-#include "mdcast/book/generator.hpp"
 #include "mdcast/core/stop.hpp"
 #include "mdcast/runtime/result_file.hpp"
 #include "mdcast/runtime/subscriber_runtime.hpp"
@@ -24,18 +22,12 @@ using runtime::read_result;
 using runtime::RunResult;
 using runtime::write_result;
 
-// Set by SIGINT/SIGTERM; loops end cleanly (result file written). Atomic,
-// not a volatile sig_atomic_t: a publisher's threads all read it.
-extern std::atomic<int> g_stop;
-// The same request, as the library's runtime takes it.
-extern StopFlag g_stop_flag;
-static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may store only to a lock-free atomic");
+// Requested by SIGINT/SIGTERM (install_signal_handlers, which also ignores
+// SIGPIPE); loops end cleanly (result file written).
+extern StopFlag g_stop;
 void install_signal_handlers();
 
 int run_publish(Settings& s);
-// publisher.threads, or one per publisher.cpus entry, or 1 (UsageError when
-// they do not fit feed.channels or each other).
-uint32_t publishing_threads(const Settings& s);
 int run_subscribe(Settings& s);
 
 // When a subscriber gives up (subscriber.duration, .wait, .give_up; the stop flag).
@@ -57,10 +49,5 @@ bool subscriber_done(const Agent& a, const Settings& s, uint64_t t0, uint64_t no
     outcome = to_string(why);
   return true;
 }
-
-// publisher.session, or 64 fresh random bits.
-uint64_t pick_session(const Settings& s);
-// The synthetic order flow of `mdcast publish`.
-book::GeneratorConfig generator_config(const Settings& s);
 
 }  // namespace mdcast::app

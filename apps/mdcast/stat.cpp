@@ -164,9 +164,9 @@ int run_stat(const StatArgs& a) {
       prev_t = now;
     }
     // Ctrl-C is how a watch ends, not an interruption of work: ok.
-    if (!a.watch || g_stop) return exit_code::kOk;
+    if (!a.watch || g_stop.requested()) return exit_code::kOk;
     std::this_thread::sleep_for(std::chrono::duration<double>(a.interval_s));
-    if (g_stop) return exit_code::kOk;
+    if (g_stop.requested()) return exit_code::kOk;
   }
 }
 

@@ -9,6 +9,18 @@
 
 namespace mdcast::feed {
 
+std::string_view to_string(SubscriberEvent e) noexcept {
+  switch (e) {
+    case SubscriberEvent::kPublisherSilent: return "publisher silent";
+    case SubscriberEvent::kPublisherBack: return "publisher back";
+    case SubscriberEvent::kSessionEnded: return "session ended";
+    case SubscriberEvent::kSessionChanged: return "new publisher session";
+    case SubscriberEvent::kControlError: return "control error";
+    case SubscriberEvent::kForgedRun: return "forged datagrams cut";
+  }
+  return "event";
+}
+
 SubscriberCore::SubscriberCore(const SubscriberConfig& cfg, ControlChannel* control, SubscriberCounters* counters)
     : cfg_(cfg),
       n_inst_(cfg.books.max_instruments),

@@ -11,6 +11,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/resources.hpp"
 #include "mdcast/feed/auth.hpp"
+#include "mdcast/feed/publisher_core.hpp"
 #include "mdcast/media/channel_group.hpp"
 #include "mdcast/settings/values.hpp"
 
@@ -208,12 +209,51 @@ feed::ChannelMap channel_map(const Settings& s) {
   }
 }
 
+uint32_t publishing_threads(const Settings& s) {
+  const uint32_t t = s.pub.threads ? s.pub.threads : s.pub.cpus.empty() ? 1 : static_cast<uint32_t>(s.pub.cpus.size());
+  if (t > s.feed.channels)
+    fail_usage("{} publishing threads{} for {} channels: a thread publishes at least one channel (raise feed.channels "
+               "or lower publisher.threads)",
+               t, s.pub.threads ? "" : fmt::format(" (one per publisher.cpus entry)"), s.feed.channels);
+  if (!s.pub.cpus.empty() && s.pub.cpus.size() != t)
+    fail_usage("publisher.cpus lists {} CPUs for {} publishing threads: one CPU per thread", s.pub.cpus.size(), t);
+  return t;
+}
+
+uint64_t pick_session(const Settings& s) { return s.pub.session ? s.pub.session : feed::new_session_id(); }
+
+book::GeneratorConfig generator_config(const Settings& s) {
+  book::GeneratorConfig gc;
+  gc.seed = s.pub.seed;
+  gc.instruments = s.pub.instruments;
+  gc.max_orders = std::min<uint32_t>(120, s.feed.max_levels);
+  gc.target_orders = std::min<uint32_t>(40, gc.max_orders);
+  return gc;
+}
+
 std::string next_group(const std::string& group, uint32_t index, std::string_view key) {
   try {
     return media::channel_group(group, index);
   } catch (const Error& e) {
     fail_usage("{} {}", key, e.what());
   }
+}
+
+record::FrameAddress recording_address(const Settings& s) {
+  if ((s.feed.medium == MediumKind::kShm || s.feed.medium == MediumKind::kAuto) && s.shm.max_datagram > record::kMaxPayload)
+    fail("record: shm.max_datagram {} does not fit an IPv4/UDP frame (at most {}); lower it on the publisher",
+         s.shm.max_datagram, record::kMaxPayload);
+  record::FrameAddress a;
+  uint16_t port = a.group_port;
+  // Every medium's frames go to udp.group (239.77.1.1:7470 by default) but verbs, whose group is its own.
+  if (!record::parse_ipv4(s.udp.group, a.group_ip, &port))
+    fail_usage("record: udp.group '{}' is not IPv4 GROUP:PORT", s.udp.group);
+  a.group_port = a.source_port = port;
+  if (s.feed.medium == MediumKind::kVerbs) {
+    if (!record::parse_ipv4(s.verbs.group, a.group_ip)) fail_usage("record: verbs.group '{}' is not IPv4", s.verbs.group);
+    if (!s.verbs.control_ip.empty()) (void)record::parse_ipv4(s.verbs.control_ip, a.source_ip);
+  }
+  return a;
 }
 
 media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed) {

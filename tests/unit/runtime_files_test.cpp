@@ -1,6 +1,6 @@
-// The runtime's result files (written, read back, compared) and the child
+// The runtime's result files (written, read back, compared), the child
 // processes a supervisor starts (their status, log and process group, and
-// that none outlives its owner).
+// that none outlives its owner) and the stop request signals make.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/stop.hpp"
 #include "mdcast/runtime/child_process.hpp"
 #include "mdcast/runtime/result_file.hpp"
 
@@ -95,6 +96,22 @@ TEST(ResultFile, ABrokenFileIsAnErrorNamingIt) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
   }
+}
+
+TEST(StopOnSignals, TheFirstSignalAsksForACleanEndTheSecondForAnEndNow) {
+  StopFlag stop;
+  stop_on_signals(stop);
+  ASSERT_EQ(::raise(SIGTERM), 0);  // the handler runs before raise() returns
+  EXPECT_TRUE(stop.requested());
+  EXPECT_FALSE(stop.urgent());
+  ASSERT_EQ(::raise(SIGINT), 0);
+  EXPECT_TRUE(stop.urgent());
+  StopFlag other;  // a later call moves the signals to another flag
+  stop_on_signals(other);
+  ASSERT_EQ(::raise(SIGTERM), 0);
+  EXPECT_TRUE(other.requested());
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
 }
 
 TEST(ChildProcess, ReportsItsExitItsLogAndItsOwnProcessGroup) {

@@ -86,5 +86,45 @@ TEST(Settings, InfoOfAnUnknownKeyIsAnError) {
   EXPECT_EQ(setting_info("publisher.rate").default_text, "100k");
 }
 
+TEST(Settings, PublishingThreadsFitTheChannelsAndTheCpus) {
+  Settings s;
+  EXPECT_EQ(publishing_threads(s), 1u);
+  s.feed.channels = 4;
+  s.pub.cpus = {2, 3};
+  EXPECT_EQ(publishing_threads(s), 2u);  // one per CPU listed
+  s.pub.threads = 3;
+  EXPECT_THROW((void)publishing_threads(s), UsageError);  // 3 threads, 2 CPUs
+  s.pub.cpus.clear();
+  s.pub.threads = 5;
+  EXPECT_THROW((void)publishing_threads(s), UsageError);  // a thread without a channel
+}
+
+TEST(Settings, ARecordingsFramesCarryTheMediumsGroup) {
+  Settings s;
+  s.feed.medium = MediumKind::kUdp;
+  apply_setting(s, "udp.group", "239.1.2.3:9000", "test");
+  record::FrameAddress a = recording_address(s);
+  EXPECT_EQ(record::format_ipv4(a.group_ip), "239.1.2.3");
+  EXPECT_EQ(a.group_port, 9000);
+  s.feed.medium = MediumKind::kVerbs;  // verbs: its own group, from the publisher's address
+  s.verbs.group = "239.9.9.9";
+  s.verbs.control_ip = "10.0.0.7";
+  a = recording_address(s);
+  EXPECT_EQ(record::format_ipv4(a.group_ip), "239.9.9.9");
+  EXPECT_EQ(record::format_ipv4(a.source_ip), "10.0.0.7");
+  s.verbs.group = "not-an-address";
+  EXPECT_THROW((void)recording_address(s), UsageError);
+  s.feed.medium = MediumKind::kShm;  // a datagram larger than a frame holds is not the user's flag to fix
+  s.shm.max_datagram = record::kMaxPayload + 1;
+  try {
+    (void)recording_address(s);
+    ADD_FAILURE() << "an oversized shm.max_datagram was accepted";
+  } catch (const UsageError&) {
+    ADD_FAILURE() << "an oversized shm.max_datagram is not a usage error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shm.max_datagram"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mdcast::settings

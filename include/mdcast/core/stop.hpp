@@ -7,7 +7,7 @@
 // one, for an end now.
 //
 //   mdcast::StopFlag stop;                    // the application's, one per process or per feed
-//   extern "C" void on_term(int) { stop.request(); }
+//   mdcast::stop_on_signals(stop);            // SIGINT, SIGTERM: stop.request()
 //   runtime.run(...)                          // its loops end at the next round
 #pragma once
 
@@ -31,5 +31,11 @@ class StopFlag {
   std::atomic<uint32_t> n_{0};
   static_assert(std::atomic<uint32_t>::is_always_lock_free, "a signal handler may change only a lock-free atomic");
 };
+
+// Makes SIGINT and SIGTERM request `stop` (a second signal: urgent()), for
+// the life of the process; a later call moves them to another flag. Without
+// SA_RESTART: a blocking call returns EINTR, so a loop asleep in it sees the
+// request at once.
+void stop_on_signals(StopFlag& stop);
 
 }  // namespace mdcast

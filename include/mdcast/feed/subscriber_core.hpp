@@ -90,6 +90,8 @@ enum class SubscriberEvent : uint8_t {
   kSessionChanged,
   kForgedRun,         // datagrams the publisher never sent were delivered, and cut (detail: how many)
 };
+// A few words for the event ("publisher silent"), for a log line.
+[[nodiscard]] std::string_view to_string(SubscriberEvent e) noexcept;
 
 using media::ControlChannel;
 

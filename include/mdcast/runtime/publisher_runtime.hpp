@@ -56,6 +56,7 @@
 #include "mdcast/feed/channels.hpp"
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/media/medium.hpp"
+#include "mdcast/runtime/agent_result.hpp"
 #include "mdcast/runtime/result_file.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/mirror.hpp"
@@ -487,10 +488,10 @@ class PublisherRuntime {
       stats::dump_counters(a.core().counters(), "pub" + at + ".", out.counters);
       stats::dump_counters(a.control().counters(), "ctl" + at + ".", out.counters);
       stats::MirroredCounters(ch.medium(i).counter_groups(), at).dump(out.counters);
-      const auto& books = a.core().books();
-      for (uint32_t inst = 0; inst < books.max_instruments(); ++inst)
-        if (plan_.map.of(inst) == ch.index(i) && books.book(inst).instrument_seq() > 0)
-          out.books.push_back({inst, books.book(inst).instrument_seq(), books.book(inst).checksum()});
+      const auto published_here = [&](uint32_t inst, const book::OrderBook& b) {
+        return plan_.map.of(inst) == ch.index(i) && b.instrument_seq() > 0;
+      };
+      add_book_digests(a.core().books(), published_here, out.books);
     }
   }
   void lane_done() {

@@ -27,6 +27,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/stop.hpp"
 #include "mdcast/feed/channel_agents.hpp"
+#include "mdcast/runtime/agent_result.hpp"
 #include "mdcast/runtime/result_file.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/mirror.hpp"
@@ -204,10 +205,10 @@ class SubscriberRuntime {
     std::vector<BookDigest> v;
     for (size_t i = 0; i < channels_.size(); ++i) {
       const auto& sub = channels_.agent(i).subscriber();
-      if (const auto* b = sub.books())
-        for (uint32_t inst = 0; inst < b->max_instruments(); ++inst)
-          if (plan_.map.of(inst) == channels_.index(i) && sub.wants(inst))
-            v.push_back({inst, b->book(inst).instrument_seq(), b->book(inst).checksum()});
+      const auto kept_here = [&](uint32_t inst, const book::OrderBook&) {
+        return plan_.map.of(inst) == channels_.index(i) && sub.wants(inst);
+      };
+      if (const auto* b = sub.books()) add_book_digests(*b, kept_here, v);
     }
     std::sort(v.begin(), v.end(), [](const BookDigest& a, const BookDigest& b) { return a.instrument < b.instrument; });
     return v;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/idle.hpp"
@@ -22,6 +23,7 @@
 #include "mdcast/feed/config.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
+#include "mdcast/record/frame.hpp"
 
 namespace mdcast::media::verbs {
 class RequestInbox;  // verbs_front_door.hpp, where the verbs medium is built
@@ -198,6 +200,19 @@ feed::ControlConfig control_config(const Settings& s);
 feed::SubscriberConfig subscriber_config(const Settings& s);
 // feed.channels and feed.channel_map as a map (UsageError when wrong).
 feed::ChannelMap channel_map(const Settings& s);
+// publisher.threads, or one per publisher.cpus entry, or 1 (UsageError when
+// they do not fit feed.channels or each other).
+uint32_t publishing_threads(const Settings& s);
+// publisher.session, or 64 fresh random bits.
+uint64_t pick_session(const Settings& s);
+// The synthetic order flow (publisher.seed, .instruments) within the books'
+// feed.max_levels: what `mdcast publish` and the bench publish.
+book::GeneratorConfig generator_config(const Settings& s);
+// The addresses a recording's frames carry (record::WriterOptions::address):
+// udp.group's, or verbs.group and the publisher's verbs.control_ip over
+// verbs (UsageError when not IPv4). Error where the feed's datagrams
+// (shm.max_datagram) would not fit a frame.
+record::FrameAddress recording_address(const Settings& s);
 // subscriber.inject_loss as a fault profile (inactive when 0).
 media::fault::FaultProfile injected_faults(const Settings& s, uint64_t seed);
 
