@@ -8,6 +8,11 @@
 # everything B published with B's books, in one session (no reset), without
 # a snapshot, and took datagrams first from both rails.
 #
+# PAIR_AUTH=1 (udp_pair_auth.sh): the same with secrets, so tagged data; both
+# members derive the session's data key from one publisher.data_secret_file,
+# so every subscriber checks either member's datagrams with the key it got
+# from one of them: none dropped at the tag (sub.bad_tags 0).
+#
 # What this does not show yet: boundaries set by the input with batching
 # (mdcast publish's synthetic source has no packets), a control connection
 # that moves at once (it follows B's announcement 2 s after A's is gone),
@@ -21,9 +26,18 @@ SESSION=$(( ((RANDOM << 30) | (RANDOM << 15) | RANDOM) + 1 ))  # one per run: ne
 common=(--medium udp --interface lo --set udp.control_port=0 --idle block)
 member=(publish "${common[@]}" --rate 5k --instruments 100 --seed 11 --flush-interval 0
         --set publisher.session=$SESSION --linger 3s)
+SUB_AUTH=()
+if [ "${PAIR_AUTH:-0}" = 1 ]; then
+  umask 077
+  "$MDCAST" secret new --identity desk-a >"$WORK/pub.secrets"
+  cp "$WORK/pub.secrets" "$WORK/desk-a.secret"
+  "$MDCAST" secret new --identity pair >"$WORK/pair.secret"
+  member+=(--secrets "$WORK/pub.secrets" --set publisher.data_secret_file="$WORK/pair.secret")
+  SUB_AUTH=(--identity desk-a --secret-file "$WORK/desk-a.secret")
+fi
 
 for i in 0 1 2; do
-  start_bg "sub$i" subscribe "${common[@]}" --udp-group "$GA" --rail-b "$GB" --wait 30s \
+  start_bg "sub$i" subscribe "${common[@]}" --udp-group "$GA" --rail-b "$GB" --wait 30s "${SUB_AUTH[@]}" \
     --set subscriber.pair_lag=1000000 --result "$WORK/sub$i.toml"
 done
 # A starts first and so stays ahead (each paces from its own start): rail A
@@ -54,5 +68,9 @@ for i in 0 1 2; do
   [ "$(toml_get "$r" sub.snapshots_requested)" = 0 ] || fail "sub$i needed a snapshot"
   [ "$(toml_get "$r" sub.rail_a_first)" -gt 0 ] || fail "sub$i never took rail A (member A) first"
   [ "$(toml_get "$r" sub.rail_b_first)" -gt 0 ] || fail "sub$i never took rail B (member B) first"
+  if [ "${PAIR_AUTH:-0}" = 1 ]; then
+    [ "$(toml_get "$r" sub.bad_tags)" = 0 ] || fail "sub$i dropped $(toml_get "$r" sub.bad_tags) datagrams at the tag"
+    [ "$(toml_get "$r" sub.untagged)" = 0 ] || fail "sub$i saw untagged datagrams"
+  fi
   note "sub$i: $published messages, rail A first $(toml_get "$r" sub.rail_a_first), rail B first $(toml_get "$r" sub.rail_b_first), recovered $(toml_get "$r" sub.datagrams_recovered)"
 done
