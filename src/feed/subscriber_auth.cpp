@@ -33,9 +33,14 @@ void SubscriberCore::send_hello(uint64_t now) noexcept {
   }
 }
 
-void SubscriberCore::auth_failed(std::string_view why) noexcept {
+void SubscriberCore::auth_failed(std::string_view why, uint64_t now) noexcept {
   auth_.stage = Stage::kFailed;
-  subscribe_refused_ = true;  // this connection cannot get better; a new one starts over
+  // This connection cannot get better, but the peer that failed may not be
+  // the publisher (a forged announcement's listener, a squatter): the medium
+  // leaves it (control_peer_failed) and a new connection starts over. Only
+  // a failure that lasts subscriber.wait is a refusal (peer_unproven_since).
+  if (!peer_unproven_since_) peer_unproven_since_ = now;
+  peer_failed_ = true;
   counters_->auth_failures.add();
   try {
     set_error(fmt::format("publisher could not prove it knows the secret for identity '{}': {}",
@@ -63,9 +68,9 @@ bool SubscriberCore::on_auth_frame(std::span<const std::byte> frame, uint64_t no
     if (err && auth_.stage == Stage::kHelloSent && parsed->request_id == auth_.hello_rid) {
       counters_->control_errors.add();
       try {
-        auth_failed(fmt::format("it answered the hello with {}: {}", wire::to_string(err->code), err->text));
+        auth_failed(fmt::format("it answered the hello with {}: {}", wire::to_string(err->code), err->text), now);
       } catch (...) {
-        auth_failed("it answered the hello with an error");
+        auth_failed("it answered the hello with an error", now);
       }
       return true;
     }
@@ -83,12 +88,12 @@ bool SubscriberCore::on_auth_frame(std::span<const std::byte> frame, uint64_t no
     return true;
   }
   if (!parsed) {
-    auth_failed("its challenge is malformed (" + why + ")");
+    auth_failed("its challenge is malformed (" + why + ")", now);
     return true;
   }
   const auto* ch = std::get_if<wire::AuthChallenge>(&parsed->body);
   if (!ch) {
-    auth_failed("it sent a client's authentication frame instead of a challenge");
+    auth_failed("it sent a client's authentication frame instead of a challenge", now);
     return true;
   }
   if (parsed->request_id != auth_.hello_rid) {
@@ -99,7 +104,7 @@ bool SubscriberCore::on_auth_frame(std::span<const std::byte> frame, uint64_t no
   const auto expect = wire::server_proof(me.key().view(), cfg_.channel, me.identity(), auth_.client_nonce, ch->server_nonce);
   if (!wire::proof_equal(expect, ch->server_proof)) {
     auth_failed("its challenge carries a wrong proof: the publisher holds another secret for this identity or "
-                "does not know it, or something other than the publisher answers at this control address");
+                "does not know it, or something other than the publisher answers at this control address", now);
     return true;
   }
   // The publisher is proven; only now does our proof leave, bound to its fresh nonce.
@@ -129,7 +134,7 @@ void SubscriberCore::on_data_key(const wire::AuthFrame& f, uint64_t now) noexcep
   const auto key = wire::unwrap_data_key(me.key().view(), cfg_.channel, me.identity(), auth_.server_nonce,
                                          auth_.client_nonce, k);
   if (!key) {
-    auth_failed("the data key it sent does not check (altered on the way, or made for another connection)");
+    auth_failed("the data key it sent does not check (altered on the way, or made for another connection)", now);
     return;
   }
   data_key_ = *key;

@@ -20,6 +20,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   connected_ = true;
   subscribed_ = false;
   subscribe_refused_ = false;
+  peer_failed_ = false;
   query_sent_ = false;
   auth_ = {};  // a new connection proves both sides again
   key_this_connection_ = false;  // the last key still checks data until the new one arrives
@@ -83,6 +84,7 @@ void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b,
     return;
   }
   subscribed_ = true;
+  peer_unproven_since_ = 0;
   // The control plane's word on the session: adopt, confirm, or replace what
   // the data suggested.
   session_confirmed_by(b.session, b.last_seq, now);

@@ -109,7 +109,8 @@ TEST(AuthAgentsOverMem, TheRightSecretGetsEverythingTheWrongOneIsRefused) {
 
   const auto& ws = wrong.agent->subscriber();
   EXPECT_FALSE(ws.subscribed());
-  EXPECT_TRUE(ws.subscribe_refused());
+  EXPECT_TRUE(ws.control_peer_failed()) << "its peer could not prove itself: a medium that picked it leaves it";
+  EXPECT_NE(ws.peer_unproven_since(), 0u) << "a runtime ends it as refused after subscriber.wait";
   EXPECT_FALSE(ws.publisher_proven());
   EXPECT_NE(ws.last_error().find("publisher could not prove it knows the secret for identity 'desk-a'"),
             std::string::npos)

@@ -163,7 +163,9 @@ TEST_F(HandshakeTest, ASubscriberWithAnotherSecretSendsNoProof) {
   make(secured(), sub_cfg("gold", 9));
   connect();
   EXPECT_FALSE(sub_->subscribed());
-  EXPECT_TRUE(sub_->subscribe_refused());
+  EXPECT_FALSE(sub_->subscribe_refused()) << "a peer that cannot prove itself may be an impostor: the medium moves on";
+  EXPECT_TRUE(sub_->control_peer_failed());
+  EXPECT_NE(sub_->peer_unproven_since(), 0u);
   EXPECT_EQ(up_.types(), (std::vector<CtlType>{CtlType::kAuthHello})) << "its proof never leaves";
   EXPECT_NE(sub_->last_error().find("publisher could not prove it knows the secret for identity 'gold'"),
             std::string::npos)
@@ -200,7 +202,9 @@ TEST_F(HandshakeTest, ASquatterLearnsNothingAndCannotSteerTheSubscriber) {
   EXPECT_NE(rid2, rid);
   // A challenge the squatter made up (it has no key) ends the conversation: no proof.
   sub_->on_control_frame(encode_auth(rid2, AuthChallenge{random_nonce(), {}}), now_);
-  EXPECT_TRUE(sub_->subscribe_refused());
+  EXPECT_FALSE(sub_->subscribe_refused()) << "a peer that cannot prove itself may be an impostor: the medium moves on";
+  EXPECT_TRUE(sub_->control_peer_failed());
+  EXPECT_NE(sub_->peer_unproven_since(), 0u);
   EXPECT_EQ(up_.sent.size(), 2u) << "no proof for a publisher that did not prove itself";
   EXPECT_NE(sub_->last_error().find("wrong proof"), std::string::npos) << sub_->last_error();
 }
@@ -230,7 +234,9 @@ TEST_F(HandshakeTest, AnOpenPublisherIsAClearErrorNotAFallback) {
   make(ControlConfig{}, sub_cfg());
   connect();
   EXPECT_FALSE(sub_->subscribed());
-  EXPECT_TRUE(sub_->subscribe_refused());
+  EXPECT_FALSE(sub_->subscribe_refused()) << "a peer that cannot prove itself may be an impostor: the medium moves on";
+  EXPECT_TRUE(sub_->control_peer_failed());
+  EXPECT_NE(sub_->peer_unproven_since(), 0u);
   EXPECT_EQ(up_.types(), (std::vector<CtlType>{CtlType::kAuthHello})) << "never an unauthenticated Subscribe";
   EXPECT_NE(sub_->last_error().find("publisher could not prove it knows the secret for identity 'gold': it answered "
                                     "the hello with unsupported"),

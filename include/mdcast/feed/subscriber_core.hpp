@@ -163,6 +163,13 @@ class SubscriberCore : public media::ControlEvents {
   [[nodiscard]] size_t buffered() const noexcept;
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
   [[nodiscard]] bool subscribe_refused() const noexcept { return subscribe_refused_; }
+  // Since when the control peers this subscriber reached could not prove
+  // they know its secret, with no subscription since (0: not so). A forged
+  // announcement's listener is one; a runtime calls it a refusal only when
+  // it lasts (subscriber.wait), giving the medium time to find the publisher.
+  [[nodiscard]] uint64_t peer_unproven_since() const noexcept { return peer_unproven_since_; }
+  // This connection's peer failed the handshake: the medium should leave it.
+  [[nodiscard]] bool control_peer_failed() const noexcept override { return peer_failed_; }
   // With a secret configured: the publisher of the current (or, while
   // reconnecting, the last) control connection proved it knows the secret,
   // and did not refuse ours since; always true on an open feed. The data
@@ -381,7 +388,7 @@ class SubscriberCore : public media::ControlEvents {
   bool on_auth_frame(std::span<const std::byte> frame, uint64_t now) noexcept;
   // True when an error reply refused our proof.
   bool auth_refused(uint32_t rid, const wire::ErrorReply& b) noexcept;
-  void auth_failed(std::string_view why) noexcept;
+  void auth_failed(std::string_view why, uint64_t now) noexcept;
   void on_data_key(const wire::AuthFrame& f, uint64_t now) noexcept;
 
 
@@ -432,6 +439,8 @@ class SubscriberCore : public media::ControlEvents {
   bool connected_ = false;
   bool subscribed_ = false;
   bool subscribe_refused_ = false;
+  bool peer_failed_ = false;
+  uint64_t peer_unproven_since_ = 0;
   uint32_t subscribe_rid_ = 0;
   uint64_t subscribe_deadline_ = 0;
   uint64_t last_status_ = 0;

@@ -177,6 +177,10 @@ class ControlEvents {
   virtual void on_control_connected(uint64_t now) noexcept = 0;
   virtual void on_control_disconnected() noexcept = 0;
   virtual void on_control_frame(std::span<const std::byte> frame, uint64_t now) noexcept = 0;
+  // The peer of the current connection failed the engine's handshake (it
+  // could not prove it knows the subscriber's secret): a medium that chose
+  // the address itself (an announcement) leaves it rather than wait on it.
+  [[nodiscard]] virtual bool control_peer_failed() const noexcept { return false; }
   // The answer to request_retransmit(rid, ...) that the medium fetched
   // itself: whole datagrams, oldest first, valid during the call. Handled as
   // a RetransmitReply from the publisher would be, without encoding one.

@@ -73,7 +73,11 @@ bool subscriber_should_end(const Agent& a, const SubscriberLimits& l, uint64_t t
   bool never = true;
   bool refused = false;
   auto check = [&](const auto& sub) {
-    if (sub.subscribe_refused() && !refused) refused = true, error = sub.last_error();
+    // A peer that could not prove itself is a refusal only once no publisher
+    // that could has been found for `wait` (the medium may be leaving an impostor).
+    const uint64_t unproven = sub.peer_unproven_since();
+    if ((sub.subscribe_refused() || (unproven && now - unproven > l.wait_ns)) && !refused)
+      refused = true, error = sub.last_error();
     never &= sub.counters().datagrams_received.get() == 0;
   };
   if constexpr (requires { a.agent(0); }) {

@@ -259,15 +259,18 @@ void SubscriberMedium::check_endpoint(ControlEvents& e, uint64_t now) {
     down_since_ = now;
   if (!opts_.control.empty()) return;
   // Failing: no connection for kFollowAfterNs, or a request unanswered that
-  // long, across however many connections were made and closed meanwhile.
+  // long, across however many connections were made and closed meanwhile;
+  // at once when the peer could not prove it knows our secret.
+  const bool unproven = connected && e.control_peer_failed();
   const uint64_t since = std::min(down_since_ ? down_since_ : now, asked_since_ ? asked_since_ : now);
-  if (now - since < kFollowAfterNs) return;
+  if (!unproven && now - since < kFollowAfterNs) return;
   // The client is this address's alone: an error it holds is what this address did.
   const uint64_t secs = (now - since) / kNsPerSec;
   const std::string why =
-      !client_->last_error().empty() ? fmt::format("its connections failed for {} s ({})", secs, client_->last_error())
-      : connected                    ? fmt::format("connected, but no answer to its Subscribe in {} s", secs)
-                                     : fmt::format("no connection in {} s", secs);
+      unproven ? std::string("it could not prove it knows this subscriber's secret")
+      : !client_->last_error().empty() ? fmt::format("its connections failed for {} s ({})", secs, client_->last_error())
+      : connected                      ? fmt::format("connected, but no answer to its Subscribe in {} s", secs)
+                                       : fmt::format("no connection in {} s", secs);
   Endpoint* cur = endpoint(control_);
   if (stuck_ != control_ && cur) {
     cur->held_until = now + (kHoldNs << std::min(cur->failures, kMaxHoldDoublings));

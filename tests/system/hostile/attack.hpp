@@ -172,6 +172,7 @@ struct AnnounceArgs {
   unsigned interval_ms = 5;
   double seconds = 60;
   bool close = false;  // accept and close at once; otherwise accept and never answer
+  bool refuse = false;  // answer each hello with a challenge whose proof is made of nothing
 };
 int announce(const AnnounceArgs& a);
 

@@ -1,8 +1,10 @@
 // announce: a forged control-address announcement on a UDP feed's group,
 // every interval, naming a TCP listener of our own that either never answers
-// (--silent: accepts and holds the connection) or accepts and closes at once
-// (--close). What a subscriber that follows the first address it hears would
-// be captured by (docs/security.md, 3a).
+// (--silent: accepts and holds the connection), accepts and closes at once
+// (--close), or answers each hello with a challenge it cannot prove
+// (--refuse: what an impostor can say to a subscriber that authenticates).
+// What a subscriber that follows the first address it hears would be
+// captured by (docs/security.md, 3a).
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -15,6 +17,7 @@
 #include "attack.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/udp/udp_announce.hpp"
+#include "mdcast/wire/auth.hpp"
 
 namespace mdcast::attack {
 
@@ -46,10 +49,12 @@ int announce(const AnnounceArgs& a) {
     fail("announce: sending socket on {}: {}", a.interface_ip, std::strerror(errno));
   const auto datagram = media::udp::encode_announcement({a.channel, a.session, mine});
 
-  fmt::print("ready announcing {} on {} every {} ms ({})\n", mine, a.group, a.interval_ms, a.close ? "close" : "silent");
+  fmt::print("ready announcing {} on {} every {} ms ({})\n", mine, a.group, a.interval_ms,
+             a.close ? "close" : a.refuse ? "refuse" : "silent");
   std::fflush(stdout);
-  std::vector<UniqueFd> held;  // --silent: connections accepted and never answered
-  uint64_t sent = 0, accepted = 0, send_errors = 0;
+  std::vector<UniqueFd> held;  // --silent, --refuse: connections accepted and kept
+  std::vector<bool> challenged;
+  uint64_t sent = 0, accepted = 0, send_errors = 0, challenges = 0;
   const uint64_t t0 = monotonic_ns();
   uint64_t next = t0;
   while (!g_stop && ms_since(t0) < static_cast<uint64_t>(a.seconds * 1000)) {
@@ -68,7 +73,20 @@ int announce(const AnnounceArgs& a) {
         fmt::print("first connection accepted after {} ms\n", ms_since(t0));
         std::fflush(stdout);
       }
-      if (!a.close) held.push_back(std::move(c));  // --close: the UniqueFd closes it here
+      if (!a.close) {  // --close: the UniqueFd closes it here
+        held.push_back(std::move(c));
+        challenged.push_back(false);
+      }
+    }
+    // --refuse: each hello gets a challenge with a proof made of nothing.
+    for (size_t i = 0; a.refuse && i < held.size(); ++i) {
+      std::byte hdr[wire::ctl::kHeaderSize];
+      if (challenged[i] || ::recv(held[i].get(), hdr, sizeof hdr, MSG_PEEK | MSG_DONTWAIT) != sizeof hdr) continue;
+      const uint32_t rid = load_le<uint32_t>(hdr + wire::ctl::kRequestId);
+      wire::AuthChallenge ch{wire::random_nonce(), {}};
+      const auto f = wire::encode_auth(rid, ch);
+      if (::send(held[i].get(), f.data(), f.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(f.size())) ++challenges;
+      challenged[i] = true;
     }
     sleep_ms(1);
   }
@@ -77,6 +95,7 @@ int announce(const AnnounceArgs& a) {
       .add("announcements", sent)
       .add("send_errors", send_errors)
       .add("accepted", accepted)
+      .add("challenges", challenges)
       .print();
   return 0;
 }

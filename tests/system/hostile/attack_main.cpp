@@ -116,7 +116,11 @@ int main(int argc, char** argv) {
   an->add_option("--interval-ms", ann.interval_ms, "between announcements (default 5)");
   an->add_option("--seconds", ann.seconds, "how long (default 60)");
   auto* an_close = an->add_flag("--close", ann.close, "accept connections and close them at once");
-  an->add_flag("--silent", ann_silent, "accept connections and never answer (the default)")->excludes(an_close);
+  auto* an_refuse = an->add_flag("--refuse", ann.refuse, "answer each hello with a challenge it cannot prove")
+                        ->excludes(an_close);
+  an->add_flag("--silent", ann_silent, "accept connections and never answer (the default)")
+      ->excludes(an_close)
+      ->excludes(an_refuse);
 
   CLI11_PARSE(app, argc, argv);
   install_signal_handlers();

@@ -7,14 +7,30 @@
 # subscriber leaves the impostor within 2 s of taking it, says which address
 # it left and why (log, udp.announce_left), follows the publisher, delivers
 # every message with books identical to the publisher's, and exits 0.
+#
+# FA_AUTH=1 (forged_announce_auth.sh): a feed with secrets. The impostor
+# either answers each hello with a challenge it cannot prove (--refuse) or
+# never answers (--silent). A subscriber leaves a refusing impostor the
+# moment its proof fails ("it could not prove it knows this subscriber's
+# secret"), a silent one after 2 s, and never sends it a proof; then as above.
 source "$(dirname "$0")/hostile_lib.sh"
+
+PUB_AUTH=()
+AUTH_SUB=()
+if [ "${FA_AUTH:-0}" = 1 ]; then
+  umask 077
+  "$MDCAST" secret new --identity desk-a >"$WORK/pub.secrets"
+  cp "$WORK/pub.secrets" "$WORK/desk-a.secret"
+  PUB_AUTH=(--secrets "$WORK/pub.secrets")
+  AUTH_SUB=(--identity desk-a --secret-file "$WORK/desk-a.secret")
+fi
 
 run_case() {
   local variant=$1 n=$2
   local PORT=$((20000 + ($$ + n) % 20000))
   local GROUP="239.77.17.$((1 + ($$ + n) % 250)):$PORT"
   local udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0)
-  SUB_ARGS=("${udp[@]}")
+  SUB_ARGS=("${udp[@]}" "${AUTH_SUB[@]}")
   WORK_CASE="$variant"
   start_attack "imp_$variant" announce "$GROUP" "--$variant" --seconds 120
   wait_for_line "imp_$variant" '^ready ' 10 || fail "the impostor ($variant) never started: $(cat "$WORK/imp_$variant.log")"
@@ -26,7 +42,7 @@ run_case() {
   # Captured: each has taken the impostor's address, the only one announced yet.
   wait_stat "$PID_sub1" udp.announce_followed 1 20 || fail "sub1 never took the impostor's announcement"
   wait_stat "$PID_sub2" udp.announce_followed 1 20 || fail "sub2 never took the impostor's announcement"
-  start_bg pub publish "${udp[@]}" --rate "$RATE" --duration "$DURATION" --instruments 200 --idle block \
+  start_bg pub publish "${udp[@]}" "${PUB_AUTH[@]}" --rate "$RATE" --duration "$DURATION" --instruments 200 --idle block \
     --wait-subscribers 2 --result "$WORK/pub.toml"
   wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30
   local real
@@ -38,7 +54,11 @@ run_case() {
   check_books sub1 sub2
   check_delivered sub1 sub2
   local l left why
-  [ "$variant" = silent ] && why='connected, but no answer to its Subscribe' || why='its connections failed for .*(publisher closed the control connection|Connection reset by peer)'
+  case $variant in
+    silent) why='connected, but no answer to its Subscribe' ;;
+    refuse) why="it could not prove it knows this subscriber's secret" ;;
+    *) why='its connections failed for .*(publisher closed the control connection|Connection reset by peer)' ;;
+  esac
   for l in sub1 sub2; do
     left=$(toml_get "$WORK/$l.toml" udp.announce_left)
     figure "${variant}_${l}_left" "${left:-?}"
@@ -52,6 +72,14 @@ run_case() {
   for l in sub1 sub2 pub; do mv "$WORK/$l.log" "$WORK/$variant-$l.log"; mv "$WORK/$l.toml" "$WORK/$variant-$l.toml" 2>/dev/null || true; done
 }
 
-run_case silent 0
-run_case close 1
+if [ "${FA_AUTH:-0}" = 1 ]; then
+  run_case refuse 0
+  run_case silent 1
+  for v in refuse silent; do
+    figure "${v}_impostor_challenges" "$(attack_value "imp_$v" challenges)"
+  done
+else
+  run_case silent 0
+  run_case close 1
+fi
 conclude

@@ -364,8 +364,10 @@ namespace {
 // What subscriber_should_end reads of an agent, set by hand.
 struct FakeSubscriber {
   bool refused = false;
+  uint64_t unproven_since = 0;
   feed::SubscriberCounters c;
   [[nodiscard]] bool subscribe_refused() const noexcept { return refused; }
+  [[nodiscard]] uint64_t peer_unproven_since() const noexcept { return unproven_since; }
   [[nodiscard]] std::string last_error() const { return "not entitled"; }
   [[nodiscard]] const feed::SubscriberCounters& counters() const noexcept { return c; }
 };
@@ -405,7 +407,15 @@ TEST(SubscriberRuntime, EndsOnAStopADurationARefusalOrASilentPublisher) {
   EXPECT_EQ(error, "not entitled");
   EXPECT_EQ(to_string(why), "error");
 
+  // A control peer that could not prove itself (an impostor the medium may
+  // be leaving) is a refusal only after subscriber.wait without a publisher that could.
   a.sub.refused = false;
+  a.sub.unproven_since = t0 + 8 * kNsPerSec;
+  EXPECT_FALSE(ends(t0 + 9 * kNsPerSec));
+  EXPECT_TRUE(ends(t0 + 19 * kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kRefused);
+  a.sub.unproven_since = 0;
+
   l.duration_ns = 3 * kNsPerSec;
   EXPECT_TRUE(ends(t0 + 3 * kNsPerSec));
   EXPECT_EQ(why, SubscriberEnding::kDuration);

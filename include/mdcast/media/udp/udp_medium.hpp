@@ -178,9 +178,10 @@ class SubscriberMedium {
     void on_control_connected(uint64_t now) noexcept override { e->on_control_connected(now); }
     void on_control_disconnected() noexcept override { e->on_control_disconnected(); }
     void on_control_frame(std::span<const std::byte> f, uint64_t now) noexcept override {
-      answered = true;
       e->on_control_frame(f, now);
+      answered = answered || !e->control_peer_failed();  // an impostor's answer is none
     }
+    [[nodiscard]] bool control_peer_failed() const noexcept override { return e->control_peer_failed(); }
     void on_retransmitted(uint32_t rid, uint64_t session, std::span<const std::span<const std::byte>> d,
                           uint64_t now) noexcept override {
       e->on_retransmitted(rid, session, d, now);
