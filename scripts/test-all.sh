@@ -16,9 +16,15 @@
 #   asan    build (no benchmarks); every other host test: unit, component,
 #           system, hostile, netns - the multi-process suites run here only,
 #           where a memory error in a real process is caught as well
-#   fuzz    the libFuzzer targets only, SECONDS each (MDCAST_FUZZ_SECONDS, 20)
+#   fuzz    the libFuzzer targets only, SECONDS each (MDCAST_FUZZ_SECONDS, 20),
+#           JOBS at a time
 #   verbs   the `verbs` label in the Soft-RoCE VM (debug binaries)
-#   tsan    the unit and component test executables only, and their tests
+#   tsan    the unit and component tests that start threads (target
+#           thread-tests: ThreadSanitizer reports races between threads, so
+#           a single-threaded test has nothing to show it; the selection
+#           and its guard are in tests/CMakeLists.txt, check-threads.sh);
+#           ctest runs the tests of the executables built (the others have
+#           no tests discovered, and their placeholders carry no label)
 #
 # A table of stage durations is printed at the end, also when a stage fails
 # (then the stages after it did not run, and the table says so).
@@ -91,9 +97,9 @@ run_stage debug-tests debug_tests
 run_stage asan-build  build asan
 run_stage asan-tests  ctest_in asan -LE 'verbs|bench|docs'
 run_stage fuzz-build  build fuzz fuzzers
-run_stage fuzz-run    ./scripts/run-fuzzers.sh build/fuzz "$FUZZ_SECONDS"
+run_stage fuzz-run    env MDCAST_FUZZ_JOBS="$JOBS" ./scripts/run-fuzzers.sh build/fuzz "$FUZZ_SECONDS"
 run_stage verbs       ./scripts/test-verbs.sh build/debug
-run_stage tsan-build  build tsan engine-tests
+run_stage tsan-build  build tsan thread-tests
 run_stage tsan-tests  ctest_in tsan -L 'unit|component'
 
 report
