@@ -17,7 +17,9 @@ Recorder::Recorder(WriterOptions o, RecordCounters* counters)
 void Recorder::on_datagram_delivered(std::span<const std::byte> d, const feed::Delivery& dl) noexcept {
   const uint64_t t = dl.receive_time_ns + realtime_offset_;
   if (new_session_) {
-    if (writer_.mark({MarkerKind::kSession, new_session_, 0, {}}, t)) c_->session_markers.add();
+    // The clock pair behind every frame's timestamp: with it a reader turns a
+    // same-host publisher's send times (CLOCK_MONOTONIC) into wall-clock times.
+    if (writer_.mark({MarkerKind::kSession, new_session_, realtime_offset_, {}}, t)) c_->session_markers.add();
     new_session_ = 0;
   }
   // A recording that starts late, or a snapshot that replaced a range, is a

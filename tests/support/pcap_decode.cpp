@@ -208,7 +208,8 @@ class Capture {
 
 int run(const std::string& path, const Options& o) {
   char err[PCAP_ERRBUF_SIZE] = {};
-  pcap_t* pc = pcap_open_offline(path.c_str(), err);
+  // Nanoseconds, as Wireshark reads them (a microsecond file is scaled).
+  pcap_t* pc = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
   if (!pc) {
     std::fprintf(stderr, "mdcast-pcap-decode: cannot read %s: %s\n", path.c_str(), err);
     return 3;
@@ -223,6 +224,7 @@ int run(const std::string& path, const Options& o) {
   int rc;
   while ((rc = pcap_next_ex(pc, &h, &data)) == 1) {
     ++frame;
+    dec.set_capture_time(static_cast<int64_t>(h->ts.tv_sec) * 1'000'000'000 + h->ts.tv_usec);  // tv_usec holds ns here
     const Bytes f(reinterpret_cast<const std::byte*>(data), h->caplen);
     const Bytes ip = Capture::ipv4_of(linktype, f);
     if (!ip.empty()) cap.packet(frame, ip);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "mdcast/core/bytes.hpp"
 #include "mdcast/core/crc32c.hpp"
@@ -28,7 +29,7 @@ constexpr uint64_t kReported = 20;
 constexpr std::string_view kFields[] = {
     "mdcast.magic", "mdcast.version", "mdcast.flags", "mdcast.flags.unsequenced", "mdcast.flags.crc",
     "mdcast.flags.end_of_session", "mdcast.flags.filtered", "mdcast.flags.tag", "mdcast.flags.unknown",
-    "mdcast.channel", "mdcast.message_count", "mdcast.session", "mdcast.seq", "mdcast.send_time", "mdcast.length",
+    "mdcast.channel", "mdcast.message_count", "mdcast.session", "mdcast.seq", "mdcast.send_time", "mdcast.send_wall", "mdcast.length",
     "mdcast.sender", "mdcast.crc", "mdcast.crc.status", "mdcast.tag", "mdcast.messages_found",
     "mdcast.msg.length", "mdcast.msg.type", "mdcast.msg.flags", "mdcast.msg.instrument", "mdcast.msg.instrument_seq",
     "mdcast.msg.symbol", "mdcast.msg.lot_size", "mdcast.msg.price_exponent", "mdcast.msg.order_id",
@@ -50,7 +51,8 @@ constexpr std::string_view kFields[] = {
     "mdcast.ctl.wrapped_key", "mdcast.ctl.key_check",
     "mdcast.ann.magic", "mdcast.ann.version", "mdcast.ann.address_length", "mdcast.ann.channel",
     "mdcast.ann.reserved", "mdcast.ann.session", "mdcast.ann.address",
-    "mdcast.rec.kind", "mdcast.rec.a", "mdcast.rec.b",
+    "mdcast.rec.kind", "mdcast.rec.session", "mdcast.rec.clock_offset", "mdcast.rec.first_missing",
+    "mdcast.rec.next_seq", "mdcast.rec.last_frame",
 };
 
 // Text forms as tshark writes them: decimal; hexadecimal zero-padded to the
@@ -85,11 +87,25 @@ std::string text(std::string_view v) {
 }
 template <class T>
 T le(Bytes b, size_t off) { return load_le<T>(b.data() + off); }
+// An absolute time as tshark writes a UTC FT_ABSOLUTE_TIME: "Jan  2, 2026 12:00:00.500000000 UTC".
+std::string utc(int64_t ns) {
+  const time_t s = static_cast<time_t>(ns / 1'000'000'000);
+  tm t{};
+  gmtime_r(&s, &t);
+  char b[64];
+  const size_t n = std::strftime(b, sizeof b, "%b %e, %Y %H:%M:%S", &t);
+  std::snprintf(b + n, sizeof b - n, ".%09lld UTC", static_cast<long long>(ns % 1'000'000'000));
+  return b;
+}
+// The dissector's window for a plausible wall-clock send time (mdcast.lua:
+// WALL_BEFORE_NS, WALL_AFTER_NS): outside it the publisher's monotonic clock
+// is not the recording host's.
+constexpr int64_t kWallBeforeNs = 60'000'000'000, kWallAfterNs = 1'000'000;
 
 
 class Walker {
  public:
-  explicit Walker(Summary& s) : sum_(s) {}
+  Walker(Summary& s, Clocks& c) : sum_(s), clocks_(c) {}
 
   // One message of a validated run, fields in the dissector's order.
   void message(Packet& p, MessageView v) {
@@ -217,6 +233,15 @@ class Walker {
     p.add("mdcast.session", hex(h.session, 8));
     p.add("mdcast.seq", dec(h.sequence));
     p.add("mdcast.send_time", dec(h.send_time_ns));
+    if (const auto it = clocks_.offsets.find(h.session); it != clocks_.offsets.end()) {
+      // Two's complement wrap as the dissector's Int64 sum does.
+      const auto wall = static_cast<int64_t>(h.send_time_ns + static_cast<uint64_t>(it->second));
+      const int64_t early = clocks_.capture_ns - wall;
+      if (wall >= 0 && early >= -kWallAfterNs && early <= kWallBeforeNs) {
+        p.add("mdcast.send_wall", utc(wall));
+        sum_.count("send_wall");
+      }
+    }
     p.add("mdcast.length", dec(h.length));
     p.add("mdcast.sender", dec(h.sender));
     const uint32_t crc = le<uint32_t>(d, dgram::kCrc);
@@ -286,8 +311,18 @@ class Walker {
     }
     const auto kind = std::to_integer<unsigned>(pl[8]);
     p.add("mdcast.rec.kind", dec(kind));
-    p.add("mdcast.rec.a", dec(le<uint64_t>(pl, 16)));
-    p.add("mdcast.rec.b", dec(le<uint64_t>(pl, 24)));
+    const uint64_t a = le<uint64_t>(pl, 16), b = le<uint64_t>(pl, 24);
+    if (kind == 1) {
+      p.add("mdcast.rec.first_missing", dec(a));
+      p.add("mdcast.rec.next_seq", dec(b));
+    } else if (kind == 2) {
+      p.add("mdcast.rec.session", hex(a, 8));
+      p.add("mdcast.rec.clock_offset", sdec(static_cast<int64_t>(b)));
+      if (b != 0) clocks_.offsets[a] = static_cast<int64_t>(b);
+    } else if (kind == 3) {
+      p.add("mdcast.rec.next_seq", dec(a));
+      p.add("mdcast.rec.last_frame", dec(b));
+    }
     if (kind != 3) return;
     // The run is bytes from a file: each length is checked before it is followed.
     size_t off = 32, found = 0;
@@ -451,6 +486,7 @@ class Walker {
   }
 
   Summary& sum_;
+  Clocks& clocks_;
 };
 
 }  // namespace
@@ -482,8 +518,8 @@ void Packet::print(FILE* out, uint64_t frame) const {
   std::fputc('\n', out);
 }
 
-void Decoder::udp_payload(Packet& p, Bytes payload) { Walker(sum_).udp_payload(p, payload); }
-void Decoder::frame(Packet& p, Bytes frame) { Walker(sum_).frame(p, frame); }
+void Decoder::udp_payload(Packet& p, Bytes payload) { Walker(sum_, clocks_).udp_payload(p, payload); }
+void Decoder::frame(Packet& p, Bytes frame) { Walker(sum_, clocks_).frame(p, frame); }
 bool Decoder::looks_like_header(Bytes b) noexcept { return Walker::looks_like_header(b); }
 
 }  // namespace mdcast::test::pcap

@@ -41,9 +41,18 @@ struct Summary {
   void count(const std::string& key, uint64_t n = 1) { counts[key] += n; }
 };
 
+// What a recording's session markers tell about the send times of later
+// datagrams: the recording host's CLOCK_REALTIME - CLOCK_MONOTONIC, per session.
+struct Clocks {
+  std::map<uint64_t, int64_t> offsets;
+  int64_t capture_ns = 0;  // the packet's capture time (ns since the epoch)
+};
+
 class Decoder {
  public:
   explicit Decoder(Summary& s) : sum_(s) {}
+  // The capture time of the packets that follow (for mdcast.send_wall).
+  void set_capture_time(int64_t ns) noexcept { clocks_.capture_ns = ns; }
   // A UDP payload the dissector takes: one datagram, several back to back
   // (a GSO send captured before segmentation), or an announcement.
   void udp_payload(Packet& p, Bytes payload);
@@ -54,6 +63,7 @@ class Decoder {
 
  private:
   Summary& sum_;
+  Clocks clocks_;
 };
 
 }  // namespace mdcast::test::pcap

@@ -5,9 +5,11 @@
 #   wireshark_dissector.sh MDCAST PCAP_DECODE LUA                 live: capture a UDP feed on lo
 #   wireshark_dissector.sh MDCAST PCAP_DECODE LUA --recording F   a recording (mdcast record)
 #
-# First, always: crafted captures (text2pcap) of what the synthetic feed never
-# sends, compared field for field, and malformed ones that must each raise
-# their expert item.
+# First, always: the dissector installed in a plugin folder loads; crafted
+# captures (text2pcap) of what the synthetic feed never sends, compared field
+# for field, with exact values checked (a session id a double cannot hold, a
+# recording's wall-clock send times, control frame summaries); malformed ones
+# that must each raise their expert item.
 #
 # Live: tcpdump captures lo while `mdcast publish --medium udp --crc` with
 # secrets feeds two subscribers that drop 5 % of what they receive (one
@@ -163,6 +165,9 @@ packet() {
   echo "$*" | tr -s ' \n' '\n\n' | grep . |
     awk '{ if (n % 16 == 0) printf "%s%06x", (n ? "\n" : ""), n; printf " %s", $1; n++ } END { print "" }'
 }
+# packet_at "YYYY-MM-DD HH:MM:SS" HEX...: the same, captured at that time (UTC; text2pcap -t "$AT")
+AT='%Y-%m-%d %H:%M:%S.'
+packet_at() { local at=$1; shift; packet "$@" | sed "1s/^/$at. /"; }
 # dgram FLAGS COUNT SEQ LENGTH MESSAGES...: a header (channel 3, session 0x0a0b0c0d0e0f1011, sender 9, no CRC)
 dgram() {
   local flags=$1 count=$2 seq=$3 len=$4; shift 4
@@ -202,7 +207,25 @@ crafted() {
     packet "$(le 12 4) 0e 02 00 00 $(le 10 4) $err"; } >"$d/tcp.txt"
   text2pcap -q -F pcap -T 40002,7471 "$d/tcp.txt" "$d/tcp.pcap" >>"$d/tools.log" 2>&1 ||
     fail "text2pcap failed: $(tail -2 "$d/tools.log")"
-  mergecap -F pcap -a -w "$d/good.pcap" "$d/udp.pcap" "$d/tcp.pcap" >>"$d/tools.log" 2>&1 ||
+  # A recording's start: its session marker for a session whose id a double
+  # cannot hold (0x109fd57312e30d21), with the recording host's clock offset
+  # set so that seq 1 (sent at 1 s on the publisher's monotonic clock) left at
+  # 12:00:00.5 on the wall clock, half a second before its capture; seq 2
+  # claims a send time 2 minutes after its capture (its publisher's clock is
+  # not the recorder's: no wall clock); then a gap (3 to 6) and its image.
+  local sess="21 0d e3 12 73 d5 9f 10" offset=1767355199500000000
+  local mk="$(ascii MDCREC01)"
+  { packet_at "2026-01-02 12:00:01" "$mk 02 00 00 00 00 00 00 00 $sess $(le $offset 8)"
+    packet_at "2026-01-02 12:00:01" "4d 43 02 00 $(le 3 2) $(le 1 2) $sess $(le 1 8) $(le 1000000000 8) $(le 60 2)" \
+      "$(le 9 2) 00 00 00 00 $(le 20 2) 04 00 $(le 4 4) $(le 1 4) $(le 77 8)"
+    packet_at "2026-01-02 12:00:02" "4d 43 02 00 $(le 3 2) $(le 1 2) $sess $(le 2 8) $(le 121000000000 8) $(le 60 2)" \
+      "$(le 9 2) 00 00 00 00 $(le 20 2) 04 00 $(le 4 4) $(le 2 4) $(le 78 8)"
+    packet_at "2026-01-02 12:00:03" "$mk 01 00 00 00 00 00 00 00 $(le 3 8) $(le 7 8)"
+    packet_at "2026-01-02 12:00:03" "$mk 03 00 00 00 00 00 00 00 $(le 7 8) $(le 1 8) $(le 16 2) 06 00 $(le 4 4)" \
+      "$(le 3 4) 01 00 00 00"; } >"$d/rec.txt"
+  TZ=UTC text2pcap -q -F pcap -t "$AT" -u 7470,7470 "$d/rec.txt" "$d/rec.pcap" >>"$d/tools.log" 2>&1 ||
+    fail "text2pcap failed: $(tail -2 "$d/tools.log")"
+  mergecap -F pcap -a -w "$d/good.pcap" "$d/udp.pcap" "$d/tcp.pcap" "$d/rec.pcap" >>"$d/tools.log" 2>&1 ||
     fail "mergecap failed: $(tail -2 "$d/tools.log")"
 
   local fields=()
@@ -213,7 +236,7 @@ crafted() {
   diff "$d/good.mdcast" "$d/good.tshark" >"$d/good.diff" ||
     { head -6 "$d/good.diff" | cut -c1-600; fail "crafted: the dissector and mdcast decode differently"; }
   [ "$(count "$d/good.summary" malformed)" = 0 ] || { cat "$d/good.log"; fail "crafted: mdcast finds malformed input"; }
-  [ "$(wc -l <"$d/good.tshark")" = 9 ] || fail "crafted: $(wc -l <"$d/good.tshark") of 9 packets decoded"
+  [ "$(wc -l <"$d/good.tshark")" = 14 ] || fail "crafted: $(wc -l <"$d/good.tshark") of 14 packets decoded"
   local t
   for t in msg.opaque msg.fragment msg.unknown msg.heartbeat ctl.unsubscribe ctl.snapshot-request ctl.retransmit-request \
            ctl.error ctl.auth-hello ctl.auth-proof ctl.session-query announcements; do
@@ -232,9 +255,30 @@ crafted() {
   expect_fields 'mdcast.msg.type == 8' mdcast.flags.end_of_session 1
   expect_fields 'mdcast.ctl.type == 10' mdcast.ctl.text "not entitled to 7"
   expect_fields 'mdcast.ctl.type == 4' mdcast.ctl.from_seq 3
+  # Session ids exact, wall-clock send times from the recording's offset, and
+  # summaries that give each frame's key values.
+  expect_fields 'mdcast.rec.kind == 2' mdcast.rec.session 0x109fd57312e30d21
+  expect_fields 'mdcast.rec.kind == 2' mdcast.rec.clock_offset $offset
+  expect_fields 'mdcast.seq == 1' mdcast.session 0x109fd57312e30d21
+  expect_fields 'mdcast.seq == 1' mdcast.send_wall "Jan  2, 2026 12:00:00.500000000 UTC"
+  expect_fields 'mdcast.seq == 2 && mdcast.expert.foreign_clock' mdcast.send_wall ""
+  [ "$(matching "$d/good.pcap" 'mdcast.seq == 2 && mdcast.expert.foreign_clock')" = 1 ] ||
+    fail "crafted: a send time after its capture is not flagged as another host's clock"
+  expect_fields 'mdcast.rec.kind == 1' mdcast.rec.first_missing 3
+  expect_fields 'mdcast.rec.kind == 1' mdcast.rec.next_seq 7
+  expect_fields 'mdcast.rec.kind == 3' mdcast.rec.last_frame 1
+  expect_fields 'mdcast.rec.kind == 2' _ws.col.Info "mdcast recording: session 0x109fd57312e30d21 begins"
+  expect_fields 'mdcast.rec.kind == 1' _ws.col.Info "mdcast recording: gap, sequences 3 to 6 replaced by a snapshot"
+  expect_fields 'mdcast.rec.kind == 3' _ws.col.Info "mdcast recording: image before sequence 7, 1 messages (last)"
+  expect_fields 'mdcast.ctl.type == 4' _ws.col.Info "mdcast RetransmitRequest session 0x0a0b0c0d0e0f1011, seq 3-4"
+  expect_fields 'mdcast.ctl.type == 6' _ws.col.Info "mdcast SnapshotRequest all instruments"
+  expect_fields 'mdcast.ctl.type == 3' _ws.col.Info "mdcast AuthProof; Unsubscribe 2 instruments 5,6"
+  expect_fields 'mdcast.ctl.type == 10' _ws.col.Info "mdcast SessionQuery; Error 3 not entitled: not entitled to 7"
+  expect_fields 'mdcast.ctl.type == 11' _ws.col.Info "mdcast AuthHello ch 3, identity desk-a"
   expect_fields 'mdcast.ann.channel == 3' mdcast.ann.address tcp:10.2.2.2:7471
   [ "$(matching "$d/good.pcap" '_ws.expert.severity == error')" = 0 ] || fail "crafted: errors on good input"
-  note "crafted: every message and frame kind the feed does not send decodes identically; §5's example checks its CRC"
+  note "crafted: every message and frame kind the feed does not send decodes identically; §5's example checks its CRC;"
+  note "crafted: exact session ids, wall-clock send times (and a foreign clock flagged), gap ranges, frame summaries"
 
   # Malformed: a flipped CRC byte, a count one too many, a message overrunning
   # its datagram, an unknown flag, a length field short of the bytes, a
@@ -265,7 +309,22 @@ crafted() {
   note "crafted: 8 kinds of malformed input each raise their expert item; mdcast counts them malformed"
 }
 
+# Installed as tools/wireshark/README.md says (both files in the personal
+# plugin folder, which Wireshark loads one by one): the control frames'
+# fields register too, and nothing fails to load.
+check_install() {
+  local plugins="$WORK/home/.local/lib/wireshark/plugins"
+  mkdir -p "$plugins"
+  cp "$(dirname "$LUA")"/mdcast*.lua "$plugins/"
+  HOME="$WORK/home" tshark -G fields >"$WORK/installed.fields" 2>"$WORK/installed.log" || true
+  ! grep -i "lua" "$WORK/installed.log" || fail "the installed dissector does not load (above)"
+  grep -q $'\tmdcast.ctl.type\t' "$WORK/installed.fields" && grep -q $'\tmdcast.send_wall\t' "$WORK/installed.fields" ||
+    fail "the dissector installed in a plugin folder registers no mdcast fields"
+  note "installed in a plugin folder (mdcast.lua and mdcast_ctl.lua), it loads whole"
+}
+
 check_field_coverage
+check_install
 crafted
 
 if [ -n "$RECORDING" ]; then

@@ -8,11 +8,14 @@
 --               with the same fields as live ones, so `mdcast.seq == 42` finds
 --               both the original and its retransmissions.
 --   mdcast_ann  the UDP medium's control-address announcement (§6, magic "MA").
+--   mdcast_rec  the markers `mdcast record` writes (docs/recording.md); a
+--               session marker's clock offset shows the datagrams' send times
+--               on the wall clock (mdcast.send_wall).
 --
 -- Install: tools/wireshark/README.md. Written for Wireshark/tshark 4.0 (Lua 5.2).
--- One file on purpose, longer than our usual limit: Wireshark loads every .lua
--- in its plugin folder as a plugin of its own, and `-X lua_script:` takes one
--- file, so a split would make installing it a procedure instead of a copy.
+-- The control frames live in mdcast_ctl.lua, loaded from this file's folder:
+-- `-X lua_script:` names this file only, and Wireshark, which runs every .lua
+-- of a plugin folder, finds nothing to register in that one alone.
 --
 -- Hostile input is the normal case for a capture tool: every length is checked
 -- against the bytes present before it is used, and whatever is wrong is an
@@ -35,6 +38,21 @@ local CTL_HEADER = 12
 local CTL_MAX_FRAME = 4 * 1024 * 1024
 local CTL_VERSION = 2
 local ALL = 0xffffffff
+-- The send time's wall clock is shown when it lands in [capture time - 60 s,
+-- capture time + 1 ms]: a publisher on another host has another monotonic
+-- clock, and the recording host's offset then gives nonsense (the 1 ms only
+-- absorbs the rounding of Wireshark's capture time, a double, in Lua).
+local WALL_BEFORE_NS, WALL_AFTER_NS = 60 * 1000000000, 1000000
+
+-- The control frames' half (mdcast_ctl.lua), beside this file.
+local ctl
+do
+  local src = debug.getinfo(1, "S").source
+  local dir = src:sub(1, 1) == "@" and src:sub(2):match("^(.*[/\\])") or ""
+  local chunk, err = loadfile(dir .. "mdcast_ctl.lua")
+  if not chunk then error("mdcast.lua needs mdcast_ctl.lua beside it: " .. tostring(err)) end
+  ctl = chunk()
+end
 
 ---------------------------------------------------------------- value names --
 local msg_types = {
@@ -44,19 +62,6 @@ local msg_types = {
 }
 local sides = { [0] = "buy", [1] = "sell" }
 local trading_statuses = { [0] = "pre-open", [1] = "trading", [2] = "halted", [3] = "closed" }
-local ctl_types = {
-  [1] = "Subscribe", [2] = "SubscribeAck", [3] = "Unsubscribe", [4] = "RetransmitRequest",
-  [5] = "RetransmitReply", [6] = "SnapshotRequest", [7] = "SnapshotData", [8] = "SnapshotDone",
-  [9] = "StatusReport", [10] = "Error", [11] = "AuthHello", [12] = "AuthChallenge", [13] = "AuthProof",
-  [14] = "SessionQuery", [15] = "SessionStatus", [16] = "AuthDataKey",
-}
-local retransmit_statuses = { [0] = "ok", [1] = "too old", [2] = "not yet", [3] = "wrong session" }
-local snapshot_statuses = { [0] = "ok", [1] = "not entitled", [2] = "unavailable" }
-local error_codes = {
-  [1] = "malformed", [2] = "not subscribed", [3] = "not entitled", [4] = "unknown channel",
-  [5] = "too large", [6] = "bad credential", [7] = "overloaded", [8] = "unsupported",
-}
-local schemes = { [1] = "HMAC-SHA-256" }
 local rec_kinds = { [1] = "gap", [2] = "session", [3] = "image" }
 local crc_results = { [0] = "not present", [1] = "good", [2] = "bad", [3] = "not checked" }
 
@@ -80,7 +85,9 @@ field("channel", ProtoField.uint16("mdcast.channel", "Channel", base.DEC))
 field("message_count", ProtoField.uint16("mdcast.message_count", "Message count", base.DEC))
 field("session", ProtoField.uint64("mdcast.session", "Session", base.HEX))
 field("seq", ProtoField.uint64("mdcast.seq", "Sequence", base.DEC))
-field("send_time", ProtoField.uint64("mdcast.send_time", "Send time (ns)", base.DEC))
+field("send_time", ProtoField.uint64("mdcast.send_time", "Send time (publisher's CLOCK_MONOTONIC, ns)", base.DEC))
+field("send_wall", ProtoField.absolute_time("mdcast.send_wall", "Send time (wall clock, from the recording's offset)",
+  base.UTC))
 field("length", ProtoField.uint16("mdcast.length", "Length", base.DEC))
 field("sender", ProtoField.uint16("mdcast.sender", "Sender", base.DEC))
 field("crc", ProtoField.uint32("mdcast.crc", "CRC-32C", base.HEX))
@@ -120,52 +127,6 @@ field("fragment_count", ProtoField.uint16("mdcast.msg.fragment_count", "Fragment
 field("total_length", ProtoField.uint32("mdcast.msg.total_length", "Reassembled length", base.DEC))
 field("payload", ProtoField.bytes("mdcast.msg.payload", "Payload"))
 
--- Control frames (§3).
-field("ctl_length", ProtoField.uint32("mdcast.ctl.length", "Length", base.DEC))
-field("ctl_type", ProtoField.uint8("mdcast.ctl.type", "Type", base.DEC, ctl_types))
-field("ctl_version", ProtoField.uint8("mdcast.ctl.version", "Version", base.DEC))
-field("ctl_reserved", ProtoField.uint16("mdcast.ctl.reserved", "Reserved", base.HEX))
-field("ctl_request_id", ProtoField.uint32("mdcast.ctl.request_id", "Request id", base.DEC))
-field("ctl_channel", ProtoField.uint16("mdcast.ctl.channel", "Channel", base.DEC))
-field("ctl_credential_length", ProtoField.uint16("mdcast.ctl.credential_length", "Credential length (must be 0)", base.DEC))
-field("ctl_sender_id", ProtoField.uint32("mdcast.ctl.sender_id", "Client's sender id", base.DEC))
-field("ctl_instrument_count", ProtoField.uint32("mdcast.ctl.instrument_count", "Instrument count", base.DEC,
-  { [ALL] = "all" }))
-field("ctl_instrument", ProtoField.uint32("mdcast.ctl.instrument", "Instrument", base.DEC))
-field("ctl_session", ProtoField.uint64("mdcast.ctl.session", "Session", base.HEX))
-field("ctl_last_seq", ProtoField.uint64("mdcast.ctl.last_seq", "Last sequence", base.DEC))
-field("ctl_oldest_seq", ProtoField.uint64("mdcast.ctl.oldest_seq", "Oldest retransmittable sequence", base.DEC))
-field("ctl_granted", ProtoField.uint32("mdcast.ctl.granted", "Instruments granted", base.DEC, { [ALL] = "all" }))
-field("ctl_from_seq", ProtoField.uint64("mdcast.ctl.from_seq", "From sequence", base.DEC))
-field("ctl_count", ProtoField.uint32("mdcast.ctl.count", "Count", base.DEC))
-field("ctl_retransmit_status", ProtoField.uint8("mdcast.ctl.retransmit_status", "Status", base.DEC, retransmit_statuses))
-field("ctl_datagram_count", ProtoField.uint32("mdcast.ctl.datagram_count", "Datagram count", base.DEC))
-field("ctl_oldest_available", ProtoField.uint64("mdcast.ctl.oldest_available", "Oldest available", base.DEC))
-field("ctl_datagram_length", ProtoField.uint16("mdcast.ctl.datagram_length", "Datagram length", base.DEC))
-field("ctl_datagrams_found", ProtoField.uint32("mdcast.ctl.datagrams_found", "Datagrams found", base.DEC))
-field("ctl_snapshot_status", ProtoField.uint8("mdcast.ctl.snapshot_status", "Status", base.DEC, snapshot_statuses))
-field("ctl_instruments", ProtoField.uint32("mdcast.ctl.instruments", "Instruments", base.DEC))
-field("ctl_snapshot_seq", ProtoField.uint64("mdcast.ctl.snapshot_seq", "Snapshot sequence", base.DEC))
-field("ctl_position", ProtoField.uint64("mdcast.ctl.position", "Position (next to deliver)", base.DEC))
-field("ctl_lag", ProtoField.uint64("mdcast.ctl.lag", "Lag", base.DEC))
-field("ctl_drops", ProtoField.uint64("mdcast.ctl.drops", "Drops", base.DEC))
-field("ctl_capacity", ProtoField.uint64("mdcast.ctl.capacity", "Capacity (msg/s)", base.DEC))
-field("ctl_session_flags", ProtoField.uint8("mdcast.ctl.session_flags", "Session flags", base.HEX))
-field("ctl_ended", ProtoField.bool("mdcast.ctl.session_flags.ended", "Ended", 8, nil, 0x01))
-field("ctl_end_seq", ProtoField.uint64("mdcast.ctl.end_seq", "End sequence", base.DEC))
-field("ctl_error_code", ProtoField.uint16("mdcast.ctl.error_code", "Error code", base.DEC, error_codes))
-field("ctl_text_length", ProtoField.uint16("mdcast.ctl.text_length", "Text length", base.DEC))
-field("ctl_text", ProtoField.string("mdcast.ctl.text", "Text"))
-field("ctl_scheme", ProtoField.uint8("mdcast.ctl.scheme", "Scheme", base.DEC, schemes))
-field("ctl_identity_length", ProtoField.uint8("mdcast.ctl.identity_length", "Identity length", base.DEC))
-field("ctl_client_nonce", ProtoField.bytes("mdcast.ctl.client_nonce", "Client nonce"))
-field("ctl_identity", ProtoField.string("mdcast.ctl.identity", "Identity"))
-field("ctl_server_nonce", ProtoField.bytes("mdcast.ctl.server_nonce", "Server nonce"))
-field("ctl_server_proof", ProtoField.bytes("mdcast.ctl.server_proof", "Server proof"))
-field("ctl_client_proof", ProtoField.bytes("mdcast.ctl.client_proof", "Client proof"))
-field("ctl_wrapped_key", ProtoField.bytes("mdcast.ctl.wrapped_key", "Data key, wrapped for this connection"))
-field("ctl_key_check", ProtoField.bytes("mdcast.ctl.key_check", "Data key check"))
-
 -- Announcement (§6).
 field("ann_magic", ProtoField.uint16("mdcast.ann.magic", "Magic", base.HEX))
 field("ann_version", ProtoField.uint8("mdcast.ann.version", "Version", base.DEC))
@@ -175,11 +136,22 @@ field("ann_reserved", ProtoField.uint16("mdcast.ann.reserved", "Reserved", base.
 field("ann_session", ProtoField.uint64("mdcast.ann.session", "Session", base.HEX))
 field("ann_address", ProtoField.string("mdcast.ann.address", "Control address"))
 
--- Recording markers (docs/recording.md): a = first missing / session / next
--- recorded sequence, b = next recorded / 0 / last frame of the image.
+-- Recording markers (docs/recording.md), their two u64 values named by kind:
+-- gap {first missing, next recorded}, session {id, clock offset}, image
+-- {next recorded, last frame}.
 field("rec_kind", ProtoField.uint8("mdcast.rec.kind", "Marker", base.DEC, rec_kinds))
-field("rec_a", ProtoField.uint64("mdcast.rec.a", "Value a", base.DEC))
-field("rec_b", ProtoField.uint64("mdcast.rec.b", "Value b", base.DEC))
+field("rec_session", ProtoField.uint64("mdcast.rec.session", "Session", base.HEX))
+field("rec_clock_offset", ProtoField.int64("mdcast.rec.clock_offset",
+  "Recording host's CLOCK_REALTIME - CLOCK_MONOTONIC (ns; 0: not recorded)", base.DEC))
+field("rec_first_missing", ProtoField.uint64("mdcast.rec.first_missing", "First sequence missing", base.DEC))
+field("rec_next_seq", ProtoField.uint64("mdcast.rec.next_seq", "Next sequence recorded", base.DEC))
+field("rec_last_frame", ProtoField.uint64("mdcast.rec.last_frame", "Last frame of the image (1)", base.DEC))
+
+local M = {
+  mdcast = mdcast, mdcast_ctl = mdcast_ctl, F = F, field = field, ALL = ALL, HEADER = HEADER,
+  DATAGRAM_MAGIC = DATAGRAM_MAGIC, CTL_HEADER = CTL_HEADER, CTL_MAX_FRAME = CTL_MAX_FRAME, CTL_VERSION = CTL_VERSION,
+}
+ctl.fields(M)
 
 local list = {}
 for _, f in pairs(F) do list[#list + 1] = f end
@@ -216,9 +188,13 @@ local E = {
     expert.group.MALFORMED, expert.severity.ERROR),
   rec = ProtoExpert.new("mdcast.expert.bad_marker", "Malformed recording marker",
     expert.group.MALFORMED, expert.severity.ERROR),
+  foreign_clock = ProtoExpert.new("mdcast.expert.foreign_clock",
+    "Send time not on the recording host's clock (a publisher on another host?): no wall-clock time",
+    expert.group.SEQUENCE, expert.severity.NOTE),
 }
+M.E = E
 mdcast.experts = { E.short, E.magic, E.version, E.flags, E.length, E.zero_seq, E.crc, E.count, E.message,
-  E.unknown_type, E.gso, E.ctl, E.ctl_stream, E.ann, E.rec }
+  E.unknown_type, E.gso, E.ctl, E.ctl_stream, E.ann, E.rec, E.foreign_clock }
 
 ---------------------------------------------------------------- preferences --
 mdcast.prefs.data_ports = Pref.range("UDP data ports", "7470", "UDP ports always decoded as mdcast datagrams " ..
@@ -260,6 +236,9 @@ end
 -- scaled price. Captures are read front to back first, so a definition is
 -- normally seen before the orders that need it.
 local exponents = {}
+-- Clock offsets (Int64 ns) from the recordings' session markers, by session
+-- (hex): the marker comes before its session's first datagram.
+local clock_offsets = {}
 
 local function add_price(t, tvb, off, instrument)
   t:add_le(F.price, tvb(off, 8))
@@ -355,7 +334,7 @@ local function dissect_message(tvb, pinfo, t, off, len)
     t:add_le(F.instrument_count, tvb(off + 20, 4))
     t:add_le(F.entry_count, tvb(off + 24, 2))
     local n = tvb(off + 24, 2):le_uint()
-    t:append_text(" last " .. tvb(off + 4, 8):le_uint64():tonumber())
+    t:append_text(" last " .. tostring(tvb(off + 4, 8):le_uint64()))
     if len ~= 28 + 16 * n then return bad(string.format("%d entries need %d bytes, length is %d", n, 28 + 16 * n, len)) end
     for i = 0, n - 1 do
       local o = off + 28 + 16 * i
@@ -429,7 +408,20 @@ local function dissect_datagram(tvb, pinfo, tree, off, len)
   t:add_le(F.message_count, tvb(off + 6, 2))
   t:add_le(F.session, tvb(off + 8, 8))
   local si = t:add_le(F.seq, tvb(off + 16, 8))
-  t:add_le(F.send_time, tvb(off + 24, 8))
+  local ti = t:add_le(F.send_time, tvb(off + 24, 8))
+  local offset = clock_offsets[tvb(off + 8, 8):le_uint64():tohex()]
+  if offset then
+    -- Int64 arithmetic throughout: a double holds a nanosecond time to ~256 ns.
+    local wall = Int64(0) + tvb(off + 24, 8):le_uint64() + offset
+    local capture = pinfo.abs_ts * 1e9
+    local early = capture - wall:tonumber()  -- only compared with bounds, far from its rounding
+    if wall >= Int64(0) and early >= -WALL_AFTER_NS and early <= WALL_BEFORE_NS then
+      t:add(F.send_wall, tvb(off + 24, 8), NSTime((wall / 1000000000):tonumber(), (wall % 1000000000):tonumber()))
+        :set_generated()
+    else
+      ti:add_proto_expert_info(E.foreign_clock)
+    end
+  end
   local li = t:add_le(F.length, tvb(off + 32, 2))
   t:add_le(F.sender, tvb(off + 34, 2))
   local ci = t:add_le(F.crc, tvb(off + 36, 4))
@@ -472,7 +464,8 @@ local function dissect_datagram(tvb, pinfo, tree, off, len)
   end
   local what = sequenced and ("seq " .. tostring(seq)) or ("heartbeat last " .. tostring(seq))
   if bit32.band(flags, 0x04) ~= 0 then what = what .. " END" end
-  t:append_text(string.format(", ch %d, %s, %d msgs, %d bytes", tvb(off + 4, 2):le_uint(), what, count, len))
+  t:append_text(string.format(", ch %d, session 0x%s, %s, %d msgs, %d bytes", tvb(off + 4, 2):le_uint(),
+    tvb(off + 8, 8):le_uint64():tohex(), what, count, len))
   return what
 end
 
@@ -537,7 +530,8 @@ local function dissect_announcement(tvb, pinfo, tree)
     ni:add_proto_expert_info(E.ann, string.format("address length %d, %d bytes follow the header", n, len - 16))
   end
   if tvb(2, 1):uint() ~= ANN_VERSION then t:add_proto_expert_info(E.ann, "version " .. tvb(2, 1):uint()) end
-  pinfo.cols.info = string.format("mdcast announcement ch %d control %s", tvb(4, 2):le_uint(), address)
+  pinfo.cols.info = string.format("mdcast announcement ch %d session 0x%s control %s", tvb(4, 2):le_uint(),
+    tvb(8, 8):le_uint64():tohex(), address)
   return len
 end
 
@@ -552,14 +546,21 @@ local function dissect_marker(tvb, pinfo, tree)
   end
   local kind = tvb(8, 1):uint()
   t:add_le(F.rec_kind, tvb(8, 1))
-  t:add_le(F.rec_a, tvb(16, 8))
-  t:add_le(F.rec_b, tvb(24, 8))
   local a, b = tvb(16, 8):le_uint64(), tvb(24, 8):le_uint64()
   if kind == 1 then
+    t:add_le(F.rec_first_missing, tvb(16, 8))
+    t:add_le(F.rec_next_seq, tvb(24, 8))
     pinfo.cols.info = string.format("mdcast recording: gap, sequences %s to %s replaced by a snapshot", a, b - 1)
   elseif kind == 2 then
-    pinfo.cols.info = string.format("mdcast recording: session %016x begins", a:tonumber())
+    t:add_le(F.rec_session, tvb(16, 8))
+    t:add_le(F.rec_clock_offset, tvb(24, 8))
+    local offset = tvb(24, 8):le_int64()
+    if offset ~= Int64(0) then clock_offsets[a:tohex()] = offset end
+    pinfo.cols.info = string.format("mdcast recording: session 0x%s begins%s", a:tohex(),
+      offset ~= Int64(0) and "" or " (no clock offset: send times stay on the publisher's clock)")
   elseif kind == 3 then
+    t:add_le(F.rec_next_seq, tvb(16, 8))
+    t:add_le(F.rec_last_frame, tvb(24, 8))
     -- The books as the snapshot left them, as mdcast messages.
     local found = 0
     if len > REC_SIZE then found = dissect_messages(tvb, pinfo, t, REC_SIZE, len - REC_SIZE) end
@@ -605,183 +606,6 @@ local function heur_udp(tvb, pinfo, tree)
   return false
 end
 
-------------------------------------------------------------- control frames --
-local function dissect_instrument_set(tvb, t, off, stop)
-  if stop - off < 4 then return false, "no instrument count" end
-  t:add_le(F.ctl_instrument_count, tvb(off, 4))
-  local n = tvb(off, 4):le_uint()
-  if n == ALL then return off + 4 == stop, "bytes after \"all\"" end
-  if (stop - off - 4) ~= 4 * n then return false, string.format("%d instruments need %d bytes, %d present", n, 4 * n,
-    stop - off - 4) end
-  for i = 0, n - 1 do t:add_le(F.ctl_instrument, tvb(off + 4 + 4 * i, 4)) end
-  return true
-end
-
--- Frame bodies: exact sizes where the protocol fixes one.
-local ctl_size = { [2] = 40, [4] = 32, [8] = 36, [9] = 44, [12] = 76, [13] = 44, [14] = 12, [15] = 48, [16] = 68 }
-
-local function dissect_ctl_body(tvb, pinfo, t, off, len, ftype)
-  local stop = off + len
-  local function need(n) return len >= n end
-  if ctl_size[ftype] and len ~= ctl_size[ftype] then
-    return false, string.format("length %d, the frame's is %d", len, ctl_size[ftype])
-  end
-  if ftype == 1 then
-    if not need(24) then return false, "shorter than 24 bytes" end
-    t:add_le(F.ctl_channel, tvb(off + 12, 2))
-    local cl = t:add_le(F.ctl_credential_length, tvb(off + 14, 2))
-    t:add_le(F.ctl_sender_id, tvb(off + 16, 4))
-    local ok, why = dissect_instrument_set(tvb, t, off + 20, stop)
-    if tvb(off + 14, 2):le_uint() ~= 0 then return false, "non-zero credential length (credentials no longer travel)" end
-    return ok, why
-  elseif ftype == 2 then
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    t:add_le(F.ctl_last_seq, tvb(off + 20, 8))
-    t:add_le(F.ctl_oldest_seq, tvb(off + 28, 8))
-    t:add_le(F.ctl_granted, tvb(off + 36, 4))
-  elseif ftype == 3 or ftype == 6 then
-    return dissect_instrument_set(tvb, t, off + 12, stop)
-  elseif ftype == 4 then
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    t:add_le(F.ctl_from_seq, tvb(off + 20, 8))
-    t:add_le(F.ctl_count, tvb(off + 28, 4))
-  elseif ftype == 5 then
-    if not need(44) then return false, "shorter than 44 bytes" end
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    t:add_le(F.ctl_retransmit_status, tvb(off + 20, 1))
-    t:add_le(F.ctl_datagram_count, tvb(off + 24, 4))
-    t:add_le(F.ctl_from_seq, tvb(off + 28, 8))
-    t:add_le(F.ctl_oldest_available, tvb(off + 36, 8))
-    local n, o, found = tvb(off + 24, 4):le_uint(), off + 44, 0
-    while o < stop do
-      if stop - o < 2 then return false, "a datagram length cut short" end
-      local dl = tvb(o, 2):le_uint()
-      t:add_le(F.ctl_datagram_length, tvb(o, 2))
-      if dl > stop - o - 2 then return false, string.format("datagram of %d bytes, %d left", dl, stop - o - 2) end
-      if dl >= HEADER and tvb(o + 2, 2):le_uint() == DATAGRAM_MAGIC then
-        dissect_datagram(tvb, pinfo, t, o + 2, dl)
-      else
-        t:add_proto_expert_info(E.short, "retransmitted datagram of " .. dl .. " bytes")
-      end
-      found = found + 1
-      o = o + 2 + dl
-    end
-    t:add(F.ctl_datagrams_found, tvb(off + 24, 4), found):set_generated()
-    if found ~= n then return false, string.format("datagram count %d, %d found", n, found) end
-  elseif ftype == 7 then
-    if not need(20) then return false, "shorter than 20 bytes" end
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    local _, ok = dissect_messages(tvb, pinfo, t, off + 20, len - 20)
-    if not ok then return false, "malformed snapshot messages" end
-  elseif ftype == 8 then
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    t:add_le(F.ctl_snapshot_status, tvb(off + 20, 1))
-    t:add_le(F.ctl_instruments, tvb(off + 24, 4))
-    t:add_le(F.ctl_snapshot_seq, tvb(off + 28, 8))
-  elseif ftype == 9 then
-    t:add_le(F.ctl_position, tvb(off + 12, 8))
-    t:add_le(F.ctl_lag, tvb(off + 20, 8))
-    t:add_le(F.ctl_drops, tvb(off + 28, 8))
-    t:add_le(F.ctl_capacity, tvb(off + 36, 8))
-  elseif ftype == 10 then
-    if not need(16) then return false, "shorter than 16 bytes" end
-    t:add_le(F.ctl_error_code, tvb(off + 12, 2))
-    t:add_le(F.ctl_text_length, tvb(off + 14, 2))
-    local tl = tvb(off + 14, 2):le_uint()
-    if tl > 0 then
-      local shown = math.min(tl, len - 16)
-      if shown > 0 then t:add(F.ctl_text, tvb(off + 16, shown), tvb(off + 16, shown):string()) end
-    end
-    if 16 + tl ~= len or tl > 1024 then return false, string.format("text length %d in a %d-byte frame", tl, len) end
-  elseif ftype == 11 then
-    if not need(48) then return false, "shorter than 48 bytes" end
-    t:add_le(F.ctl_channel, tvb(off + 12, 2))
-    t:add_le(F.ctl_scheme, tvb(off + 14, 1))
-    t:add_le(F.ctl_identity_length, tvb(off + 15, 1))
-    t:add(F.ctl_client_nonce, tvb(off + 16, 32))
-    local n = tvb(off + 15, 1):uint()
-    local shown = math.min(n, len - 48)
-    if shown > 0 then t:add(F.ctl_identity, tvb(off + 48, shown), tvb(off + 48, shown):string()) end
-    if n < 1 or n > 64 or 48 + n ~= len then return false, string.format("identity length %d in a %d-byte frame", n, len) end
-  elseif ftype == 12 then
-    t:add(F.ctl_server_nonce, tvb(off + 12, 32))
-    t:add(F.ctl_server_proof, tvb(off + 44, 32))
-  elseif ftype == 13 then
-    t:add(F.ctl_client_proof, tvb(off + 12, 32))
-  elseif ftype == 16 then
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    t:add(F.ctl_wrapped_key, tvb(off + 20, 16))
-    t:add(F.ctl_key_check, tvb(off + 36, 32))
-  elseif ftype == 15 then
-    t:add_le(F.ctl_session, tvb(off + 12, 8))
-    t:add_le(F.ctl_last_seq, tvb(off + 20, 8))
-    t:add_le(F.ctl_oldest_seq, tvb(off + 28, 8))
-    local fi = t:add_le(F.ctl_session_flags, tvb(off + 36, 1))
-    fi:add(F.ctl_ended, tvb(off + 36, 1))
-    t:add_le(F.ctl_end_seq, tvb(off + 40, 8))
-    if bit32.band(tvb(off + 36, 1):uint(), 0xfe) ~= 0 then return false, "unknown session flag bits" end
-  elseif ftype ~= 14 then
-    return false, "unknown frame type " .. ftype
-  end
-  return true
-end
-
-local function ctl_pdu_len(tvb, pinfo, off)
-  local len = tvb(off, 4):le_uint()
-  -- An impossible length cannot be resynchronised (§3): take the rest of the
-  -- segment so the frame is shown with its error instead of waiting forever.
-  if len < CTL_HEADER or len > CTL_MAX_FRAME then return tvb:len() - off end
-  return len
-end
-
-local function dissect_ctl_pdu(tvb, pinfo, tree)
-  pinfo.cols.protocol = "mdcast"
-  local len = tvb:len()
-  local t = tree:add(mdcast_ctl, tvb(), "mdcast control frame")
-  local li = t:add_le(F.ctl_length, tvb(0, 4))
-  local declared = tvb(0, 4):le_uint()
-  if declared < CTL_HEADER or declared > CTL_MAX_FRAME or declared ~= len then
-    li:add_proto_expert_info(E.ctl_stream, string.format("length %d", declared))
-    return len
-  end
-  local ftype = tvb(4, 1):uint()
-  t:add_le(F.ctl_type, tvb(4, 1))
-  local vi = t:add_le(F.ctl_version, tvb(5, 1))
-  t:add_le(F.ctl_reserved, tvb(6, 2))
-  t:add_le(F.ctl_request_id, tvb(8, 4))
-  local name = ctl_types[ftype] or ("type " .. ftype)
-  t:append_text(": " .. name .. ", request " .. tvb(8, 4):le_uint())
-  if tvb(5, 1):uint() ~= CTL_VERSION then vi:add_proto_expert_info(E.version) end
-  local ok, why = dissect_ctl_body(tvb, pinfo, t, 0, len, ftype)
-  if not ok then t:add_proto_expert_info(E.ctl, name .. ": " .. (why or "malformed")) end
-  local info = tostring(pinfo.cols.info)
-  if info:sub(1, 7) ~= "mdcast " then info = "mdcast" end
-  pinfo.cols.info = info .. " " .. name
-  return len
-end
-
-function mdcast_ctl.dissector(tvb, pinfo, tree)
-  pinfo.cols.info = "mdcast"
-  dissect_tcp_pdus(tvb, tree, 4, ctl_pdu_len, dissect_ctl_pdu)
-  return tvb:len()
-end
-
--- A TCP stream found by heuristics: the first bytes must be a plausible frame
--- header (length in range, version 2, a known type, reserved 0); the
--- conversation is then the control plane's for good.
-local function heur_tcp(tvb, pinfo, tree)
-  if not mdcast.prefs.heuristics or tvb:len() < CTL_HEADER then return false end
-  local len, ftype = tvb(0, 4):le_uint(), tvb(4, 1):uint()
-  if len < CTL_HEADER or len > CTL_MAX_FRAME or tvb(5, 1):uint() ~= CTL_VERSION or ctl_types[ftype] == nil
-    or tvb(6, 2):le_uint() ~= 0 then
-    return false
-  end
-  if ctl_size[ftype] and len ~= ctl_size[ftype] then return false end
-  pinfo.conversation = mdcast_ctl
-  mdcast_ctl.dissector(tvb, pinfo, tree)
-  return true
-end
-
 --------------------------------------------------------------- registration --
 local udp_table = DissectorTable.get("udp.port")
 local tcp_table = DissectorTable.get("tcp.port")
@@ -797,6 +621,7 @@ end
 
 function mdcast.init()
   exponents = {}
+  clock_offsets = {}
   register_ports()
 end
 
@@ -804,6 +629,7 @@ function mdcast.prefs_changed()
   register_ports()
 end
 
+M.dissect_datagram, M.dissect_messages = dissect_datagram, dissect_messages
+ctl.register()
 register_ports()
 mdcast:register_heuristic("udp", heur_udp)
-mdcast_ctl:register_heuristic("tcp", heur_tcp)

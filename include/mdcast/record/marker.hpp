@@ -7,7 +7,9 @@
 //
 //   "MDCREC01"  u8 kind  7 bytes zero  u64 a  u64 b        (32 bytes, little-endian)
 //   kind 1 gap:      a = first sequence missing, b = the next sequence recorded
-//   kind 2 session:  a = the new session's id,   b = 0
+//   kind 2 session:  a = the new session's id,   b = the recording host's
+//                    CLOCK_REALTIME - CLOCK_MONOTONIC (ns, i64; 0 in recordings
+//                    made before it was written): frame time = receive time + b
 //   kind 3 image:    a = the next sequence recorded, b = 1 on the last frame of
 //                    the image; then a run of mdcast messages (definitions,
 //                    statuses, add orders): the books as the snapshot left them

@@ -58,6 +58,10 @@ TEST(Recorder, WritesDatagramsInOrderAfterTheSessionMarker) {
   ASSERT_TRUE(rb.frames[0].is_marker);
   EXPECT_EQ(rb.frames[0].marker.kind, MarkerKind::kSession);
   EXPECT_EQ(rb.frames[0].marker.a, 0xabcdefu);
+  // The clock offset behind the frames' times (receive time + b), which
+  // turns a same-host publisher's monotonic send times into wall-clock times.
+  EXPECT_NE(rb.frames[0].marker.b, 0u);
+  EXPECT_EQ(rb.frames[1].time_ns, at(1).receive_time_ns + rb.frames[0].marker.b);
   for (uint64_t s = 1; s <= 3; ++s) {
     EXPECT_FALSE(rb.frames[s].is_marker);
     EXPECT_EQ(rb.frames[s].header.sequence, s);
