@@ -15,6 +15,7 @@ PKGS=(
   liburing-dev                        # io_uring readiness: an idle control poll makes no system call
   libpcap-dev                         # mdcast record/replay: nanosecond pcap written, pcap/pcapng read through libpcap
   tshark tcpdump tcpreplay            # the dissector's test (tools/wireshark), captures; tcpreplay sends a recording
+  prometheus                          # promtool check metrics: stat --prometheus as Prometheus parses it (stat_promtool.sh)
   iproute2 procps nftables            # nftables: the netns tests' link loss where the kernel lacks netem
   qemu-system-x86 kmod xz-utils       # the Soft-RoCE VM (tools/softroce-vm): never rdma-core (it pulls udev)
 )

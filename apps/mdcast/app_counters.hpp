@@ -18,8 +18,6 @@ namespace mdcast::app {
 
 #define MDCAST_APP_SUB_COUNTERS(X)                                                          \
   X(lost, "datagrams lost before the engine saw them (lapped ring, injected loss)")        \
-  X(latency_p50_ns, "one-way latency p50 so far, ns")                                       \
-  X(latency_p99_ns, "one-way latency p99 so far, ns")                                       \
   X(latency_max_ns, "one-way latency max so far, ns")
 
 #define MDCAST_APP_PUB_COUNTERS(X)                                         \
@@ -30,6 +28,12 @@ namespace mdcast::app {
   X(elapsed_ms, "milliseconds since publishing started")
 
 MDCAST_DEFINE_COUNTER_STRUCT(AppSubCounters, MDCAST_APP_SUB_COUNTERS);
+// A subscriber's histograms, under "app" (CountersFile::publish): latency as
+// a distribution that Prometheus can add up across processes and take
+// quantiles of (histogram_quantile), not as percentiles that cannot be.
+inline constexpr CounterInfo kAppSubHistograms[] = {
+    {"latency_ns", "one-way latency of live messages (not recovered ones), publisher's send to delivery, ns"}};
+inline constexpr std::string_view kLatencyHistogram = "app.latency_ns";
 MDCAST_DEFINE_COUNTER_STRUCT(AppPubCounters, MDCAST_APP_PUB_COUNTERS);
 
 // The mirrors and totals of the library (stats/mirror.hpp), by their short names here.

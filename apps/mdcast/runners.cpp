@@ -95,6 +95,7 @@ int subscribe(Settings& s) {
   plan.name = s.feed.name;
   plan.medium = E::kName;
   plan.sections = {{"app", AppSubCounters::kInfo}};
+  plan.histograms = {std::string(kLatencyHistogram)};
   const uint32_t n = plan.map.count();
   const bool many = n > 1;
   if (s.sub.cpu >= 0) pin_this_thread(s.sub.cpu);
@@ -130,9 +131,8 @@ int subscribe(Settings& s) {
   auto* app = rt.template section<AppSubCounters>(0);
   const auto out = rt.run([&](uint64_t) {
     app->lost.set(rt.lost_datagrams());
-    app->latency_p50_ns.set(h.latency.percentile(50));
-    app->latency_p99_ns.set(h.latency.percentile(99));
     app->latency_max_ns.set(h.latency.max());
+    rt.counters_file().publish(0, h.latency);
   });
   using runtime::SubscriberEnding;
   const bool good = out.ending == SubscriberEnding::kEnded || out.ending == SubscriberEnding::kDuration;

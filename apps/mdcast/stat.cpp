@@ -34,7 +34,7 @@ const std::vector<std::string> kMainPub = {"pub.messages_published", "pub.datagr
 const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagrams_received", "sub.next_sequence",
                                            "sub.highest_sequence", "sub.gaps", "sub.datagrams_recovered",
                                            "sub.snapshots_applied", "sub.duplicates", "sub.checksum_ok", "sub.checksum_mismatch",
-                                           "app.lost", "app.latency_p50_ns", "app.latency_p99_ns",
+                                           "app.lost", "app.latency_max_ns",
                                            // UDP: the kernel's drops beside ours, and which rail carried the feed
                                            "udp.kernel_drops", "sub.rail_a_first", "sub.rail_b_first"};
 
@@ -71,6 +71,18 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
       if (dt > 0 && it != prev.end() && is_rate_counter(k) && v >= it->second)
         rate = fmt::format("  ({:.0f}/s)", static_cast<double>(v - it->second) / dt);
       fmt::print("    {:<34} {:>16}{}\n", printable(k), v, rate);
+    }
+    // People read percentiles; the file holds the whole histogram, so they
+    // are as exact as the subscriber's own report.
+    for (const auto& x : s.histograms) {
+      const std::string& label = x.label;
+      const Histogram& h = x.hist;
+      if (h.count() == 0) {
+        fmt::print("    {:<34} {:>16}\n", printable(label), "no samples");
+        continue;
+      }
+      fmt::print("    {:<34} p50 {} p99 {} p99.9 {} max {} ({} samples)\n", printable(label), h.percentile(50),
+                 h.percentile(99), h.percentile(99.9), h.max(), h.count());
     }
   }
 }
@@ -115,6 +127,21 @@ int print_catalogue(const stats::Catalogue& cat) {
       const std::string label = fmt::format("{}.{}", s.prefix, c.name);
       const auto m = cat.find(s.role.empty() ? "subscriber" : s.role, s.medium.empty() ? "shm" : s.medium, label);
       if (!m || m->section != &s) continue;  // shadowed by an earlier section (a catalogue test prevents it)
+      const std::string rail = stats::prometheus_rail(label);
+      fmt::print("| `{}` | `{}{}` | {} | {} |\n", label, stats::prometheus_name(label, *m),
+                 rail.empty() ? "" : fmt::format("{{rail=\"{}\"}}", rail), stats::to_string(m->type), cell(m->help));
+    }
+  }
+  for (const auto& s : cat.histogram_sections()) {
+    fmt::print("\n#### `{}.*` histograms - {} ({}, {})\n\n| histogram | Prometheus (`_bucket`, `_sum`, `_count`) | type | "
+               "meaning |\n|---|---|---|---|\n",
+               s.prefix, s.source, s.role.empty() ? "publisher or subscriber" : s.role,
+               s.medium.empty() ? "every medium" : fmt::format("medium {}", s.medium));
+    for (const auto& c : s.counters) {
+      const std::string label = fmt::format("{}.{}", s.prefix, c.name);
+      const auto m =
+          cat.find_histogram(s.role.empty() ? "subscriber" : s.role, s.medium.empty() ? "shm" : s.medium, label);
+      if (!m || m->section != &s) continue;
       fmt::print("| `{}` | `{}` | {} | {} |\n", label, stats::prometheus_name(label, *m), stats::to_string(m->type),
                  cell(m->help));
     }

@@ -12,13 +12,14 @@
 
 namespace mdcast::app {
 
-inline constexpr std::string_view kAppSubGauges[] = {"latency_p50_ns", "latency_p99_ns", "latency_max_ns"};
+inline constexpr std::string_view kAppSubGauges[] = {"latency_max_ns"};
 inline constexpr std::string_view kAppPubGauges[] = {"target_rate", "control_clients", "elapsed_ms"};
 
 inline stats::Catalogue stat_catalogue() {
   auto c = settings::counter_catalogue();
   c.add({"app", "subscriber", "", "app::AppSubCounters", AppSubCounters::kInfo, kAppSubGauges});
   c.add({"app", "publisher", "", "app::AppPubCounters", AppPubCounters::kInfo, kAppPubGauges});
+  c.add_histograms({"app", "subscriber", "", "app::kAppSubHistograms", kAppSubHistograms, {}});
   // `mdcast record` is a subscriber that also writes files.
   c.alias_role("recorder", "subscriber");
   c.add({"rec", "recorder", "", "record::RecordCounters", record::RecordCounters::kInfo, {}});

@@ -31,7 +31,14 @@ Unit unit_of(std::string_view n) noexcept {
   return Unit::kNone;
 }
 
-std::string_view to_string(MetricType t) noexcept { return t == MetricType::kGauge ? "gauge" : "counter"; }
+std::string_view to_string(MetricType t) noexcept {
+  switch (t) {
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
+  }
+  return "untyped";
+}
 
 Catalogue Catalogue::engines() {
   using media::catalogue_section, media::kPublisherRole, media::kSubscriberRole;
@@ -52,19 +59,32 @@ Catalogue Catalogue::engines() {
 
 std::optional<MetricInfo> Catalogue::find(std::string_view role, std::string_view medium,
                                           std::string_view label) const noexcept {
+  return find_in(sections_, role, medium, label);
+}
+
+std::optional<MetricInfo> Catalogue::find_histogram(std::string_view role, std::string_view medium,
+                                                    std::string_view label) const noexcept {
+  auto m = find_in(histograms_, role, medium, label);
+  if (m) m->type = MetricType::kHistogram;
+  return m;
+}
+
+std::optional<MetricInfo> Catalogue::find_in(const std::vector<CatalogueSection>& list, std::string_view role,
+                                             std::string_view medium, std::string_view label) const noexcept {
   const size_t dot = label.find('.');
   if (dot == sv::npos) return std::nullopt;
   const sv prefix = label.substr(0, dot), name = label.substr(dot + 1);
-  if (auto m = find_exact(role, medium, prefix, name)) return m;
+  if (auto m = find_exact(list, role, medium, prefix, name)) return m;
   for (const auto& [r, as] : aliases_)
     if (r == role)
-      if (auto m = find_exact(as, medium, prefix, name)) return m;
+      if (auto m = find_exact(list, as, medium, prefix, name)) return m;
   return std::nullopt;
 }
 
-std::optional<MetricInfo> Catalogue::find_exact(std::string_view role, std::string_view medium, std::string_view prefix,
-                                                std::string_view name) const noexcept {
-  for (const auto& s : sections_) {
+std::optional<MetricInfo> Catalogue::find_exact(const std::vector<CatalogueSection>& list, std::string_view role,
+                                                std::string_view medium, std::string_view prefix,
+                                                std::string_view name) noexcept {
+  for (const auto& s : list) {
     if (s.prefix != prefix || (!s.role.empty() && s.role != role) || (!s.medium.empty() && s.medium != medium))
       continue;
     for (const auto& c : s.counters) {

@@ -31,13 +31,55 @@ struct Header {
   char role[32];
   char name[64];
   char medium[16];
+  // Zero in files written before histograms: none.
+  uint32_t hist_count;
+  uint32_t hist_offset;
+  uint32_t hist_buckets;
+  uint32_t hist_sub_bits;
 };
 static_assert(sizeof(Header) <= kHeaderSize);
+
+// A histogram's record after its label, in 64-bit words.
+constexpr size_t kHistSeq = 0, kHistCount = 1, kHistSum = 2, kHistMax = 3, kHistBuckets = 4;
+constexpr size_t hist_stride(size_t buckets) { return (kLabelSize + (kHistBuckets + buckets) * 8 + 63) / 64 * 64; }
+// A reader that finds the writer mid-update this many times running takes
+// what it read: the writer may have died there, and the count comes from
+// the buckets read, so the histogram stays whole (just not of one instant).
+constexpr int kSeqlockTries = 1000;
 
 void copy_str(char* dst, size_t cap, const std::string& s) {
   const size_t n = std::min(s.size(), cap - 1);
   std::memcpy(dst, s.data(), n);
   dst[n] = 0;
+}
+
+// Histograms of another bucket layout (another mdcast's Histogram) are left
+// out; a region that does not fit the file fails the whole file, as the
+// counters do.
+void read_histograms(const Header& h, const MappedMemory& m, size_t file_size, CountersSnapshot& s) {
+  if (h.hist_count == 0) return;
+  if (h.hist_buckets != Histogram::kBuckets || h.hist_sub_bits != static_cast<uint32_t>(Histogram::kSubBits)) return;
+  const size_t stride = hist_stride(Histogram::kBuckets);
+  if (h.hist_count > kMaxHistograms || h.hist_offset + h.hist_count * stride > file_size)
+    fail("counters file {} is inconsistent ({} histograms in {} bytes)", s.path, h.hist_count, file_size);
+  std::vector<uint64_t> words(kHistBuckets + Histogram::kBuckets);
+  for (size_t i = 0; i < h.hist_count; ++i) {
+    const std::byte* rec = m.data() + h.hist_offset + i * stride;
+    const auto* w = reinterpret_cast<const std::atomic<uint64_t>*>(rec + kLabelSize);
+    CountersSnapshot::Hist out;
+    out.whole = false;
+    for (int t = 0; t < kSeqlockTries && !out.whole; ++t) {
+      const uint64_t before = w[kHistSeq].load(std::memory_order_acquire);
+      for (size_t k = 1; k < words.size(); ++k) words[k] = w[k].load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      out.whole = before % 2 == 0 && w[kHistSeq].load(std::memory_order_relaxed) == before;
+    }
+    const auto* label = reinterpret_cast<const char*>(rec);
+    out.label.assign(label, strnlen(label, kLabelSize));
+    for (size_t k = 0; k < Histogram::kBuckets; ++k) out.hist.add_bucket(k, words[kHistBuckets + k]);
+    if (out.hist.count() > 0) out.hist.set_extremes(out.hist.min(), words[kHistMax], words[kHistSum]);
+    s.histograms.push_back(std::move(out));
+  }
 }
 
 }  // namespace
@@ -48,7 +90,7 @@ std::string stat_dir() {
 }
 
 CountersFile::CountersFile(std::string role, std::string name, std::string medium,
-                           const std::vector<Section>& sections) {
+                           const std::vector<Section>& sections, const std::vector<std::string>& histograms) {
   size_t n = 0;
   for (const auto& s : sections) {
     offsets_.push_back(n);
@@ -56,7 +98,8 @@ CountersFile::CountersFile(std::string role, std::string name, std::string mediu
   }
   const size_t labels_off = kHeaderSize;
   const size_t values_off = (labels_off + n * kLabelSize + 63) / 64 * 64;
-  const size_t bytes = values_off + n * sizeof(Counter);
+  const size_t hist_off = (values_off + n * sizeof(Counter) + 63) / 64 * 64;
+  const size_t bytes = hist_off + histograms.size() * hist_stride(Histogram::kBuckets);
   path_ = stat_dir() + "/mdcast-" + std::to_string(::getpid()) + ".stat";
   ::unlink(path_.c_str());  // our own pid's leftover can only be stale
   UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -91,16 +134,47 @@ CountersFile::CountersFile(std::string role, std::string name, std::string mediu
       ++k;
     }
   values_ = new (mem_.data() + values_off) Counter[n];
+  if (!histograms.empty()) {
+    h->hist_count = static_cast<uint32_t>(histograms.size());
+    h->hist_offset = static_cast<uint32_t>(hist_off);
+    h->hist_buckets = static_cast<uint32_t>(Histogram::kBuckets);
+    h->hist_sub_bits = static_cast<uint32_t>(Histogram::kSubBits);
+  }
+  for (size_t i = 0; i < histograms.size(); ++i) {
+    std::byte* rec = mem_.data() + hist_off + i * hist_stride(Histogram::kBuckets);
+    copy_str(reinterpret_cast<char*>(rec), kLabelSize, histograms[i]);
+    histograms_.push_back(rec + kLabelSize);
+  }
   std::atomic_ref<uint64_t>(h->magic).store(kStatMagic, std::memory_order_release);
 }
 
 CountersFile::CountersFile(CountersFile&& o) noexcept
-    : path_(std::move(o.path_)), mem_(std::move(o.mem_)), values_(o.values_), offsets_(std::move(o.offsets_)) {
+    : path_(std::move(o.path_)),
+      mem_(std::move(o.mem_)),
+      values_(o.values_),
+      offsets_(std::move(o.offsets_)),
+      histograms_(std::move(o.histograms_)) {
   o.path_.clear();
 }
 
 CountersFile::~CountersFile() {
   if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+void CountersFile::publish(size_t i, const Histogram& h) noexcept {
+  if (i >= histograms_.size()) return;
+  auto* w = reinterpret_cast<uint64_t*>(histograms_[i]);
+  auto put = [w](size_t k, uint64_t v) { std::atomic_ref<uint64_t>(w[k]).store(v, std::memory_order_relaxed); };
+  std::atomic_ref<uint64_t> seq(w[kHistSeq]);
+  const uint64_t s = seq.load(std::memory_order_relaxed);
+  seq.store(s + 1, std::memory_order_relaxed);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  put(kHistCount, h.count());
+  put(kHistSum, h.sum());
+  put(kHistMax, h.max());
+  const auto& b = h.buckets();
+  for (size_t k = 0; k < b.size(); ++k) put(kHistBuckets + k, b[k]);
+  seq.store(s + 2, std::memory_order_release);
 }
 
 void CountersFile::set_state(ProcessState s) noexcept {
@@ -109,6 +183,12 @@ void CountersFile::set_state(ProcessState s) noexcept {
 
 void CountersFile::touch(uint64_t now_ns) noexcept {
   reinterpret_cast<Header*>(mem_.data())->stamp.store(now_ns, std::memory_order_relaxed);
+}
+
+const Histogram* CountersSnapshot::histogram(std::string_view label) const noexcept {
+  for (const auto& h : histograms)
+    if (h.label == label) return &h.hist;
+  return nullptr;
 }
 
 uint64_t CountersSnapshot::get(std::string_view label, uint64_t dflt) const {
@@ -155,6 +235,7 @@ CountersSnapshot read_counters(const std::string& path) {
   for (size_t i = 0; i < n; ++i)
     s.values.emplace_back(std::string(labels + i * kLabelSize, strnlen(labels + i * kLabelSize, kLabelSize)),
                           values[i].load(std::memory_order_relaxed));
+  read_histograms(*h, m, static_cast<size_t>(st.st_size), s);
   return s;
 }
 

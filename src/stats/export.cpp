@@ -14,7 +14,7 @@ struct Family {
   std::string_view type;  // "counter" / "gauge"
   std::vector<std::pair<std::string_view, std::string>> helps;  // (role, help), distinct helps only
   std::vector<std::string> samples;
-  std::vector<uint64_t> pids;  // one sample per process (and channel): pid << 17 | channel
+  std::vector<uint64_t> pids;  // one sample per process (rail, channel): pid << 22 | rail << 17 | channel
 };
 
 std::string strip_unit(std::string_view name, Unit u) {
@@ -35,15 +35,78 @@ std::string_view unit_note(Unit u) {
   return "";
 }
 
+// Only what a process keeps for its life: a label that changed (a state)
+// would end one series and start another.
 std::string labels(const CountersSnapshot& s) {
-  return fmt::format("pid=\"{}\",role=\"{}\",name=\"{}\",medium=\"{}\",state=\"{}\"", s.pid,
-                     prometheus_label_value(s.role), prometheus_label_value(s.name), prometheus_label_value(s.medium),
-                     to_string(s.state));
+  return fmt::format("pid=\"{}\",role=\"{}\",name=\"{}\",medium=\"{}\"", s.pid, prometheus_label_value(s.role),
+                     prometheus_label_value(s.name), prometheus_label_value(s.medium));
 }
 
 std::string format_value(double v) { return fmt::format("{}", v); }
 
+// Where "rail_<letter>" is in a counter's name (after the section's dot):
+// the letter's position, or npos.
+size_t rail_letter(std::string_view label) {
+  const size_t dot = label.find('.');
+  if (dot == std::string_view::npos) return std::string_view::npos;
+  for (size_t p = label.find("rail_", dot + 1); p != std::string_view::npos; p = label.find("rail_", p + 1)) {
+    const size_t x = p + 5;
+    const bool starts = p == dot + 1 || label[p - 1] == '_';
+    const bool one_letter = x < label.size() && label[x] >= 'a' && label[x] <= 'z' &&
+                            (x + 1 == label.size() || label[x + 1] == '_');
+    if (starts && one_letter) return x;
+  }
+  return std::string_view::npos;
+}
+
+// "rail A" in a rail's help becomes what the label says, so that both
+// rails' samples share one HELP line.
+std::string rail_help(std::string help, std::string_view rail) {
+  const std::string mention = "rail " + std::string(1, static_cast<char>(rail[0] - 'a' + 'A'));
+  for (size_t p = help.find(mention); p != std::string::npos; p = help.find(mention, p))
+    help.replace(p, mention.size(), "the rail of label rail");
+  return help;
+}
+
+// p50 ... as JSON keys: the percentile, a histogram's own reading.
+constexpr std::pair<std::string_view, double> kJsonPercentiles[] = {{"p50", 50}, {"p99", 99}, {"p99.9", 99.9}};
+
+std::string histograms_json(const CountersSnapshot& s) {
+  std::string out = "{";
+  std::vector<std::string_view> seen;
+  for (const auto& x : s.histograms) {
+    const std::string& label = x.label;
+    const Histogram& h = x.hist;
+    if (std::find(seen.begin(), seen.end(), label) != seen.end()) continue;
+    seen.push_back(label);
+    out += fmt::format("{}{}:{{\"count\":{},\"sum\":{},\"max\":{}", seen.size() == 1 ? "" : ",", json_string(label),
+                       h.count(), h.sum(), h.max());
+    for (const auto& [key, p] : kJsonPercentiles) out += fmt::format(",\"{}\":{}", key, h.percentile(p));
+    out += ",\"buckets\":[";
+    const auto buckets = cumulative_buckets(h);
+    for (size_t i = 0; i + 1 < buckets.size(); ++i)
+      out += fmt::format("{}[{},{}]", i ? "," : "", buckets[i].le, buckets[i].count);
+    out += "]}";
+  }
+  return out + "}";
+}
+
 }  // namespace
+
+std::vector<CumulativeBucket> cumulative_buckets(const Histogram& h) {
+  std::vector<CumulativeBucket> out;
+  out.reserve(std::size(kHistogramBounds) + 1);
+  const auto& counts = h.buckets();
+  uint64_t seen = 0;
+  size_t i = 0;
+  for (const uint64_t le : kHistogramBounds) {
+    // Bounds are bucket edges (export.hpp): every bucket up to le's is <= le.
+    for (const size_t last = Histogram::index_of(le); i <= last; ++i) seen += counts[i];
+    out.push_back({le, seen});
+  }
+  out.push_back({UINT64_MAX, h.count()});
+  return out;
+}
 
 ChannelLabel split_channel(std::string_view label) {
   const size_t dot = label.find('.');
@@ -55,7 +118,15 @@ ChannelLabel split_channel(std::string_view label) {
   return {std::string(label.substr(0, at)) + std::string(label.substr(dot)), std::string(id)};
 }
 
-std::string prometheus_name(std::string_view label, const MetricInfo& m) {
+std::string prometheus_rail(std::string_view label) {
+  const size_t x = rail_letter(label);
+  return x == std::string_view::npos ? std::string() : std::string(1, label[x]);
+}
+
+std::string prometheus_name(std::string_view full_label, const MetricInfo& m) {
+  std::string without_rail(full_label);
+  if (const size_t x = rail_letter(full_label); x != std::string_view::npos) without_rail.erase(x - 1, 2);  // "_a"
+  const std::string_view label = without_rail;
   const size_t dot = label.find('.');
   if (dot == std::string_view::npos) return {};
   std::string n = "mdcast_" + std::string(label.substr(0, dot)) + "_" + strip_unit(label.substr(dot + 1), m.unit);
@@ -136,7 +207,7 @@ std::string to_json(const std::vector<CountersSnapshot>& snaps, uint64_t time_un
       out += fmt::format("{}{}:{}", first_value ? "" : ",", json_string(k), v);
       first_value = false;
     }
-    out += "}}";
+    out += "},\"histograms\":" + histograms_json(s) + "}";
   }
   return out + "]}";
 }
@@ -150,9 +221,12 @@ std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Cata
 
   Family alive{"mdcast_process_alive", "gauge", {{"", "1 while the process that wrote this counters file lives; 0: the "
                                                       "file is stale (`mdcast stat --clean` removes it)"}}, {}, {}};
+  Family state{"mdcast_process_state", "gauge", {{"", "what the process is doing: 0 starting, 1 running, 2 finished, "
+                                                      "3 failed"}}, {}, {}};
   for (const auto& s : snaps) {
-    alive.samples.push_back(fmt::format("mdcast_process_alive{{{}}} {}", labels(s), s.alive ? 1 : 0));
     const std::string l = labels(s);
+    alive.samples.push_back(fmt::format("mdcast_process_alive{{{}}} {}", l, s.alive ? 1 : 0));
+    state.samples.push_back(fmt::format("mdcast_process_state{{{}}} {}", l, static_cast<uint32_t>(s.state)));
     // Sections this process writes per channel: their totals are left out,
     // so that sum() over the channel label does not count a channel twice.
     std::vector<std::string> per_channel;
@@ -177,19 +251,51 @@ std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Cata
       auto [it, added] = index.try_emplace(name, families.size());
       if (added) families.push_back({name, to_string(m->type), {}, {}, {}});
       Family& f = families[it->second];
-      // One sample per process and channel (a channel id fits in 16 bits).
-      const uint64_t key = (s.pid << 17) | (cl.channel.empty() ? 0 : 0x10000 | std::stoul(cl.channel));
+      const std::string rail = prometheus_rail(label);
+      // One sample per process, rail and channel (a channel id fits in 16 bits).
+      const uint64_t key = (s.pid << 22) | (rail.empty() ? 0 : static_cast<uint64_t>(rail[0] - 'a' + 1) << 17) |
+                           (cl.channel.empty() ? 0 : 0x10000 | std::stoul(cl.channel));
       if (std::find(f.pids.begin(), f.pids.end(), key) != f.pids.end()) {
         ++st.duplicate_samples;
         continue;
       }
-      const std::string help = std::string(m->help) + std::string(unit_note(m->unit));
+      std::string help = std::string(m->help) + std::string(unit_note(m->unit));
+      if (!rail.empty()) help = rail_help(std::move(help), rail);
       if (std::none_of(f.helps.begin(), f.helps.end(), [&](const auto& h) { return h.second == help; }))
         f.helps.emplace_back(m->section ? m->section->role : std::string_view{}, help);
       f.pids.push_back(key);
-      f.samples.push_back(fmt::format("{}{{{}{}}} {}", name, l,
+      f.samples.push_back(fmt::format("{}{{{}{}{}}} {}", name, l,
                                       cl.channel.empty() ? std::string() : ",channel=\"" + cl.channel + "\"",
+                                      rail.empty() ? std::string() : ",rail=\"" + rail + "\"",
                                       format_value(prometheus_value(raw, m->unit))));
+    }
+    for (const auto& hist : s.histograms) {
+      const std::string& label = hist.label;
+      const Histogram& h = hist.hist;
+      const auto m = cat.find_histogram(s.role, s.medium, label);
+      if (!m) {
+        ++unknown;
+        continue;
+      }
+      const std::string name = prometheus_name(label, *m);
+      auto [it, added] = index.try_emplace(name, families.size());
+      if (added) families.push_back({name, to_string(m->type), {}, {}, {}});
+      Family& f = families[it->second];
+      // A name a counter took already (of another type) or a histogram twice.
+      if (f.type != to_string(m->type) || std::find(f.pids.begin(), f.pids.end(), s.pid << 22) != f.pids.end()) {
+        ++st.duplicate_samples;
+        continue;
+      }
+      f.pids.push_back(s.pid << 22);
+      const std::string help = std::string(m->help) + std::string(unit_note(m->unit));
+      if (std::none_of(f.helps.begin(), f.helps.end(), [&](const auto& x) { return x.second == help; }))
+        f.helps.emplace_back(m->section ? m->section->role : std::string_view{}, help);
+      for (const auto& b : cumulative_buckets(h))
+        f.samples.push_back(fmt::format(
+            "{}_bucket{{{},le=\"{}\"}} {}", name, l,
+            b.le == UINT64_MAX ? std::string("+Inf") : format_value(prometheus_value(b.le, m->unit)), b.count));
+      f.samples.push_back(fmt::format("{}_sum{{{}}} {}", name, l, format_value(prometheus_value(h.sum(), m->unit))));
+      f.samples.push_back(fmt::format("{}_count{{{}}} {}", name, l, h.count()));
     }
     if (unknown) {
       st.unknown_labels += unknown;
@@ -213,6 +319,7 @@ std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Cata
     for (const auto& smp : f.samples) out += smp + "\n";
   };
   emit(alive);
+  emit(state);
   for (const auto& f : families) emit(f);
   return out + notes;
 }

@@ -9,6 +9,9 @@ Checks what a scrape or node_exporter's textfile collector would reject
 the family's samples, a family's samples together, no series twice) and
 mdcast's own conventions (every family has HELP and TYPE, counters end in
 _total and are never negative, every sample carries the required labels).
+A histogram's samples are <name>_bucket{le=...}, <name>_sum and <name>_count:
+per series, buckets in increasing le, cumulative (never decreasing), a
++Inf bucket equal to _count, a _sum; no other family carries an le label.
 Prints one line per problem and exits 1 if there is any."""
 import math
 import re
@@ -72,8 +75,44 @@ def parse_value(v, where):
     return float(v)
 
 
+HIST_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def family_of(name, types):
+    """The family a sample belongs to: a histogram's _bucket/_sum/_count
+    samples belong to the histogram's name."""
+    for suffix in HIST_SUFFIXES:
+        base = name[:-len(suffix)]
+        if name.endswith(suffix) and types.get(base) == "histogram":
+            return base, suffix
+    return name, ""
+
+
+def check_histograms(hists):
+    """hists: {(family, labels without le): {"buckets": [(le, value)], "sum": v, "count": v}}"""
+    problems = []
+    for (name, labels), h in hists.items():
+        where = f"{name}{dict(labels)}"
+        les = [le for le, _ in h.get("buckets", [])]
+        values = [v for _, v in h.get("buckets", [])]
+        if not les or les[-1] != math.inf:
+            problems.append(f"{where}: no +Inf bucket last")
+        if les != sorted(les) or len(set(les)) != len(les):
+            problems.append(f"{where}: buckets not in increasing le")
+        if any(b < a for a, b in zip(values, values[1:])):
+            problems.append(f"{where}: buckets not cumulative: {values}")
+        if "count" not in h:
+            problems.append(f"{where}: no _count")
+        elif les and les[-1] == math.inf and values[-1] != h["count"]:
+            problems.append(f"{where}: +Inf bucket {values[-1]} != _count {h['count']}")
+        if "sum" not in h:
+            problems.append(f"{where}: no _sum")
+    return problems
+
+
 def check(text, required):
     problems = []
+    hists = {}
     helps, types, seen_series = {}, {}, set()
     families_done, current, sampled = set(), None, set()
     if text and not text.endswith("\n"):
@@ -119,6 +158,8 @@ def check(text, required):
             value = parse_value(fields[0], where)
             if len(fields) == 2 and not re.fullmatch(r"-?\d+", fields[1]):
                 raise ValueError(f"{where}: bad timestamp {fields[1]!r}")
+            sample_name = name
+            name, suffix = family_of(name, types)
             if name != current:
                 if name in families_done:
                     raise ValueError(f"{where}: samples of {name} not together")
@@ -128,10 +169,25 @@ def check(text, required):
             sampled.add(name)
             if name not in types or name not in helps:
                 raise ValueError(f"{where}: {name} has no {'TYPE' if name not in types else 'HELP'} before its samples")
-            series = (name, tuple(sorted(labels.items())))
+            series = (sample_name, tuple(sorted(labels.items())))
             if series in seen_series:
-                raise ValueError(f"{where}: series {name}{labels} twice")
+                raise ValueError(f"{where}: series {sample_name}{labels} twice")
             seen_series.add(series)
+            if types[name] == "histogram":
+                if not suffix:
+                    raise ValueError(f"{where}: histogram {name} sample without _bucket, _sum or _count")
+                if (suffix == "_bucket") != ("le" in labels):
+                    raise ValueError(f"{where}: {sample_name} {'lacks' if suffix == '_bucket' else 'has'} an le label")
+                rest = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+                h = hists.setdefault((name, rest), {})
+                if suffix == "_bucket":
+                    h.setdefault("buckets", []).append((parse_value(labels["le"], where), value))
+                else:
+                    h[suffix[1:]] = value
+                if value < 0 or math.isnan(value) and suffix != "_sum":
+                    raise ValueError(f"{where}: {sample_name} is {value}")
+            elif "le" in labels:
+                raise ValueError(f"{where}: {name} is no histogram but has an le label")
             if types[name] == "counter":
                 if not name.endswith("_total"):
                     raise ValueError(f"{where}: counter {name} does not end in _total")
@@ -145,6 +201,7 @@ def check(text, required):
     for name in types:
         if name not in helps:
             problems.append(f"{name}: TYPE without HELP")
+    problems += check_histograms(hists)
     return problems, len(seen_series), len(types)
 
 

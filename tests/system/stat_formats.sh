@@ -3,7 +3,10 @@
 #   --json         parses, one process per counters file, every field typed
 #   --json --watch one document per line
 #   --prometheus   passes a strict check of the text format (promtext_check.py,
-#                  which must also reject broken input), every label known
+#                  which must also reject broken input), every label known;
+#                  no label that changes in a process's life (state is a
+#                  gauge); latency a histogram (stat_promtool.sh passes the
+#                  same output through promtool)
 #   --clean        after kill -9 of a publisher: its counters file and its
 #                  ring go (with their sizes); a live publisher's ring and
 #                  counters file stay; as root, files of another uid (a
@@ -35,6 +38,14 @@ bad '# HELP a x\n# TYPE a gauge\n# HELP b x\n# TYPE b gauge\na 1\nb 1\na{x="2"} 
 bad '# HELP a x\n# TYPE a counter\na 1\n' "a counter without _total"
 bad '# HELP a x\n# TYPE a gauge\na{p="\\q"} 1\n' "a bad escape"
 bad '# HELP 1a x\n# TYPE 1a gauge\n1a 1\n' "a bad metric name"
+H='# HELP h x\n# TYPE h histogram\n'
+printf "$H"'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 3\nh_count 2\n' >"$WORK/good.prom"
+python3 "$CHECK" "$WORK/good.prom" >/dev/null || fail "promtext_check.py rejects a valid histogram"
+bad "$H"'h_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 3\nh_count 1\n' "a histogram that is not cumulative"
+bad "$H"'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 3\nh_count 3\n' "a +Inf bucket other than _count"
+bad "$H"'h_bucket{le="1"} 1\nh_sum 3\nh_count 1\n' "a histogram without +Inf"
+bad "$H"'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_count 1\n' "a histogram without _sum"
+bad '# HELP a x\n# TYPE a gauge\na{le="1"} 1\n' "an le label outside a histogram"
 
 SOCK="$SHM/ctl-$$.sock"
 # docs/operations.md lists every counter this binary knows.
@@ -51,6 +62,8 @@ start_bg live publish --name "$NAME-live" --shm-dir "$SHM" --rate 1k --duration 
 start_bg sub subscribe --name "$NAME" --shm-dir "$SHM" --idle block
 wait_published "$PID_pub" 5000
 wait_stat "$PID_sub" sub.messages_delivered 1000 30 || fail "the subscriber delivered nothing"
+# Its latency histogram is in the file once the subscriber refreshed it.
+wait_stat "$PID_sub" app.latency_max_ns 1 30 || fail "the subscriber published no latency"
 
 # --- JSON
 "$MDCAST" stat --json >"$WORK/stat.json" || fail "stat --json exited $?"
@@ -75,6 +88,15 @@ assert procs[pub]["state"] == "running", procs[pub]["state"]
 assert procs[pub]["counters"]["pub.messages_published"] >= 5000
 assert procs[sub]["role"] == "subscriber" and procs[sub]["counters"]["sub.messages_delivered"] >= 1000
 assert "shm.lapped" in procs[sub]["counters"] and "control.clients" in procs[pub]["counters"]
+for p in procs.values():
+    assert isinstance(p.get("histograms"), dict), f"pid {p['pid']}: histograms is {p.get('histograms')!r}"
+assert procs[pub]["histograms"] == {}, procs[pub]["histograms"]
+lat = procs[sub]["histograms"]["app.latency_ns"]
+assert lat["count"] > 0 and lat["sum"] > 0 and lat["max"] > 0, lat
+assert 0 < lat["p50"] <= lat["p99"] <= lat["p99.9"] <= lat["max"], lat
+les = [b[0] for b in lat["buckets"]]
+counts = [b[1] for b in lat["buckets"]]
+assert les == sorted(les) and counts == sorted(counts) and counts[-1] <= lat["count"], lat["buckets"]
 print(f"   json: {len(procs)} processes, {sum(len(p['counters']) for p in procs.values())} counters")
 EOF
 note "stat --json parses and has every field"
@@ -112,15 +134,22 @@ note "stat --json --watch prints one document per line"
 
 # --- Prometheus
 "$MDCAST" stat --prometheus >"$WORK/stat.prom" 2>"$WORK/prom.log" || fail "stat --prometheus exited $?"
-python3 "$CHECK" "$WORK/stat.prom" --require-labels pid,role,name,medium,state | sed 's/^/   /'
+python3 "$CHECK" "$WORK/stat.prom" --require-labels pid,role,name,medium | sed 's/^/   /'
 [ "${PIPESTATUS[0]}" = 0 ] || fail "stat --prometheus is not valid text format"
+! grep -q 'state=' "$WORK/stat.prom" || fail "a sample carries a state label: $(grep -m1 'state=' "$WORK/stat.prom")"
 ! grep -q "^# mdcast:" "$WORK/stat.prom" || fail "labels missing from the catalogue: $(grep '^# mdcast:' "$WORK/stat.prom")"
 [ ! -s "$WORK/prom.log" ] || fail "stat --prometheus complained: $(cat "$WORK/prom.log")"
-grep -q "^mdcast_process_alive{pid=\"$PID_pub\",role=\"publisher\",name=\"$NAME\",medium=\"shm\",state=\"running\"} 1$" \
+grep -q "^mdcast_process_alive{pid=\"$PID_pub\",role=\"publisher\",name=\"$NAME\",medium=\"shm\"} 1$" \
   "$WORK/stat.prom" || fail "no mdcast_process_alive 1 for the publisher"
+grep -q "^mdcast_process_state{pid=\"$PID_pub\",role=\"publisher\",name=\"$NAME\",medium=\"shm\"} 1$" \
+  "$WORK/stat.prom" || fail "no mdcast_process_state 1 (running) for the publisher"
 grep -q '^# TYPE mdcast_pub_messages_published_total counter$' "$WORK/stat.prom" || fail "messages_published is not a counter"
 grep -q '^# TYPE mdcast_pub_last_sequence gauge$' "$WORK/stat.prom" || fail "last_sequence is not a gauge"
-grep -q '^# TYPE mdcast_app_latency_p99_seconds gauge$' "$WORK/stat.prom" || fail "latency p99 is not a gauge in seconds"
+grep -q '^# TYPE mdcast_app_latency_seconds histogram$' "$WORK/stat.prom" || fail "latency is not a histogram in seconds"
+grep -qE "^mdcast_app_latency_seconds_count\{pid=\"$PID_sub\",[^}]*\} [1-9][0-9]*$" "$WORK/stat.prom" ||
+  fail "the subscriber's latency histogram is empty"
+[ "$(grep -c "^mdcast_app_latency_seconds_bucket{pid=\"$PID_sub\"," "$WORK/stat.prom")" -le 30 ] ||
+  fail "more latency buckets than a scrape should carry"
 grep -q '^# HELP mdcast_sub_gaps_total gaps detected$' "$WORK/stat.prom" || fail "sub.gaps has not its help text"
 note "stat --prometheus passes the format check; names, types, units and labels as documented"
 

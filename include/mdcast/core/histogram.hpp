@@ -60,7 +60,7 @@ class Histogram {
     return max_;
   }
 
-  static size_t index_of(uint64_t v) noexcept {
+  static constexpr size_t index_of(uint64_t v) noexcept {
     if (v < kSubCount) return static_cast<size_t>(v);
     const int msb = 63 - std::countl_zero(v);           // >= kSubBits
     if (msb >= kMaxBits) return kBuckets - 1;
@@ -69,7 +69,7 @@ class Histogram {
     return static_cast<size_t>(kSubCount + static_cast<uint64_t>(msb - kSubBits) * kHalf + mant);
   }
 
-  static uint64_t upper_edge(size_t i) noexcept {
+  static constexpr uint64_t upper_edge(size_t i) noexcept {
     if (i < kSubCount) return i;
     const uint64_t j = i - kSubCount;
     const int msb = static_cast<int>(j / kHalf) + kSubBits;

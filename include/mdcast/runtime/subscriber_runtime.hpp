@@ -99,6 +99,7 @@ struct SubscriberPlan {
   uint16_t first_channel = 1;                // the wire channel id of channel index 0
   std::string name, medium;                  // the counters file's feed and medium
   std::vector<stats::Section> sections;      // the application's own, after "sub" (section(0) is the first)
+  std::vector<std::string> histograms;       // labels of the application's histograms (CountersFile::publish)
   uint64_t refresh_ns = 250 * kNsPerMs;      // the counters file's refresh, and the run's refresh hook
 };
 
@@ -138,7 +139,7 @@ class SubscriberRuntime {
       mirrored_.back().add_sections(sections);
       if (described_.empty()) described_ = m->describe();
     }
-    cf_ = std::make_unique<stats::CountersFile>("subscriber", plan_.name, plan_.medium, sections);
+    cf_ = std::make_unique<stats::CountersFile>("subscriber", plan_.name, plan_.medium, sections, plan_.histograms);
   }
   SubscriberRuntime(const SubscriberRuntime&) = delete;
   SubscriberRuntime& operator=(const SubscriberRuntime&) = delete;

@@ -13,6 +13,11 @@
 // them: settings::counter_catalogue() (settings/media.hpp) is the whole
 // library's catalogue.
 //
+// Histograms (a counters file's, CountersFile::publish) are listed apart:
+// add_histograms() takes a section whose "counters" name the histograms
+// ("latency_ns" under "app"), and find_histogram() looks them up, typed
+// kHistogram.
+//
 // A prefix alone does not name one struct: "control" is the stream control
 // server's under shm and udp but the in-memory medium's under mem, and "udp"
 // is the sink's in a publisher and the source's in a subscriber. A lookup
@@ -32,7 +37,7 @@
 
 namespace mdcast::stats {
 
-enum class MetricType : uint8_t { kCounter, kGauge };
+enum class MetricType : uint8_t { kCounter, kGauge, kHistogram };
 
 // From the counter's name: "_ns", "_us", "_ms" are durations, "_bytes" (or a
 // counter named "bytes") sizes. Exporters convert durations to seconds.
@@ -79,16 +84,26 @@ class Catalogue {
                                                std::string_view label) const noexcept;
   [[nodiscard]] std::span<const CatalogueSection> sections() const noexcept { return sections_; }
 
+  // Histograms: the section's counters name them; its gauges are ignored.
+  void add_histograms(const CatalogueSection& s) { histograms_.push_back(s); }
+  [[nodiscard]] std::optional<MetricInfo> find_histogram(std::string_view role, std::string_view medium,
+                                                         std::string_view label) const noexcept;
+  [[nodiscard]] std::span<const CatalogueSection> histogram_sections() const noexcept { return histograms_; }
+
   // Files of `role` also hold the sections of `as` (an application's
   // process that is a subscriber and more, like `mdcast record`): a label
   // not found for `role` is looked up for `as`.
   void alias_role(std::string_view role, std::string_view as) { aliases_.emplace_back(role, as); }
 
  private:
-  [[nodiscard]] std::optional<MetricInfo> find_exact(std::string_view role, std::string_view medium, std::string_view prefix,
-                                                     std::string_view name) const noexcept;
+  [[nodiscard]] std::optional<MetricInfo> find_in(const std::vector<CatalogueSection>& list, std::string_view role,
+                                                  std::string_view medium, std::string_view label) const noexcept;
+  [[nodiscard]] static std::optional<MetricInfo> find_exact(const std::vector<CatalogueSection>& list,
+                                                            std::string_view role, std::string_view medium,
+                                                            std::string_view prefix, std::string_view name) noexcept;
 
   std::vector<CatalogueSection> sections_;
+  std::vector<CatalogueSection> histograms_;
   std::vector<std::pair<std::string_view, std::string_view>> aliases_;
 };
 

@@ -8,6 +8,12 @@
 //                 name, medium, counter count, liveness stamp, state
 //   [512, ...)    labels: 64 bytes each ("section.counter")
 //   [..., ...)    values: 8 bytes each, 64-byte aligned start
+//   [..., ...)    histograms (optional; header fields zero in files without
+//                 them, so readers of either age read both): per histogram
+//                 a 64-byte label ("section.name"), then a seqlock word,
+//                 count, sum, max and the Histogram's kBuckets counts (the
+//                 header records kSubBits and kBuckets: a reader of another
+//                 bucket layout leaves them out), 64-byte aligned records
 // A file whose pid is gone (or reused: start time differs) is stale; stat
 // says so and `mdcast stat --clean` removes it.
 #pragma once
@@ -19,6 +25,7 @@
 #include <vector>
 
 #include "mdcast/core/counter.hpp"
+#include "mdcast/core/histogram.hpp"
 #include "mdcast/core/mapped_memory.hpp"
 
 namespace mdcast::stats {
@@ -29,6 +36,8 @@ constexpr size_t kLabelSize = 64;
 // Far above what any mdcast process writes (about 200): a file claiming more
 // is refused rather than costing the reader its size in labels.
 constexpr size_t kMaxCounters = 4096;
+// Likewise for histograms (mdcast writes one: the subscriber's latency).
+constexpr size_t kMaxHistograms = 16;
 
 enum class ProcessState : uint32_t { kStarting = 0, kRunning = 1, kFinished = 2, kFailed = 3 };
 
@@ -42,7 +51,9 @@ struct Section {
 class CountersFile {
  public:
   // Creates the file with every section's counters, zeroed. Throws Error.
-  CountersFile(std::string role, std::string name, std::string medium, const std::vector<Section>& sections);
+  // `histograms`: labels ("app.latency_ns") of histograms published with publish().
+  CountersFile(std::string role, std::string name, std::string medium, const std::vector<Section>& sections,
+               const std::vector<std::string>& histograms = {});
   CountersFile(CountersFile&&) noexcept;
   CountersFile& operator=(CountersFile&&) = delete;
   CountersFile(const CountersFile&) = delete;
@@ -55,6 +66,12 @@ class CountersFile {
     return reinterpret_cast<T*>(values_ + offsets_.at(i));
   }
   Counter* section_base(size_t i) noexcept { return values_ + offsets_.at(i); }
+  // Copies histogram i (of the constructor's list) into the file under a
+  // seqlock, so a reader never takes a count from one refresh and buckets
+  // from another. The owner's thread only (a single writer); no allocation,
+  // no lock: a few microseconds, meant for the periodic refresh, not per
+  // message (record into a private Histogram there).
+  void publish(size_t i, const Histogram& h) noexcept;
   void set_state(ProcessState s) noexcept;
   void touch(uint64_t now_ns) noexcept;  // liveness stamp
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
@@ -64,6 +81,7 @@ class CountersFile {
   MappedMemory mem_;
   Counter* values_ = nullptr;
   std::vector<size_t> offsets_;
+  std::vector<std::byte*> histograms_;  // each histogram's record, after its label
 };
 
 // A read-only view of another process's counters file.
@@ -78,7 +96,16 @@ struct CountersSnapshot {
   bool alive = false;
   uint64_t stamp_ns = 0;
   std::vector<std::pair<std::string, uint64_t>> values;
+  struct Hist {
+    std::string label;
+    Histogram hist;  // count, sum and max exact; min from the buckets
+    // False when the writer was mid-update at every try (it died there?):
+    // the count is still the buckets' total, the sum may be another refresh's.
+    bool whole = true;
+  };
+  std::vector<Hist> histograms;
 
+  [[nodiscard]] const Histogram* histogram(std::string_view label) const noexcept;
   [[nodiscard]] uint64_t get(std::string_view label, uint64_t dflt = 0) const;
 };
 

@@ -58,8 +58,10 @@ void expect_known(const Catalogue& cat, std::string_view role, std::string_view 
     const auto m = cat.find(role, medium, label);
     ASSERT_TRUE(m.has_value()) << role << " over " << medium << ": " << label << " is not in the catalogue";
     EXPECT_FALSE(m->help.empty()) << label;
-    // Two labels of one file never become one Prometheus series.
-    EXPECT_TRUE(names.insert(prometheus_name(label, *m)).second) << label << " shares its metric name";
+    // Two labels of one file never become one Prometheus series (rails of
+    // one name are one family, told apart by their rail label).
+    EXPECT_TRUE(names.insert(prometheus_name(label, *m) + "/" + prometheus_rail(label)).second)
+        << label << " shares its metric name";
   }
 }
 
