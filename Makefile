@@ -43,7 +43,7 @@ test-asan: asan
 # so only the unit and component executables are built.
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
-	@cmake --build --preset tsan -j $(JOBS) --target engine-tests
+	@cmake --build --preset tsan -j $(JOBS) --target thread-tests
 	cd build/tsan && ctest -L 'unit|component' --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 test-fuzz: fuzz-build
