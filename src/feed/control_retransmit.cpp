@@ -57,6 +57,7 @@ std::span<const std::byte> ControlService::filter_datagram(std::span<const std::
 bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const RetransmitRequest& r, uint64_t now,
                             ReplySink& out) {
   if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "retransmit before subscribe", out);
+  ++cl.retransmit_requests;
   if (r.from_seq == 0 || r.count == 0)
     return reject(c, cl, rid, ErrorCode::kMalformed, "retransmit of an empty range or from sequence 0", out);
   // Every request costs a token, every datagram served one more than that
@@ -125,6 +126,8 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Retransm
   budget.take(std::max<uint32_t>(1, served));
   counters_->retransmit_requests.add();
   counters_->datagrams_retransmitted.add(served);
+  cl.datagrams_retransmitted += served;
+  if (served > 0) ++cl.recoveries;
   out.send(c, std::move(frame));
   return true;
 }

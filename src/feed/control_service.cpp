@@ -39,8 +39,12 @@ ControlService::ControlService(const ControlConfig& cfg, PublisherCore& core, Co
 }
 
 void ControlService::on_connect(ClientId c, uint64_t now) {
-  if (const auto it = clients_.find(c); it != clients_.end()) jobs_total_ -= it->second.jobs.size();  // a reused id
+  if (const auto it = clients_.find(c); it != clients_.end()) {  // a reused id
+    jobs_total_ -= it->second.jobs.size();
+    unlist_subscriber(it->second);
+  }
   Client& cl = clients_[c] = Client{};
+  cl.connected_ns = now;
   cl.retransmit_budget = TokenBucket(cfg_.retransmit_rate, cfg_.retransmit_burst, now);
   cl.snapshot_budget = TokenBucket(cfg_.snapshot_rate, cfg_.snapshot_burst, now);
   counters_->client_connects.add();
@@ -53,6 +57,7 @@ void ControlService::on_disconnect(ClientId c) {
   if (const auto it = clients_.find(c); it != clients_.end()) {
     jobs_total_ -= it->second.jobs.size();
     counters_->snapshot_streams.set(jobs_total_);
+    unlist_subscriber(it->second);
     clients_.erase(it);
     counters_->client_disconnects.add();
     pacing_dirty_ = true;
@@ -69,6 +74,7 @@ void ControlService::CountingSink::send(ClientId c, std::vector<std::byte> frame
 bool ControlService::reject(ClientId c, Client& cl, uint32_t rid, ErrorCode code, std::string text, ReplySink& out) {
   counters_->requests_rejected.add();
   ++work_.refused;
+  ++cl.refused;
   out.send(c, encode_control(rid, ErrorReply{code, std::move(text)}));
   return ++cl.errors <= cfg_.max_errors_per_client;
 }
@@ -77,6 +83,7 @@ bool ControlService::overloaded(ClientId c, uint32_t rid, std::string_view what,
   counters_->requests_rejected.add();
   counters_->requests_overloaded.add();
   ++work_.refused;
+  if (const auto it = clients_.find(c); it != clients_.end()) ++it->second.refused;
   const uint64_t ms = std::max<uint64_t>(1, (retry_ns + kNsPerMs - 1) / kNsPerMs);
   out.send(c, encode_control(rid, ErrorReply{ErrorCode::kOverloaded,
                                              fmt::format("{}; retry after {} ms", what, ms)}));
@@ -118,7 +125,9 @@ bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint
       [&](auto& body) -> bool {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, Subscribe>) {
-          return handle(c, cl, rid, body, out);
+          const bool keep = handle(c, cl, rid, body, out);
+          if (cl.subscribed) list_subscriber(c, cl, now);
+          return keep;
         } else if constexpr (std::is_same_v<T, Unsubscribe>) {
           return handle(c, cl, rid, body, out);
         } else if constexpr (std::is_same_v<T, RetransmitRequest>) {

@@ -46,6 +46,7 @@ void ControlService::new_poll(uint64_t now) noexcept {
 void ControlService::tick(uint64_t now) {
   new_poll(now);
   tick_auth(now);
+  refresh_rows(now);
   if (pacing_dirty_ || now - last_pacing_scan_ >= kPacingScanNs) {
     update_pacing(now);
     last_pacing_scan_ = now;
@@ -89,6 +90,7 @@ void ControlService::on_writable(ClientId c, uint64_t now, ReplySink& sink) {
 bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const SnapshotRequest& r, uint64_t now,
                             ReplySink& out) {
   if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "snapshot before subscribe", out);
+  ++cl.snapshot_requests;
   const uint32_t n_inst = core_.books().max_instruments();
   SnapshotJob job;
   job.rid = rid;
@@ -327,6 +329,7 @@ void ControlService::finish_job(ClientId c, Client& cl, ReplySink& out) {
   out.send(c, encode_control(j.rid, SnapshotDone{j.cache->session(), SnapshotStatus::kOk, j.served, j.cache->seq()}));
   counters_->snapshot_requests.add();
   counters_->snapshot_instruments.add(j.served);
+  ++cl.recoveries;
   cl.last_rid = j.rid;
   cl.last_seq = j.cache->seq();
   cl.jobs.erase(cl.jobs.begin());

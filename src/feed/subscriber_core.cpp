@@ -169,6 +169,7 @@ void SubscriberCore::note_gap(uint64_t now) noexcept {
     gap_since_ = now;
     counters_->gaps.add();
     scan_needed_ = true;
+    if (losses_) open_loss(now);
   }
 }
 
@@ -187,6 +188,7 @@ void SubscriberCore::drain(uint64_t now) noexcept {
   counters_->next_sequence.set(next_seq_);
   if (next_seq_ > highest_seen_) {
     gap_open_ = false;
+    if (gap_rec_.ordinal) close_loss(now, LossHow::kOpen);
   } else {
     note_gap(now);
   }

@@ -88,6 +88,31 @@ Peer identify_peer(int fd) noexcept {
   return p;
 }
 
+PeerInfo describe_peer(int fd) noexcept {
+  PeerInfo p;
+  int family = 0;
+  socklen_t flen = sizeof family;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &flen) != 0) return p;
+  if (family == AF_UNIX) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      p.kind = PeerInfo::Kind::kUnix;
+      p.pid = static_cast<uint32_t>(cred.pid);
+      p.uid = cred.uid;
+    }
+    return p;
+  }
+  sockaddr_in in{};
+  socklen_t len = sizeof in;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&in), &len) == 0 && in.sin_family == AF_INET) {
+    p.kind = PeerInfo::Kind::kTcp;
+    p.ipv4 = ntohl(in.sin_addr.s_addr);
+    p.port = ntohs(in.sin_port);
+  }
+  return p;
+}
+
 namespace {
 
 bool in_group(int fd, const ucred& cred, gid_t gid) noexcept {

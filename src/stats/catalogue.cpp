@@ -15,7 +15,7 @@ using sv = std::string_view;
 
 // Levels, not totals: what a dashboard plots as is and never rates.
 constexpr sv kPubGauges[] = {"last_sequence", "pacing_rate"};
-constexpr sv kCtlGauges[] = {"clients_connected", "slowest_capacity", "longest_poll_ns", "auth_delay_ns",
+constexpr sv kCtlGauges[] = {"clients_connected", "slowest_capacity", "subscribers_unlisted", "longest_poll_ns", "auth_delay_ns",
                              "snapshot_streams", "snapshot_cache_bytes"};
 constexpr sv kSubGauges[] = {"next_sequence", "highest_sequence"};
 

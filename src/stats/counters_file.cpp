@@ -36,6 +36,14 @@ struct Header {
   uint32_t hist_offset;
   uint32_t hist_buckets;
   uint32_t hist_sub_bits;
+  // Zero in files written before the subscriber table: none.
+  uint32_t subs_rows;
+  uint32_t subs_offset;
+  uint32_t subs_words;  // payload words per row (the row's stride follows: SeqlockRows::stride)
+  // Zero in files written before the loss report: none.
+  uint32_t loss_rows;
+  uint32_t loss_offset;
+  uint32_t loss_words;
 };
 static_assert(sizeof(Header) <= kHeaderSize);
 
@@ -82,6 +90,54 @@ void read_histograms(const Header& h, const MappedMemory& m, size_t file_size, C
   }
 }
 
+// A table that does not fit the file, or claims more rows or wider rows
+// than any mdcast writes, fails the whole file.
+void check_table(std::string_view what, uint64_t rows, uint64_t words, uint64_t offset, size_t file_size,
+                 const CountersSnapshot& s) {
+  if (rows > kMaxTableRows || words > kMaxRowWords || offset % 64 != 0 || offset < kHeaderSize ||
+      offset + rows * SeqlockRows::stride(words) > file_size)
+    fail("counters file {} is inconsistent ({} of {} rows of {} words at {} in {} bytes): not read", s.path, what,
+         rows, words, offset, file_size);
+}
+
+// Rows a file's writer did not leave free (client 0); rows shorter than
+// this mdcast's are left out.
+void read_subscribers(const Header& h, const MappedMemory& m, size_t file_size, CountersSnapshot& s) {
+  if (h.subs_rows == 0) return;
+  const uint64_t rows = h.subs_rows, words = h.subs_words, offset = h.subs_offset;
+  check_table("a subscriber table", rows, words, offset, file_size, s);
+  s.subscriber_rows = rows;
+  if (words < feed::kSubscriberRowWords) return;
+  const size_t stride = SeqlockRows::stride(words);
+  for (size_t i = 0; i < rows; ++i) {
+    CountersSnapshot::Subscriber x;
+    x.slot = i;
+    const uint64_t seq = SeqlockRows::read_struct(m.data() + offset + i * stride, x.row);
+    if (seq == 0 || x.row.client == 0) continue;
+    x.whole = seq != UINT64_MAX;
+    x.row.identity[sizeof x.row.identity - 1] = 0;
+    s.subscribers.push_back(x);
+  }
+}
+
+void read_losses(const Header& h, const MappedMemory& m, size_t file_size, CountersSnapshot& s) {
+  if (h.loss_rows == 0) return;
+  const uint64_t rows = h.loss_rows, words = h.loss_words, offset = h.loss_offset;
+  check_table("a loss report", rows, words, offset, file_size, s);
+  s.loss_rows = rows;
+  if (words < feed::kLossRecordWords) return;
+  const size_t stride = SeqlockRows::stride(words);
+  for (size_t i = 0; i < rows; ++i) {
+    CountersSnapshot::Loss x;
+    const uint64_t seq = SeqlockRows::read_struct(m.data() + offset + i * stride, x.record);
+    if (seq == 0 || x.record.ordinal == 0) continue;
+    x.whole = seq != UINT64_MAX;
+    s.losses.push_back(x);
+  }
+  std::sort(s.losses.begin(), s.losses.end(),
+            [](const auto& a, const auto& b) { return a.record.ordinal < b.record.ordinal; });
+}
+
 }  // namespace
 
 std::string stat_dir() {
@@ -90,7 +146,8 @@ std::string stat_dir() {
 }
 
 CountersFile::CountersFile(std::string role, std::string name, std::string medium,
-                           const std::vector<Section>& sections, const std::vector<std::string>& histograms) {
+                           const std::vector<Section>& sections, const std::vector<std::string>& histograms,
+                           const TableSpec& tables) {
   size_t n = 0;
   for (const auto& s : sections) {
     offsets_.push_back(n);
@@ -99,7 +156,13 @@ CountersFile::CountersFile(std::string role, std::string name, std::string mediu
   const size_t labels_off = kHeaderSize;
   const size_t values_off = (labels_off + n * kLabelSize + 63) / 64 * 64;
   const size_t hist_off = (values_off + n * sizeof(Counter) + 63) / 64 * 64;
-  const size_t bytes = hist_off + histograms.size() * hist_stride(Histogram::kBuckets);
+  const size_t subs_off = hist_off + histograms.size() * hist_stride(Histogram::kBuckets);
+  if (tables.subscriber_rows > kMaxTableRows)
+    fail("a subscriber table of {} rows is more than a counters file holds ({})", tables.subscriber_rows, kMaxTableRows);
+  const size_t loss_off = subs_off + tables.subscriber_rows * SeqlockRows::stride(feed::kSubscriberRowWords);
+  if (tables.loss_rows > kMaxTableRows)
+    fail("a loss report of {} rows is more than a counters file holds ({})", tables.loss_rows, kMaxTableRows);
+  const size_t bytes = loss_off + tables.loss_rows * SeqlockRows::stride(feed::kLossRecordWords);
   path_ = stat_dir() + "/mdcast-" + std::to_string(::getpid()) + ".stat";
   ::unlink(path_.c_str());  // our own pid's leftover can only be stale
   UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -145,6 +208,18 @@ CountersFile::CountersFile(std::string role, std::string name, std::string mediu
     copy_str(reinterpret_cast<char*>(rec), kLabelSize, histograms[i]);
     histograms_.push_back(rec + kLabelSize);
   }
+  if (tables.subscriber_rows) {
+    h->subs_rows = static_cast<uint32_t>(tables.subscriber_rows);
+    h->subs_offset = static_cast<uint32_t>(subs_off);
+    h->subs_words = static_cast<uint32_t>(feed::kSubscriberRowWords);
+    subscriber_rows_ = SeqlockRows(mem_.data() + subs_off, tables.subscriber_rows, feed::kSubscriberRowWords);
+  }
+  if (tables.loss_rows) {
+    h->loss_rows = static_cast<uint32_t>(tables.loss_rows);
+    h->loss_offset = static_cast<uint32_t>(loss_off);
+    h->loss_words = static_cast<uint32_t>(feed::kLossRecordWords);
+    loss_rows_ = SeqlockRows(mem_.data() + loss_off, tables.loss_rows, feed::kLossRecordWords);
+  }
   std::atomic_ref<uint64_t>(h->magic).store(kStatMagic, std::memory_order_release);
 }
 
@@ -153,7 +228,9 @@ CountersFile::CountersFile(CountersFile&& o) noexcept
       mem_(std::move(o.mem_)),
       values_(o.values_),
       offsets_(std::move(o.offsets_)),
-      histograms_(std::move(o.histograms_)) {
+      histograms_(std::move(o.histograms_)),
+      subscriber_rows_(o.subscriber_rows_),
+      loss_rows_(o.loss_rows_) {
   o.path_.clear();
 }
 
@@ -236,6 +313,8 @@ CountersSnapshot read_counters(const std::string& path) {
     s.values.emplace_back(std::string(labels + i * kLabelSize, strnlen(labels + i * kLabelSize, kLabelSize)),
                           values[i].load(std::memory_order_relaxed));
   read_histograms(*h, m, static_cast<size_t>(st.st_size), s);
+  read_subscribers(*h, m, static_cast<size_t>(st.st_size), s);
+  read_losses(*h, m, static_cast<size_t>(st.st_size), s);
   return s;
 }
 

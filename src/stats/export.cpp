@@ -187,7 +187,7 @@ std::string prometheus_help(std::string_view s) {
   return out;
 }
 
-std::string to_json(const std::vector<CountersSnapshot>& snaps, uint64_t time_unix_ms) {
+std::string to_json(const std::vector<CountersSnapshot>& snaps, uint64_t time_unix_ms, uint64_t now_ns) {
   std::string out = fmt::format("{{\"time_unix_ms\":{},\"processes\":[", time_unix_ms);
   bool first = true;
   for (const auto& s : snaps) {
@@ -207,12 +207,24 @@ std::string to_json(const std::vector<CountersSnapshot>& snaps, uint64_t time_un
       out += fmt::format("{}{}:{}", first_value ? "" : ",", json_string(k), v);
       first_value = false;
     }
-    out += "},\"histograms\":" + histograms_json(s) + "}";
+    out += "},\"histograms\":" + histograms_json(s);
+    if (s.subscriber_rows) {
+      out += ",\"subscribers\":[";
+      for (size_t i = 0; i < s.subscribers.size(); ++i) out += (i ? "," : "") + subscriber_json(s.subscribers[i], now_ns);
+      out += "]";
+    }
+    if (s.loss_rows) {
+      out += ",\"losses\":[";
+      for (size_t i = 0; i < s.losses.size(); ++i) out += (i ? "," : "") + loss_json(s.losses[i]);
+      out += "]";
+    }
+    out += "}";
   }
   return out + "]}";
 }
 
-std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Catalogue& cat, ExportStats* stats) {
+std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Catalogue& cat, ExportStats* stats,
+                          uint64_t now_ns) {
   ExportStats local;
   ExportStats& st = stats ? *stats : local;
   std::vector<Family> families;
@@ -321,7 +333,7 @@ std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Cata
   emit(alive);
   emit(state);
   for (const auto& f : families) emit(f);
-  return out + notes;
+  return out + subscribers_prometheus(snaps, now_ns) + notes;
 }
 
 }  // namespace mdcast::stats

@@ -41,6 +41,7 @@
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/feed/publisher_core.hpp"
 #include "mdcast/feed/snapshot_cache.hpp"
+#include "mdcast/feed/subscriber_table.hpp"
 #include "mdcast/feed/token_bucket.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/wire/control.hpp"
@@ -59,6 +60,11 @@ class ControlService final : public media::ControlHandler {
 
   void on_connect(ClientId c, uint64_t now) override;
   void on_disconnect(ClientId c) override;
+  void on_peer(ClientId c, const media::PeerInfo& peer) override;
+  // Rows to show subscribers in (a counters file's, for `mdcast stat
+  // --subscribers`); null: none. Must outlive the service; set before the
+  // first client.
+  void show_subscribers(SubscriberTable* table);
   // Handles one frame. Returns false when the client should be disconnected.
   // With secrets configured, a client must authenticate (AuthHello,
   // AuthProof: feed/auth.hpp, wire/auth.hpp) before anything else is served;
@@ -71,7 +77,8 @@ class ControlService final : public media::ControlHandler {
   [[nodiscard]] bool has_pending(ClientId c) const noexcept override;
   // c's queue has room: the next frames of its snapshot.
   void on_writable(ClientId c, uint64_t now, ReplySink& out) override;
-  // Periodic upkeep, once per control poll: ages status reports, updates
+  // Periodic upkeep, once per control poll: writes a few subscriber rows
+  // (SubscriberTable::kRowsPerPoll, each at most every kRefreshNs), updates
   // slowest-subscriber pacing, answers refused proofs whose delay has passed,
   // continues snapshot streams (within the poll's budget, clients in turn).
   // What needs a pass over clients runs only when it can change something:
@@ -107,6 +114,9 @@ class ControlService final : public media::ControlHandler {
     uint64_t position, lag, drops, capacity, report_time;
   };
   [[nodiscard]] std::vector<ClientView> client_views() const;
+  // Client c's row as the subscriber table shows it (written_ns = now);
+  // nullopt for an unknown client.
+  [[nodiscard]] std::optional<SubscriberRow> subscriber_row(ClientId c, uint64_t now) const;
 
  private:
   // One snapshot request of a client, queued or streaming.
@@ -136,6 +146,13 @@ class ControlService final : public media::ControlHandler {
     uint64_t report_time = 0;
     bool capacity_listed = false;  // in capacity_reporters_
     ServerAuth auth;  // control_auth.cpp
+
+    // What the subscriber table shows of it (control_view.cpp).
+    media::PeerInfo peer;
+    uint64_t connected_ns = 0;
+    uint64_t retransmit_requests = 0, datagrams_retransmitted = 0, snapshot_requests = 0, recoveries = 0,
+             refused = 0;
+    size_t row = SubscriberTable::kNone;  // its row, once subscribed (kNone: none, or none free)
 
     ReplySink* sink = nullptr;  // of the last frame: where tick() continues its stream
     TokenBucket retransmit_budget;
@@ -171,6 +188,13 @@ class ControlService final : public media::ControlHandler {
   bool handle(ClientId c, Client& cl, const wire::StatusReport& r, uint64_t now);
   std::span<const std::byte> filter_datagram(std::span<const std::byte> d, const Client& cl);
   void update_pacing(uint64_t now);
+
+  // ---- the subscriber table (control_view.cpp)
+  [[nodiscard]] SubscriberRow row_of(ClientId c, const Client& cl, uint64_t now) const noexcept;
+  // A subscribed client takes a row (or is counted unlisted); a leaving one gives it back.
+  void list_subscriber(ClientId c, Client& cl, uint64_t now) noexcept;
+  void unlist_subscriber(Client& cl) noexcept;
+  void refresh_rows(uint64_t now) noexcept;
 
   // ---- snapshots (control_snapshot.cpp)
   // A new poll (a new `now`, or tick): the per-poll budgets start again.
@@ -218,6 +242,13 @@ class ControlService final : public media::ControlHandler {
   bool pacing_dirty_ = true;            // a client left or (un)subscribed since the last scan
   std::vector<ClientId> capacity_reporters_;  // clients whose last report said a capacity: all pacing looks at
   uint64_t next_refusal_ = UINT64_MAX;  // the earliest parked client's answer is due then
+
+  SubscriberTable* table_ = nullptr;
+  std::vector<ClientId> row_client_;  // by row: whose it is (valid where row_used_)
+  std::vector<bool> row_used_;
+  size_t next_row_ = 0;               // the refresh's cursor over rows
+  uint64_t sweep_started_ = 0;        // the refresh's last pass over every row began then
+  uint64_t unlisted_ = 0;             // subscribed clients without a row
 
   // Snapshot copies: the current one, and the ones streams still read (oldest first).
   std::shared_ptr<const SnapshotCache> current_;

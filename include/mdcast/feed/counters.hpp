@@ -53,7 +53,8 @@ namespace mdcast::feed {
   X(snapshot_abandoned, "snapshot streams cut: their copy was too old to keep (slow reader)") \
   X(snapshot_bytes, "snapshot bytes produced for clients")                     \
   X(snapshot_streams, "snapshot requests queued or streaming now")             \
-  X(snapshot_cache_bytes, "bytes held by snapshot copies alive now")
+  X(snapshot_cache_bytes, "bytes held by snapshot copies alive now")             \
+  X(subscribers_unlisted, "subscribed clients not in the counters file's subscriber table (every row taken)")
 
 #define MDCAST_SUBSCRIBER_COUNTERS(X)                                              \
   X(datagrams_received, "datagrams received on the data rails")                   \

@@ -46,6 +46,7 @@ struct PublisherAgentOptions {
 struct PublisherAgentCounters {
   PublisherCounters* publisher = nullptr;
   ControlCounters* control = nullptr;
+  SubscriberTable* subscribers = nullptr;  // rows for the publisher's view of its subscribers; null: none
 };
 
 // The linger loop of one agent or several: round(now) serves recovery once
@@ -79,7 +80,9 @@ class PublisherAgent {
       : medium_(medium),
         pub_(fit_to_medium(medium, cfg), medium.sink(), medium.ring_memory(), where.publisher),
         svc_(control, pub_.core(), where.control),
-        opts_(opts) {}
+        opts_(opts) {
+    svc_.show_subscribers(where.subscribers);
+  }
   PublisherAgent(const PublisherAgent&) = delete;
   PublisherAgent& operator=(const PublisherAgent&) = delete;
 

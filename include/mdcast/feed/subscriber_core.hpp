@@ -66,6 +66,7 @@
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/feed/config.hpp"
 #include "mdcast/feed/counters.hpp"
+#include "mdcast/feed/loss_report.hpp"
 #include "mdcast/feed/reassembler.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/wire/datagram.hpp"
@@ -180,6 +181,10 @@ class SubscriberCore : public media::ControlEvents {
     return !cfg_.secret || auth_.stage == ClientAuth::Stage::kProven;
   }
   [[nodiscard]] const SubscriberConfig& config() const noexcept { return cfg_; }
+  // Where to record each gap (feed/loss_report.hpp); null: nowhere. Must
+  // outlive the engine; the report may be shared by every channel's engine
+  // of one thread.
+  void report_losses(LossReport* r) noexcept { losses_ = r && !r->empty() ? r : nullptr; }
 
  protected:
   SubscriberCore(const SubscriberConfig& cfg, ControlChannel* control, SubscriberCounters* counters);
@@ -451,6 +456,18 @@ class SubscriberCore : public media::ControlEvents {
   uint32_t next_rid_ = 1;
   std::string last_error_;
   ClientAuth auth_;
+
+  // The loss report (subscriber_losses.cpp): the gap open now (ordinal 0:
+  // none recorded), and what the counters said when it opened, since how it
+  // was recovered is what moved meanwhile.
+  LossReport* losses_ = nullptr;
+  LossRecord gap_rec_{};
+  uint64_t gap_recovered0_ = 0, gap_snapshots0_ = 0, gap_rail_b0_ = 0;
+  void open_loss(uint64_t now) noexcept;
+  // how kOpen: judged from what moved since the gap opened.
+  void close_loss(uint64_t now, LossHow how) noexcept;
+  // From poll(): a gap that closed on a path that does not record it.
+  void poll_loss(uint64_t now) noexcept;
 };
 
 }  // namespace mdcast::feed

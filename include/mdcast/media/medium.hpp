@@ -121,6 +121,18 @@ class ReplySink {
   [[nodiscard]] virtual size_t queued_bytes(ClientId /*client*/) const noexcept { return 0; }
 };
 
+// Who is at the other end of a control connection, as its transport knows
+// it: for the publisher's view of its subscribers (feed/subscriber_table.hpp),
+// never for a decision (admission is the transport's: media/peer.hpp).
+struct PeerInfo {
+  enum class Kind : uint8_t { kUnknown, kUnix, kTcp };
+  Kind kind = Kind::kUnknown;
+  uint32_t pid = 0;   // kUnix: the process that connected (SO_PEERCRED)
+  uint32_t uid = 0;   // kUnix
+  uint32_t ipv4 = 0;  // kTcp: host order
+  uint16_t port = 0;  // kTcp
+};
+
 // What one ControlHandler::on_frame or on_writable call did: a transport
 // counts frames itself, this tells it requests and what they cost.
 struct HandlerWork {
@@ -136,6 +148,8 @@ class ControlHandler {
   virtual ~ControlHandler() = default;
   virtual void on_connect(ClientId c, uint64_t now) = 0;
   virtual void on_disconnect(ClientId c) = 0;
+  // Who client c is, right after on_connect, where the transport knows.
+  virtual void on_peer(ClientId /*c*/, const PeerInfo& /*peer*/) {}
   // One whole frame from client c; false: cut the client off.
   virtual bool on_frame(ClientId c, std::span<const std::byte> frame, uint64_t now, ReplySink& out) = 0;
   // Whether client c is through admission (authenticated and subscribed).

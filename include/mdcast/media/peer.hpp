@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mdcast/media/medium.hpp"
+
 namespace mdcast::media {
 
 struct Ipv4Network {
@@ -51,6 +53,8 @@ struct Peer {
 
 // Who is at the other end of `fd` (a Unix or TCP stream socket).
 Peer identify_peer(int fd) noexcept;
+// The same, as ControlHandler::on_peer tells it (with the pid and TCP port).
+PeerInfo describe_peer(int fd) noexcept;
 // Whether `p` admits the peer at the other end of `fd`.
 bool admits(const PeerPolicy& p, int fd, int family) noexcept;
 

@@ -381,12 +381,21 @@ class PublisherRuntime {
     door_mirror_->add_sections(sections);
     where_.resize(n);
     if (plan_.counters.name.empty()) return;
-    file_.emplace(plan_.counters.role, plan_.counters.name, plan_.counters.medium, sections);
-    for (uint32_t k = 0; k < n; ++k)
+    // Each channel's subscribers in rows of their own: a channel's thread
+    // writes its slice alone.
+    constexpr size_t kRows = feed::SubscriberTable::kRowsPerChannel;
+    stats::TableSpec tables;
+    tables.subscriber_rows = n * kRows;
+    file_.emplace(plan_.counters.role, plan_.counters.name, plan_.counters.medium, sections,
+                  std::vector<std::string>{}, tables);
+    for (uint32_t k = 0; k < n; ++k) {
+      tables_.push_back(std::make_unique<feed::SubscriberTable>(file_->subscriber_rows().slice(k * kRows, kRows)));
       where_[k] = many() ? feed::PublisherAgentCounters{file_->section<feed::PublisherCounters>(pub_at_[k]),
                                                        file_->section<feed::ControlCounters>(ctl_at_[k])}
                          : feed::PublisherAgentCounters{file_->section<feed::PublisherCounters>(0),
                                                         file_->section<feed::ControlCounters>(1)};
+      where_[k].subscribers = tables_.back().get();
+    }
   }
 
   void refresh(uint64_t now) {
@@ -510,6 +519,7 @@ class PublisherRuntime {
   std::optional<stats::MirroredCounters> door_mirror_;
   std::vector<size_t> pub_at_, ctl_at_;
   std::vector<feed::PublisherAgentCounters> where_;
+  std::vector<std::unique_ptr<feed::SubscriberTable>> tables_;  // by channel index, rows in file_
   std::vector<std::string> described_;
   // Phases every thread and the conductor step through together.
   std::atomic<uint32_t> media_built_{0}, agents_built_{0}, finished_{0};

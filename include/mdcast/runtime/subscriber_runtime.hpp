@@ -139,7 +139,11 @@ class SubscriberRuntime {
       mirrored_.back().add_sections(sections);
       if (described_.empty()) described_ = m->describe();
     }
-    cf_ = std::make_unique<stats::CountersFile>("subscriber", plan_.name, plan_.medium, sections, plan_.histograms);
+    stats::TableSpec tables;
+    tables.loss_rows = feed::LossReport::kRows;
+    cf_ = std::make_unique<stats::CountersFile>("subscriber", plan_.name, plan_.medium, sections, plan_.histograms,
+                                                tables);
+    losses_ = feed::LossReport(cf_->loss_rows());
   }
   SubscriberRuntime(const SubscriberRuntime&) = delete;
   SubscriberRuntime& operator=(const SubscriberRuntime&) = delete;
@@ -175,6 +179,7 @@ class SubscriberRuntime {
   Outcome run(const Refresh& refresh = {}) {
     Outcome out;
     channels_.start();
+    report_losses();
     cf_->set_state(stats::ProcessState::kRunning);
     out.t0 = monotonic_ns();  // subscriber.wait counts from here: joining may take a while
     struct Hooks {
@@ -255,8 +260,14 @@ class SubscriberRuntime {
     opened_.erase(it);
     return m;
   }
+  // Every joined channel's engine records its gaps in the one report (a
+  // channel joined later, from the next refresh on).
+  void report_losses() noexcept {
+    for (size_t i = 0; i < channels_.size(); ++i) channels_.agent(i).subscriber().report_losses(&losses_);
+  }
   void update(uint64_t now, const Refresh& refresh) {
     cf_->touch(now);
+    report_losses();
     for (auto& m : mirrored_) m.refresh(*cf_);
     if (many()) {
       std::vector<Counter*> per;
@@ -276,6 +287,7 @@ class SubscriberRuntime {
   // Declared last of what the channels use, first destroyed: the agents and
   // media go before the counters file their engines count into.
   std::unique_ptr<stats::CountersFile> cf_;
+  feed::LossReport losses_;  // rows in cf_
   Channels channels_;
 };
 

@@ -14,6 +14,14 @@
 //                 count, sum, max and the Histogram's kBuckets counts (the
 //                 header records kSubBits and kBuckets: a reader of another
 //                 bucket layout leaves them out), 64-byte aligned records
+//   [..., ...)    the subscriber table (optional, a publisher's; header
+//                 fields zero without it): rows of feed::SubscriberRow's
+//                 words, each under its own seqlock (core/seqlock_rows.hpp);
+//                 the header records rows and words per row, so a reader
+//                 takes the words it knows of a row that grew, and leaves
+//                 out a table whose rows are shorter than it knows
+//   [..., ...)    the loss report (optional, a subscriber's; likewise):
+//                 a ring of feed::LossRecord rows, the last gaps
 // A file whose pid is gone (or reused: start time differs) is stale; stat
 // says so and `mdcast stat --clean` removes it.
 #pragma once
@@ -27,6 +35,9 @@
 #include "mdcast/core/counter.hpp"
 #include "mdcast/core/histogram.hpp"
 #include "mdcast/core/mapped_memory.hpp"
+#include "mdcast/core/seqlock_rows.hpp"
+#include "mdcast/feed/loss_report.hpp"
+#include "mdcast/feed/subscriber_table.hpp"
 
 namespace mdcast::stats {
 
@@ -38,6 +49,15 @@ constexpr size_t kLabelSize = 64;
 constexpr size_t kMaxCounters = 4096;
 // Likewise for histograms (mdcast writes one: the subscriber's latency).
 constexpr size_t kMaxHistograms = 16;
+// Likewise for table rows: 16 channels of 1024 subscribers.
+constexpr size_t kMaxTableRows = 16 * 1024;
+constexpr size_t kMaxRowWords = 512;
+
+// Regions a process asks for beyond its counters, sized once at creation.
+struct TableSpec {
+  size_t subscriber_rows = 0;  // a publisher's view of its subscribers (feed::SubscriberRow)
+  size_t loss_rows = 0;        // a subscriber's loss report (feed::LossRecord)
+};
 
 enum class ProcessState : uint32_t { kStarting = 0, kRunning = 1, kFinished = 2, kFailed = 3 };
 
@@ -53,7 +73,7 @@ class CountersFile {
   // Creates the file with every section's counters, zeroed. Throws Error.
   // `histograms`: labels ("app.latency_ns") of histograms published with publish().
   CountersFile(std::string role, std::string name, std::string medium, const std::vector<Section>& sections,
-               const std::vector<std::string>& histograms = {});
+               const std::vector<std::string>& histograms = {}, const TableSpec& tables = {});
   CountersFile(CountersFile&&) noexcept;
   CountersFile& operator=(CountersFile&&) = delete;
   CountersFile(const CountersFile&) = delete;
@@ -72,6 +92,11 @@ class CountersFile {
   // no lock: a few microseconds, meant for the periodic refresh, not per
   // message (record into a private Histogram there).
   void publish(size_t i, const Histogram& h) noexcept;
+  // The subscriber table's rows (empty without one): slices of it are
+  // handed to each channel's feed::SubscriberTable.
+  [[nodiscard]] SeqlockRows subscriber_rows() noexcept { return subscriber_rows_; }
+  // The loss report's rows (empty without one), for a feed::LossReport.
+  [[nodiscard]] SeqlockRows loss_rows() noexcept { return loss_rows_; }
   void set_state(ProcessState s) noexcept;
   void touch(uint64_t now_ns) noexcept;  // liveness stamp
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
@@ -82,6 +107,8 @@ class CountersFile {
   Counter* values_ = nullptr;
   std::vector<size_t> offsets_;
   std::vector<std::byte*> histograms_;  // each histogram's record, after its label
+  SeqlockRows subscriber_rows_;
+  SeqlockRows loss_rows_;
 };
 
 // A read-only view of another process's counters file.
@@ -104,6 +131,21 @@ struct CountersSnapshot {
     bool whole = true;
   };
   std::vector<Hist> histograms;
+  // The subscriber table's rows in use (a publisher's), by row index.
+  struct Subscriber {
+    size_t slot = 0;
+    feed::SubscriberRow row;
+    bool whole = true;  // false: the writer was mid-update at every try
+  };
+  std::vector<Subscriber> subscribers;
+  size_t subscriber_rows = 0;  // rows the table has (0: the file has none)
+  // The loss report's gaps (a subscriber's), oldest first.
+  struct Loss {
+    feed::LossRecord record;
+    bool whole = true;
+  };
+  std::vector<Loss> losses;
+  size_t loss_rows = 0;  // rows the ring has (0: the file has none)
 
   [[nodiscard]] const Histogram* histogram(std::string_view label) const noexcept;
   [[nodiscard]] uint64_t get(std::string_view label, uint64_t dflt = 0) const;

@@ -9,11 +9,16 @@
 //     "name": "feed1", "medium": "shm", "state": "running", "alive": true,
 //     "counters": {"sub.messages_delivered": 123, ...},
 //     "histograms": {"app.latency_ns": {"count": 123, "sum": 456789, "max": 9000,
-//       "p50": 1500, "p99": 4000, "p99.9": 8000, "buckets": [[63, 0], [127, 2], ...]}}}]}
+//       "p50": 1500, "p99": 4000, "p99.9": 8000, "buckets": [[63, 0], [127, 2], ...]}},
+//     "subscribers": [{"slot": 0, "channel": 1, "identity": "alice", "subscriber_pid": 4321, ...}],
+//     "losses": [{"gap": 1, "channel": 1, "first_seq": 812, "datagrams": 3, "how": "retransmit", ...}]}]}
 // Values are the file's, unconverted (a "_ns" counter is in ns); every label
 // is there, also those the catalogue does not know. A histogram's buckets
 // are cumulative at the Prometheus bounds (kHistogramBounds), its
-// percentiles from the full log-linear histogram.
+// percentiles from the full log-linear histogram. "subscribers" (a
+// publisher whose file has the table) has a publisher's row per subscriber:
+// subscriber_json's fields; "losses" (a subscriber's) its loss report, the
+// last gaps oldest first: loss_json's fields.
 //
 // Prometheus: one family per metric, `# HELP` and `# TYPE` once each, a
 // sample per process with labels pid, role, name, medium, none of which
@@ -33,6 +38,12 @@
 //   mdcast_process_alive  1 while the process that wrote the file lives,
 //         0 for a stale file (`mdcast stat --clean` removes it).
 //   mdcast_process_state  0 starting, 1 running, 2 finished, 3 failed.
+//   mdcast_subscriber_*  a publisher's view of each subscriber (position,
+//         lag, drops, requests, recoveries, status age), labelled with the
+//         publisher's labels and channel, slot (the table row: bounded by
+//         its size), identity (proven, else "") and subscriber_pid (Unix
+//         peers, else ""): never an address, port or sequence, so the
+//         series are as many as the rows at most.
 // A label the catalogue does not know (a file of another mdcast version) is
 // left out with a `# mdcast:` comment saying so: its type and help are
 // unknown, and a guessed type could clash with a known family.
@@ -101,9 +112,27 @@ struct ExportStats {
   uint64_t duplicate_samples = 0;  // a metric a process's file held twice (later ones left out)
 };
 
-[[nodiscard]] std::string to_json(const std::vector<CountersSnapshot>& snaps, uint64_t time_unix_ms);
+// now_ns: CLOCK_MONOTONIC now, for the age of subscribers' status reports
+// (0: the ages are left out).
+[[nodiscard]] std::string to_json(const std::vector<CountersSnapshot>& snaps, uint64_t time_unix_ms,
+                                  uint64_t now_ns = 0);
 [[nodiscard]] std::string to_prometheus(const std::vector<CountersSnapshot>& snaps, const Catalogue& cat,
-                                        ExportStats* stats = nullptr);
+                                        ExportStats* stats = nullptr, uint64_t now_ns = 0);
+
+// A publisher's row of one subscriber (export_subscribers.cpp).
+// Who it is, for people: the proven identity, else "pid N" (Unix), else
+// "tcp a.b.c.d:port", else "client N".
+[[nodiscard]] std::string subscriber_name(const feed::SubscriberRow& r);
+// {"slot":..,"channel":..,"identity":..,"authenticated":..,"subscriber_pid":..,"peer":..,"subscribed":..,
+//  "position":..,"lag":..,"reported_lag":..,"drops":..,"capacity":..,"retransmit_requests":..,
+//  "datagrams_retransmitted":..,"snapshot_requests":..,"recoveries":..,"refused":..,
+//  "status_age_ns": (null before its first report, or without now_ns),"connected_ns":..,"whole":..}
+[[nodiscard]] std::string subscriber_json(const CountersSnapshot::Subscriber& x, uint64_t now_ns);
+// {"gap":..,"channel":..,"session":..,"first_seq":..,"datagrams":..,"detected_ns":..,"how":"retransmit",
+//  "recovery_ns": (null while open),"retransmitted":..,"whole":..}
+[[nodiscard]] std::string loss_json(const CountersSnapshot::Loss& x);
+// The mdcast_subscriber_* families of every publisher's table.
+[[nodiscard]] std::string subscribers_prometheus(const std::vector<CountersSnapshot>& snaps, uint64_t now_ns);
 
 // Escapers, shared with the tests that check them.
 [[nodiscard]] std::string json_string(std::string_view s);        // with the quotes

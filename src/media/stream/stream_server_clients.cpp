@@ -201,6 +201,7 @@ void StreamControlServer::add_client(UniqueFd owned, ControlHandler& h, uint64_t
   c.connected_ns = c.unadmitted_since = c.last_frame_ns = now;
   c.in.set_max_frame(cfg_.max_frame_unadmitted);
   h.on_connect(id, now);
+  h.on_peer(id, describe_peer(c.fd.get()));
   stats_.accepted.add();
   ++work;
   if (h.admitted(id)) {
