@@ -22,6 +22,7 @@ struct StatArgs {
   bool json = false;          // one JSON document (per refresh with --watch)
   bool prometheus = false;    // the Prometheus text exposition format
   bool catalogue = false;     // every counter mdcast knows, as Markdown (docs/operations.md)
+  bool subscribers = false;   // a publisher's table of its subscribers, a subscriber's loss report
   std::string shm_dir;        // --clean: where rings are (default /dev/hugepages and /dev/shm)
   double interval_s = 1.0;
   std::vector<uint64_t> pids;

@@ -181,6 +181,8 @@ int main(int argc, char** argv) {
       ->excludes("--prometheus")
       ->excludes(stat_clean)
       ->excludes("--watch");
+  stat->add_flag("--subscribers", stat_args.subscribers,
+                 "publishers: a line per subscriber (identity, lag, gaps, requests, recoveries); subscribers: their loss report");
   stat->add_flag("--dry-run", stat_args.dry_run, "with --clean: say what would be removed, remove nothing")
       ->needs(stat_clean);
   stat->add_option("--shm-dir", stat_args.shm_dir, "with --clean: the directory the rings are in (shm.dir)")

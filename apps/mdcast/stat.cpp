@@ -51,7 +51,63 @@ bool is_rate_counter(const std::string& k) {
   return k.find("messages") != std::string::npos || k.find("datagrams") != std::string::npos || k.find("bytes") != std::string::npos;
 }
 
-void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std::string, uint64_t>& prev, double dt, bool all) {
+std::string age_text(uint64_t ns) {
+  if (ns < kNsPerSec) return fmt::format("{} ms", ns / kNsPerMs);
+  return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
+}
+
+std::string duration_text(uint64_t ns) {
+  if (ns < kNsPerMs) return fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
+  if (ns < kNsPerSec) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+  return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
+}
+
+// A publisher's view of each subscriber (its counters file's table): a line
+// each, for the operator who asks "who is behind, who loses, who asks".
+void show_subscribers(const stats::CountersSnapshot& s, uint64_t now) {
+  if (s.subscriber_rows == 0) return;
+  if (s.subscribers.empty()) {
+    fmt::print("    no subscribers\n");
+    return;
+  }
+  fmt::print("    {:<4} {:>5} {:<22} {:>12} {:>8} {:>7} {:>9} {:>11} {:>6} {:>6} {:>7} {:>9}\n", "slot", "chan",
+             "subscriber", "position", "lag", "gaps", "rtx req", "rtx dgrams", "snaps", "recov", "refused",
+             "status");
+  for (const auto& x : s.subscribers) {
+    const feed::SubscriberRow& r = x.row;
+    std::string name = printable(stats::subscriber_name(r));
+    if (name.size() > 22) name = name.substr(0, 21) + "~";
+    const std::string age = r.report_ns == 0 ? "none yet" : age_text(now > r.report_ns ? now - r.report_ns : 0);
+    fmt::print("    {:<4} {:>5} {:<22} {:>12} {:>8} {:>7} {:>9} {:>11} {:>6} {:>6} {:>7} {:>9}{}\n", x.slot, r.channel,
+               name, r.position, r.lag, r.drops, r.retransmit_requests, r.datagrams_retransmitted,
+               r.snapshot_requests, r.recoveries, r.refused, age, x.whole ? "" : "  (torn: writer stopped mid-row)");
+  }
+}
+
+// A subscriber's loss report: its last gaps, oldest first.
+void show_losses(const stats::CountersSnapshot& s, uint64_t now) {
+  if (s.loss_rows == 0) return;
+  uint64_t total = s.losses.empty() ? 0 : s.losses.back().record.ordinal;
+  if (s.losses.empty()) {
+    fmt::print("    no gaps\n");
+    return;
+  }
+  fmt::print("    {} gap{}{}\n", total, total == 1 ? "" : "s",
+             total > s.losses.size() ? fmt::format(", the last {} shown", s.losses.size()) : std::string());
+  fmt::print("    {:>6} {:>5} {:>12} {:>9} {:>10} {:<12} {:>10} {:>9}\n", "gap", "chan", "first seq", "datagrams",
+             "detected", "recovered by", "took", "rtx dgrams");
+  for (const auto& x : s.losses) {
+    const feed::LossRecord& r = x.record;
+    const std::string ago = now > r.detected_ns ? age_text(now - r.detected_ns) + " ago" : "now";
+    const std::string took = r.closed_ns == 0 ? "-" : duration_text(r.closed_ns - r.detected_ns);
+    fmt::print("    {:>6} {:>5} {:>12} {:>9} {:>10} {:<12} {:>10} {:>9}{}\n", r.ordinal, r.channel, r.first_seq,
+               r.datagrams, ago, feed::to_string(r.method()), took, r.retransmitted,
+               x.whole ? "" : "  (torn: writer stopped mid-row)");
+  }
+}
+
+void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std::string, uint64_t>& prev, double dt, bool all,
+          bool subscribers) {
   if (snaps.empty()) {
     fmt::print("no mdcast processes (no counters files in {})\n", stats::stat_dir());
     return;
@@ -60,6 +116,11 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
     fmt::print("pid {:<8} {:<11} {:<20} {:<6} {}{}\n", s.pid, printable(s.role), printable(s.name), printable(s.medium),
                stats::to_string(s.state),
                s.alive ? "" : "  [STALE: process gone; `mdcast stat --clean` removes it]");
+    if (subscribers) {  // the table instead of the counters
+      show_subscribers(s, monotonic_ns());
+      show_losses(s, monotonic_ns());
+      continue;
+    }
     const auto& main = s.role == "publisher" ? kMainPub : kMainSub;
     for (const auto& [k, v] : s.values) {
       // A feed over channels: each channel's main counters too ("pub@3.datagrams_sent").
@@ -168,7 +229,7 @@ int run_stat(const StatArgs& a) {
       std::erase_if(snaps, [&](const auto& s) { return std::find(a.pids.begin(), a.pids.end(), s.pid) == a.pids.end(); });
     if (a.prometheus) {
       stats::ExportStats es;
-      fmt::print("{}", stats::to_prometheus(snaps, catalogue, &es));
+      fmt::print("{}", stats::to_prometheus(snaps, catalogue, &es, monotonic_ns()));
       if (es.unknown_labels)
         fmt::print(stderr,
                    "mdcast stat: {} counter{} not in this mdcast's catalogue left out (files of another mdcast "
@@ -178,13 +239,13 @@ int run_stat(const StatArgs& a) {
     }
     if (a.json) {
       // One document per line: a consumer reads line by line (jq -c, a log shipper).
-      fmt::print("{}\n", stats::to_json(snaps, unix_ms()));
+      fmt::print("{}\n", stats::to_json(snaps, unix_ms(), monotonic_ns()));
       std::fflush(stdout);
     } else {
       const uint64_t now = monotonic_ns();
       const double dt = prev_t ? static_cast<double>(now - prev_t) / 1e9 : 0;
       if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);
-      show(snaps, prev, dt, a.all);
+      show(snaps, prev, dt, a.all, a.subscribers);
       prev.clear();
       for (const auto& s : snaps)
         for (const auto& [k, v] : s.values) prev[fmt::format("{}/{}", s.pid, k)] = v;
