@@ -43,9 +43,10 @@ int record_loop(Settings& s, record::WriterOptions wo, Medium& medium, std::stri
   stats::CountersFile cf("recorder", s.feed.name, std::string(medium_name), sections);
   auto* rc = cf.section<record::RecordCounters>(1);
   RecordHandler rec(std::move(wo), rc);
+  feed::SubscriberAgentOptions opts{s.feed.control_poll_ns, s.feed.idle};
+  opts.idle_params = s.feed.idle_params;
   feed::SubscriberAgent<Medium, RecordHandler> agent(medium, subscriber_config(s), rec,
-                                                     cf.section<feed::SubscriberCounters>(0),
-                                                     {s.feed.control_poll_ns, s.feed.idle});
+                                                     cf.section<feed::SubscriberCounters>(0), opts);
   rec.attach(agent.subscriber().books());
   const record::RecordingWriter& writer = rec.writer();
   cf.set_state(stats::ProcessState::kRunning);

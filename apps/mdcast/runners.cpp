@@ -90,6 +90,7 @@ int subscribe(Settings& s) {
   plan.map = channel_map(s);
   plan.engine = subscriber_config(s);
   plan.agent = {s.feed.control_poll_ns, s.feed.idle};
+  plan.agent.idle_params = s.feed.idle_params;
   plan.limits = subscriber_limits(s);
   plan.first_channel = s.feed.channel;
   plan.name = s.feed.name;
