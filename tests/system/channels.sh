@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 
 MAP="0-24:0,25-49:1,50-74:2,75-99:3"   # channel ids 1-4 (index + feed.channel 1)
 start_bg pub publish --name "$NAME" --channels 4 --channel-map "$MAP" --threads 2 --rate 40k --duration 3s \
-  --instruments 100 --idle block --wait-subscribers 6 --result "$WORK/pub.toml"
+  --instrument-count 100 --idle block --wait-subscribers 6 --result "$WORK/pub.toml"
 for k in 0 1 2 3; do NAME_K="$NAME.$k"; i=0
   until [ -e "/dev/shm/mdcast-$NAME_K.ring" ] || [ -e "/dev/hugepages/mdcast-$NAME_K.ring" ]; do
     sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || fail "ring of channel index $k never appeared"

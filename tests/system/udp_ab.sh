@@ -15,7 +15,7 @@ umask 077
 cp "$WORK/pub.secrets" "$WORK/desk-a.secret"
 "$MDCAST" secret new --identity desk-a >"$WORK/wrong.secret"
 
-start_bg pub publish "${udp[@]}" --rate 30k --duration 5s --instruments 100 --secrets "$WORK/pub.secrets" \
+start_bg pub publish "${udp[@]}" --rate 30k --duration 5s --instrument-count 100 --secrets "$WORK/pub.secrets" \
   --wait-subscribers 2 --linger 1s --result "$WORK/pub.toml"
 wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30  # its start line: it announces itself from now on
 if "$MDCAST" subscribe "${udp[@]}" --identity desk-a --secret-file "$WORK/wrong.secret" --wait 5s >"$WORK/wrong.log" 2>&1; then
