@@ -93,6 +93,18 @@ bad=$(grep -vE "^seq=[0-9]+ inst=[0-9]+#[0-9]+ |^session [0-9a-f]+: books reset"
 grep -E " add id=[0-9]+ (buy|sell) [0-9]+@[0-9]+\.[0-9]{4}$" "$WORK/print.log" >/dev/null \
   || { head "$WORK/print.log"; fail "--print prices are not scaled (price_exponent -4)"; }
 grep -qE "define symbol=SYM[0-9]+ lot=[0-9]+ price_exponent=-4" "$WORK/print.log" || fail "--print shows no definitions"
+# Latency in units a person reads (3.11 ms, not 3112959 ns).
+grep -qE "latency p50 [0-9.]+ (ns|us|ms|s) p99 [0-9.]+ (ns|us|ms|s) max [0-9.]+ (ns|us|ms|s)$" "$WORK/print.err" ||
+  { cat "$WORK/print.err"; fail "subscribe's summary shows latency in raw units"; }
+# On a terminal, a live progress line while it runs (script(1) gives it one).
+if command -v script >/dev/null; then
+  start_bg tty-pub publish --name "$NAME-tty" --rate 2k --duration 2s --wait-subscribers 1
+  script -qec "'$MDCAST' subscribe --name '$NAME-tty'" /dev/null </dev/null >"$WORK/tty.out" 2>&1 ||
+    { cat -v "$WORK/tty.out"; fail "subscribe on a terminal failed"; }
+  wait_rc "$PID_tty_pub" 20 || fail "publisher for the terminal check failed"
+  grep -qaE $'\r  +[0-9.]+s  delivered +[0-9,]+ msg' "$WORK/tty.out" ||
+    { cat -v "$WORK/tty.out"; fail "subscribe on a terminal shows no progress line"; }
+fi
 
 # A publisher held below its rate says why.
 expect_rc 0 "published [0-9]+ msg/s of the 20000 asked .*publisher.pacing = fixed held it down" \
