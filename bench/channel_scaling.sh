@@ -30,7 +30,7 @@ for r in $(seq 1 "$REPEAT"); do
   for n in "${COUNTS[@]}"; do
     cpus=$(IFS=,; echo "${CPUS[*]:0:$n}")
     line=$("$MDCAST" publish --name "scale-$$-$n" --channels "$n" --threads "$n" --cpu "$cpus" --rate 100M \
-      --duration "$DURATION" --instruments 1000 --idle spin --linger 0s 2>&1 | grep -E '^mdcast publish: [0-9]+ messages' || true)
+      --duration "$DURATION" --instrument-count 1000 --idle spin --linger 0s 2>&1 | grep -E '^mdcast publish: [0-9]+ messages' || true)
     rate=$(sed -nE 's/.*\(([0-9]+) msg\/s\).*/\1/p' <<<"$line")
     [ -n "$rate" ] || { echo "channel_scaling: $n channels: no result line" >&2; exit 1; }
     RATES[$n]+="$rate "

@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mdcast="$root/$build/apps/mdcast/mdcast"
 [ -x "$mdcast" ] || { echo "demo-rdma: $mdcast not built" >&2; exit 1; }
 # Software emulation is slow: modest defaults, overridable.
-args=(demo --medium verbs --subscribers 3 --rate 10k --duration 5s --instruments 50 --loss 0.01 "$@")
+args=(demo --medium verbs --subscribers 3 --rate 10k --duration 5s --instrument-count 50 --loss 0.01 "$@")
 if compgen -G "/sys/class/infiniband/*" >/dev/null; then
   exec "$mdcast" "${args[@]}"
 fi

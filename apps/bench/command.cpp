@@ -48,15 +48,22 @@ using namespace bench;
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   auto* b = app.add_subcommand("bench", "latency, throughput and fan-out over a medium, side by side with its raw baseline");
-  b->add_option("--medium", a.medium, "shm, udp (multicast on udp.interface, lo by default) or verbs");
+  // Every option's default in --help: the value itself where one is fixed,
+  // in words where it depends on the medium or --quick.
+  b->add_option("--medium", a.medium, "shm, udp (multicast on udp.interface, lo by default) or verbs")
+      ->capture_default_str();
   b->add_flag("--quick", a.quick, "a short smoke run (seconds; rough numbers)");
-  b->add_option("--repeat", a.repeat, "run everything N times; report median and spread")->check(CLI::Range(1u, 100u));
-  b->add_option("--json", a.json, "also write every number to this JSON file");
+  b->add_option("--repeat", a.repeat, "run everything N times; report median and spread")
+      ->check(CLI::Range(1u, 100u))
+      ->capture_default_str();
+  b->add_option("--json", a.json, "also write every number to this JSON file (default: none)")->type_name("FILE");
   b->add_option("--cpus", a.cpus, "CPUs to pin to, publisher first: 0,1 or 0-3 (default: all this process may use)");
   b->add_option("--rates", a.rates, "offered rates of the latency runs (default 100k,1M; Soft-RoCE 1k,5k)");
   b->add_option("--fanout", a.fanout, "subscriber counts of the fan-out runs (default 1,2,4,8; udp 1,2,4; --quick 1,2; Soft-RoCE 1,2,4)");
   b->add_option("--fanout-rate", a.fanout_rate, "offered rate of the fan-out runs (default 1M; udp 2M; --quick 200k; Soft-RoCE 50k, --quick 20k)");
-  b->add_option("--sections", a.sections, "run only these: c2c,raw,latency,throughput,fanout,control");
+  b->add_option("--sections", a.sections,
+                "run only these: c2c,raw,latency,throughput,fanout,control (default: all, control only with "
+                "--control-clients)");
   b->add_option("--control-clients", a.control_clients,
                 "control section: publish latency and CPU with 0 and with N real control connections (subscribe, "
                 "status every 100 ms, some retransmits and snapshots) from one load process; default 1024 when "
@@ -64,17 +71,20 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
       ->check(CLI::Range(1u, kMaxControlClients));
   b->add_option("--control-rate", a.control_rate, "offered rate of the control section's runs (default 100k)");
   b->add_option("--flow", a.flow, "latency runs: opaque 64-byte messages, or the synthetic order flow with books on")
-      ->check(CLI::IsMember({"opaque", "orders"}));
+      ->check(CLI::IsMember({"opaque", "orders"}))
+      ->capture_default_str();
   b->add_option("--warmup", a.warmup, "warm-up before each measured window (default 1s; --quick 200ms)");
   b->add_option("--duration", a.duration, "measured window of the latency runs (default 5s; --quick 500ms); "
                                           "fan-out runs use half, throughput probes a quarter");
   b->add_option("--control-poll", a.control_poll,
-                 "least time between control-plane polls in the duty loops (default 100us, like feed.control_poll "
-                 "in `mdcast publish/subscribe`; 0: every idle round)");
+                 "least time between control-plane polls in the duty loops (like feed.control_poll "
+                 "in `mdcast publish/subscribe`; 0: every idle round)")
+      ->capture_default_str();
   b->add_option_function<std::string>(
       "--progress", [&a](const std::string& v) { a.progress = v == "true" || v == "1" || v == "yes" ? 1 : 0; },
       "live progress line: true/false (default: when stderr is a terminal)");
-  add_set_option(b, a.set, "set any setting: --set shm.slots=65536 (see --help-config)");
+  add_set_option(b, [&a](std::string k, std::string v) { a.set.emplace_back(std::move(k), std::move(v)); },
+                 "set any setting: --set shm.slots=65536 (see --help-config)");
   return b;
 }
 

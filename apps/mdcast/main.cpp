@@ -33,16 +33,31 @@ using namespace mdcast::app;
 
 namespace {
 
+// A setting given on the command line, with the flag the user typed: an
+// error names that flag (--cpu), not the key's own name (publisher.cpus).
+struct Given {
+  std::string key, value, where;
+};
 struct Flags {
-  std::vector<std::pair<std::string, std::string>> set;  // (key, value) in command-line order
+  std::vector<Given> set;  // in command-line order
 };
 
+// "--subscribers" of "--subscribers,-n": how errors name the flag.
+std::string long_name(const std::string& names) {
+  const auto at = names.find("--");
+  return at == std::string::npos ? names : names.substr(at, names.find(',', at) - at);
+}
+
 // Adds --flag bound to settings key `key`; --help shows the key's type and
-// default (from a default Settings, so it cannot drift from the code).
+// default (from a default Settings, so it cannot drift from the code). A key
+// whose default is "not set" says what that means in `help` ("default: ...")
+// or is shown as "default: none".
 void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
   const SettingInfo info = setting_info(key);
+  const bool unset = info.default_text.empty() && help.find("default") == std::string::npos;
   app->add_option_function<std::string>(
-         name, [&f, key](const std::string& v) { f.set.emplace_back(key, v); }, help)
+         name, [&f, key, where = long_name(name)](const std::string& v) { f.set.push_back({key, v, where}); },
+         unset ? help + " (default: none)" : help)
       ->type_name(info.type)
       ->default_str(info.default_text);
 }
@@ -52,7 +67,7 @@ void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& k
 void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
   const SettingInfo info = setting_info(key);
   app->add_option_function<std::string>(
-         name, [&f, key](const std::string& v) { f.set.emplace_back(key, v); },
+         name, [&f, key, where = long_name(name)](const std::string& v) { f.set.push_back({key, v, where}); },
          fmt::format("{} (alone: true; default: {})", help, info.default_text))
       ->type_name("[BOOL]")
       ->expected(0, 1)
@@ -61,7 +76,9 @@ void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::stri
 
 // --set section.key=value, for any setting (see --help-config).
 void set_flag(CLI::App* app, Flags& f) {
-  add_set_option(app, f.set, "set any setting: --set publisher.rate=250k (see --help-config)");
+  add_set_option(
+      app, [&f](std::string k, std::string v) { f.set.push_back({k, std::move(v), "--set " + k}); },
+      "set any setting: --set publisher.rate=250k (see --help-config)");
 }
 
 void feed_flags(CLI::App* app, Flags& f) {
@@ -70,29 +87,29 @@ void feed_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--name", "feed.name", "feed name (shm ring and control socket derive from it)");
   flag(app, f, "--channel", "feed.channel", "the feed's (first) channel id");
   flag(app, f, "--channels", "feed.channels", "channels the feed is split over (1-16)");
-  flag(app, f, "--channel-map", "feed.channel_map", "instruments on channel indexes, FIRST[-LAST]:INDEX,...");
+  flag(app, f, "--channel-map", "feed.channel_map", "instruments on channel indexes, FIRST[-LAST]:INDEX,... (default: all by a stable hash)");
   flag(app, f, "--max-instruments", "feed.max_instruments", "instrument id space of the books");
   flag(app, f, "--max-orders", "feed.max_orders", "resting orders the books can hold");
   flag(app, f, "--idle", "feed.idle", "spin | yield | backoff | sleep | block");
-  flag(app, f, "--control", "feed.control", "control address override (unix:@name, tcp:host:port)");
+  flag(app, f, "--control", "feed.control", "control address override (unix:@name, tcp:host:port; default: derived from --name and the medium)");
   flag(app, f, "--shm-slots", "shm.slots", "shm ring slots");
   flag(app, f, "--device", "verbs.device", "verbs: RDMA device (default: the one owning --local-ip)");
   flag(app, f, "--gid-index", "verbs.gid_index", "verbs: GID index (1 = RoCE v2 IPv4 on rxe/mlx5)");
-  flag(app, f, "--local-ip", "verbs.local_ip", "verbs: local IPv4 address of the RDMA netdev");
+  flag(app, f, "--local-ip", "verbs.local_ip", "verbs: local IPv4 address of the RDMA netdev (default: --device's, or the only RoCE IPv4 GID)");
   flag(app, f, "--group", "verbs.group", "verbs: multicast group address");
   flag(app, f, "--qkey", "verbs.qkey", "verbs: QKey shared by the group");
-  flag(app, f, "--control-ip", "verbs.control_ip", "verbs: publisher's control address");
+  flag(app, f, "--control-ip", "verbs.control_ip", "verbs: publisher's control address (default for a publisher: --local-ip)");
   flag(app, f, "--control-port", "verbs.control_port", "verbs: RC control port");
-  flag(app, f, "--shm-dir", "shm.dir", "shm ring directory");
+  flag(app, f, "--shm-dir", "shm.dir", "shm ring directory (default: /dev/hugepages if it has room, else /dev/shm)");
   flag(app, f, "--udp-group", "udp.group", "udp: rail A's multicast GROUP:PORT");
   flag(app, f, "--interface", "udp.interface", "udp: interface name or IPv4 address (default lo)");
-  flag(app, f, "--rail-b", "udp.rail_b", "udp: a second rail GROUP:PORT[@IFACE] (A/B feed)");
+  flag(app, f, "--rail-b", "udp.rail_b", "udp: a second rail GROUP:PORT[@IFACE] (A/B feed; default: none, one rail)");
 }
 
 void publisher_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--rate", "publisher.rate", "synthetic messages/s (e.g. 100k, 1M)");
   flag(app, f, "--duration", "publisher.duration", "how long to publish (e.g. 10s)");
-  flag(app, f, "--instruments", "publisher.instruments", "synthetic instruments");
+  flag(app, f, "--instrument-count", "publisher.instruments", "synthetic instruments (ids 0 to N-1)");
   flag(app, f, "--seed", "publisher.seed", "order-flow seed");
   flag(app, f, "--max-datagram", "publisher.max_datagram", "datagram size limit");
   flag(app, f, "--flush-interval", "publisher.flush_interval", "longest a partly filled datagram waits");
@@ -102,14 +119,14 @@ void publisher_flags(CLI::App* app, Flags& f) {
   flag(app, f, "--pacing-rate", "publisher.pacing_rate", "fixed pacing rate");
   flag(app, f, "--linger", "publisher.linger", "serve recovery this long after the end");
   bool_flag(app, f, "--crc", "publisher.crc", "CRC-32C in every datagram");
-  flag(app, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600)");
+  flag(app, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600; default: none, an open feed)");
 }
 
 void subscriber_flags(CLI::App* app, Flags& f, bool demo) {
-  if (!demo) flag(app, f, "--instruments", "subscriber.instruments", "all | ids such as 0-9,20");
-  if (demo) flag(app, f, "--filter", "subscriber.instruments", "all | ids such as 0-9,20");
-  flag(app, f, "--identity", "subscriber.identity", "identity proven to the publisher");
-  flag(app, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600)");
+  flag(app, f, "--instruments", "subscriber.instruments",
+       demo ? "the instruments every subscriber takes: all | ids such as 0-9,20" : "all | ids such as 0-9,20");
+  flag(app, f, "--identity", "subscriber.identity", "identity proven to the publisher (default: the secret file's only line)");
+  flag(app, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600; default: none, an open feed)");
   bool_flag(app, f, "--verify", "subscriber.verify", "check books against heartbeat checksums");
   if (!demo) bool_flag(app, f, "--print", "subscriber.print", "print every delivered message");
   flag(app, f, "--capacity", "subscriber.capacity", "capacity reported for slowest pacing (msg/s)");
@@ -129,7 +146,7 @@ int main(int argc, char** argv) {
   // as well as `mdcast --config f.toml publish`.
   app.fallthrough();
   std::string config;
-  app.add_option("--config", config, "TOML settings file (flags override it)")->check(CLI::ExistingFile);
+  app.add_option("--config", config, "TOML settings file (flags override it; default: none)")->check(CLI::ExistingFile);
   bool help_config = false;
   app.add_flag("--help-config", help_config, "list every settings key");
 
@@ -139,22 +156,24 @@ int main(int argc, char** argv) {
   publisher_flags(pub, f);
   flag(pub, f, "--result", "publisher.result", "write a result file at the end");
   flag(pub, f, "--wait-subscribers", "publisher.wait_subscribers", "hold publishing until this many have subscribed");
-  flag(pub, f, "--threads", "publisher.threads", "publishing threads (each its share of the channels)");
-  flag(pub, f, "--cpu", "publisher.cpus", "CPUs for the publishing threads, one each (0,1 or 2-5)");
+  flag(pub, f, "--threads", "publisher.threads",
+       "publishing threads, each its share of the channels (0: one per --cpu entry, else 1)");
+  flag(pub, f, "--cpu", "publisher.cpus", "CPUs for the publishing threads, one each (0,1 or 2-5; default: not pinned)");
 
   auto* sub = app.add_subcommand("subscribe", "run a subscriber with exact delivery and book verification");
   feed_flags(sub, f);
   subscriber_flags(sub, f, false);
   flag(sub, f, "--result", "subscriber.result", "write a result file at the end");
-  flag(sub, f, "--cpu", "subscriber.cpu", "CPU for the subscriber's thread");
+  flag(sub, f, "--cpu", "subscriber.cpu", "CPU for the subscriber's thread (none: not pinned)");
 
   auto* demo = app.add_subcommand("demo", "one publisher and N subscriber processes, live progress, final report");
   feed_flags(demo, f);
   publisher_flags(demo, f);
   subscriber_flags(demo, f, true);
   flag(demo, f, "--subscribers,-n", "demo.subscribers", "subscriber processes (default 4)");
-  flag(demo, f, "--threads", "publisher.threads", "the publisher's threads (each its share of the channels)");
-  flag(demo, f, "--cpu", "demo.cpus", "CPUs: the publisher's threads first, then one per subscriber");
+  flag(demo, f, "--threads", "publisher.threads",
+       "the publisher's threads, each its share of the channels (0: one)");
+  flag(demo, f, "--cpu", "demo.cpus", "CPUs: the publisher's threads first, then one per subscriber (default: not pinned)");
   flag(demo, f, "--loss", "demo.loss", "loss injected into subscriber 1 (e.g. 0.01 or 1%)");
   flag(demo, f, "--cut-rail-a", "demo.cut_rail_a", "udp with --rail-b: subscriber 1 loses rail A for this long (e.g. 3s)");
   bool_flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");
@@ -163,7 +182,9 @@ int main(int argc, char** argv) {
   StatArgs stat_args;
   auto* stat = app.add_subcommand("stat", "live counters of running mdcast processes");
   stat->add_flag("--watch,-w", stat_args.watch, "refresh until interrupted");
-  stat->add_option("--interval", stat_args.interval_s, "refresh interval in seconds")->check(CLI::PositiveNumber);
+  stat->add_option("--interval", stat_args.interval_s, "refresh interval in seconds (with --watch)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   stat->add_flag("--all,-a", stat_args.all, "every counter, not only the main ones");
   auto* stat_json = stat->add_flag("--json", stat_args.json, "one JSON document: processes[] with their counters "
                                                               "(with --watch, one document per line)");
@@ -185,7 +206,8 @@ int main(int argc, char** argv) {
                  "publishers: a line per subscriber (identity, lag, gaps, requests, recoveries); subscribers: their loss report");
   stat->add_flag("--dry-run", stat_args.dry_run, "with --clean: say what would be removed, remove nothing")
       ->needs(stat_clean);
-  stat->add_option("--shm-dir", stat_args.shm_dir, "with --clean: the directory the rings are in (shm.dir)")
+  stat->add_option("--shm-dir", stat_args.shm_dir,
+                   "with --clean: the directory the rings are in (shm.dir; default: /dev/hugepages and /dev/shm)")
       ->needs(stat_clean);
   stat->add_option("pid", stat_args.pids, "only these processes");
 
@@ -199,7 +221,8 @@ int main(int argc, char** argv) {
       "new", "print a secrets-file line with a fresh random secret: add it to the publisher's publisher.secrets "
              "file and to the subscriber's subscriber.secret_file (both chmod 600)");
   secret_new->add_option("--identity", secret_identity, "the client's name (1-64 of A-Z a-z 0-9 . _ - @ +)")->required();
-  secret_new->add_option("--instruments", secret_instruments, "what it may receive: all, or ids such as 0-99,200");
+  secret_new->add_option("--instruments", secret_instruments, "what it may receive: all, or ids such as 0-99,200")
+      ->capture_default_str();
 
   std::string verify_pub;
   std::vector<std::string> verify_subs;
@@ -214,7 +237,7 @@ int main(int argc, char** argv) {
                                            "(ok / warning / error with advice; exit 3 on an error)");
   feed_flags(doc, f);
   doc->add_flag("--json", doctor_args.json, "one JSON object instead of text");
-  doc->add_option("--root", doctor_args.root, "read /sys and /proc under this directory (tests)");
+  doc->add_option("--root", doctor_args.root, "read /sys and /proc under this directory (tests; default: /)");
 
   RecordArgs record_args;
   auto* rec = app.add_subcommand("record", "subscribe to every instrument and write each delivered datagram into "
@@ -222,13 +245,20 @@ int main(int argc, char** argv) {
   feed_flags(rec, f);
   rec->add_option("--out,-o", record_args.out, "base name: files BASE.0000.pcap, BASE.0001.pcap, ... with .idx")
       ->required();
-  rec->add_option("--rotate-size", record_args.rotate_size, "next file once one holds this much (e.g. 1G)");
-  rec->add_option("--rotate-time", record_args.rotate_time, "next file once one is this old (e.g. 1h)");
+  rec->add_option("--rotate-size", record_args.rotate_size, "next file once one holds this much (e.g. 1G; 0: never)")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  rec->add_option("--rotate-time", record_args.rotate_time, "next file once one is this old (e.g. 1h; 0: never)")
+      ->type_name("DURATION")
+      ->capture_default_str();
   rec->add_option("--index-every", record_args.index_every, "an index entry every this many datagrams")
-      ->check(CLI::PositiveNumber);
-  rec->add_option("--min-free", record_args.min_free, "refuse to start with less free disk (default 256M or --rotate-size)");
-  flag(rec, f, "--identity", "subscriber.identity", "identity proven to the publisher");
-  flag(rec, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600)");
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  rec->add_option("--min-free", record_args.min_free,
+                  "refuse to start with less free disk (default: 256MiB, or --rotate-size if larger)")
+      ->type_name("SIZE");
+  flag(rec, f, "--identity", "subscriber.identity", "identity proven to the publisher (default: the secret file's only line)");
+  flag(rec, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600; default: none, an open feed)");
   flag(rec, f, "--duration", "subscriber.duration", "stop after this long (default: end of session)");
   flag(rec, f, "--wait", "subscriber.wait", "how long to wait for the publisher");
   flag(rec, f, "--give-up", "subscriber.give_up", "exit after the publisher is silent this long");
@@ -239,20 +269,24 @@ int main(int argc, char** argv) {
   feed_flags(rep, f);
   rep->add_option("files", replay_args.files, "recording files, or a BASE for BASE.0000.pcap, BASE.0001.pcap, ...")
       ->required();
-  rep->add_option("--speed", replay_args.speed, "a multiple of the recorded pace (1, 10, 0.5) or max (default 1)");
+  rep->add_option("--speed", replay_args.speed, "a multiple of the recorded pace (1, 10, 0.5) or max")
+      ->capture_default_str();
   rep->add_option("--from", replay_args.from, "start at a sequence (12345), a UTC time (2026-12-01T17:00:00Z) or an "
-                                              "offset (30s); the books before it are published first");
+                                              "offset (30s); the books before it are published first (default: the start)");
   flag(rep, f, "--max-datagram", "publisher.max_datagram", "datagram size limit");
   flag(rep, f, "--flush-interval", "publisher.flush_interval", "longest a partly filled datagram waits");
   flag(rep, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
   flag(rep, f, "--linger", "publisher.linger", "serve recovery this long after the end");
   bool_flag(rep, f, "--crc", "publisher.crc", "CRC-32C in every datagram");
-  flag(rep, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600)");
+  flag(rep, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600; default: none, an open feed)");
   flag(rep, f, "--result", "publisher.result", "write a result file at the end");
   flag(rep, f, "--wait-subscribers", "publisher.wait_subscribers", "hold the replay until this many have subscribed");
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    if (!explain_unexpected(app, e)) app.exit(e);
+    return exit_code::kUsage;
   } catch (const CLI::ParseError& e) {
     // CLI11's own codes (105-120) say which parse rule failed; a script
     // needs only "the command line is wrong".
@@ -273,7 +307,7 @@ int main(int argc, char** argv) {
     }
     Settings s;
     if (!config.empty()) load_config(s, config);
-    for (const auto& [k, v] : f.set) apply_setting(s, k, v, "--" + k.substr(k.find('.') + 1));
+    for (const Given& g : f.set) apply_setting(s, g.key, g.value, g.where);
     install_signal_handlers();
     s.feed.stop = &g_stop;  // a subscriber waiting for its publisher gives up on SIGINT/SIGTERM
     if (pub->parsed()) return run_publish(s);
@@ -281,7 +315,7 @@ int main(int argc, char** argv) {
     if (demo->parsed()) {
       DemoArgs a;
       a.config = config;
-      a.settings = f.set;
+      for (const Given& g : f.set) a.settings.emplace_back(g.key, g.value);
       return run_demo(s, a);
     }
     if (stat->parsed()) return run_stat(stat_args);

@@ -74,6 +74,7 @@ int publish(Settings& s) {
     pace.start_ns = lane.t0();
     pace.end_ns = lane.t0() + s.pub.duration_ns;
     pace.idle = s.feed.idle;
+    pace.idle_params = s.feed.idle_params;
     if (ids.empty()) {
       // Channels no synthetic instrument is on: heartbeats only, for the duration.
       while (!lane.stopping() && monotonic_ns() < pace.end_ns) {

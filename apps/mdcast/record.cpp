@@ -43,9 +43,10 @@ int record_loop(Settings& s, record::WriterOptions wo, Medium& medium, std::stri
   stats::CountersFile cf("recorder", s.feed.name, std::string(medium_name), sections);
   auto* rc = cf.section<record::RecordCounters>(1);
   RecordHandler rec(std::move(wo), rc);
+  feed::SubscriberAgentOptions opts{s.feed.control_poll_ns, s.feed.idle};
+  opts.idle_params = s.feed.idle_params;
   feed::SubscriberAgent<Medium, RecordHandler> agent(medium, subscriber_config(s), rec,
-                                                     cf.section<feed::SubscriberCounters>(0),
-                                                     {s.feed.control_poll_ns, s.feed.idle});
+                                                     cf.section<feed::SubscriberCounters>(0), opts);
   rec.attach(agent.subscriber().books());
   const record::RecordingWriter& writer = rec.writer();
   cf.set_state(stats::ProcessState::kRunning);
@@ -133,13 +134,22 @@ int run_record(Settings& s, const RecordArgs& a) {
   if (!fs::is_directory(dir)) fail_usage("record --out {}: directory {} does not exist", a.out, dir);
   record::WriterOptions wo;
   wo.base = a.out;
-  wo.rotate_bytes = a.rotate_size.empty() ? 0 : parse_size(a.rotate_size);
-  wo.rotate_ns = a.rotate_time.empty() ? 0 : parse_duration(a.rotate_time);
+  // A bad value is the command line's: named by its flag, exit 2.
+  auto flag_value = [](const char* name, auto parse) {
+    try {
+      return parse();
+    } catch (const Error& e) {
+      throw UsageError(e.with_context(name));
+    }
+  };
+  wo.rotate_bytes = flag_value("--rotate-size", [&] { return a.rotate_size.empty() ? 0 : parse_size(a.rotate_size); });
+  wo.rotate_ns = flag_value("--rotate-time", [&] { return a.rotate_time.empty() ? 0 : parse_duration(a.rotate_time); });
   wo.index_every = a.index_every;
   wo.max_datagram = record::kMaxPayload;
   wo.address = recording_address(s);
   const uint64_t need =
-      !a.min_free.empty() ? parse_size(a.min_free) : std::max<uint64_t>(wo.rotate_bytes, uint64_t{256} << 20);
+      !a.min_free.empty() ? flag_value("--min-free", [&] { return parse_size(a.min_free); })
+                          : std::max<uint64_t>(wo.rotate_bytes, uint64_t{256} << 20);
   check_room(need, dir, fmt::format("recording {}.*.pcap", a.out),
              "record elsewhere (--out), or lower --min-free / --rotate-size");
   if (s.feed.channels > 1)

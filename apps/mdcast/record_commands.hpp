@@ -13,8 +13,8 @@ namespace mdcast::app {
 
 struct RecordArgs {
   std::string out;            // base name: files <out>.<n>.pcap (+ .idx)
-  std::string rotate_size;    // "1G": next file once this one holds this much
-  std::string rotate_time;    // "1h": next file once its first frame is this old
+  std::string rotate_size = "0";  // "1G": next file once this one holds this much (0: never)
+  std::string rotate_time = "0";  // "1h": next file once its first frame is this old (0: never)
   uint32_t index_every = 1024;
   std::string min_free;       // refuse to start with less free space than this
 };

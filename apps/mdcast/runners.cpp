@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -47,6 +48,7 @@ struct AppTotals {
   Histogram latency;
   uint64_t delivered = 0;
   bool print = false;
+  bool progress = false;  // a progress line is on stderr: an event line clears it first
   MessagePrinter printer;
 };
 
@@ -72,7 +74,8 @@ struct AppHandler {
   }
   void on_event(feed::SubscriberEvent e, std::string_view detail) noexcept {
     print_noexcept(stderr, [&] {
-      fmt::print(stderr, "mdcast subscribe: {}{}{}{}\n", channel, to_string(e), detail.empty() ? "" : ": ", detail);
+      fmt::print(stderr, "{}mdcast subscribe: {}{}{}{}\n", totals->progress ? "\r\x1b[K" : "", channel, to_string(e),
+                 detail.empty() ? "" : ": ", detail);
     });
   }
 };
@@ -90,6 +93,7 @@ int subscribe(Settings& s) {
   plan.map = channel_map(s);
   plan.engine = subscriber_config(s);
   plan.agent = {s.feed.control_poll_ns, s.feed.idle};
+  plan.agent.idle_params = s.feed.idle_params;
   plan.limits = subscriber_limits(s);
   plan.first_channel = s.feed.channel;
   plan.name = s.feed.name;
@@ -129,11 +133,34 @@ int subscribe(Settings& s) {
              s.sub.all_instruments ? std::string("all") : fmt::format("{} listed", s.sub.instruments.size()),
              s.sub.cpu >= 0 ? fmt::format("; pinned to CPU {}", s.sub.cpu) : "");
   auto* app = rt.template section<AppSubCounters>(0);
-  const auto out = rt.run([&](uint64_t) {
+  // A live line while it runs, where a person watches stderr (and --print's
+  // lines are not on the same terminal); one line rewritten, as the demo's.
+  const char* term = std::getenv("TERM");
+  h.progress = isatty(STDERR_FILENO) && !(term && std::string_view(term) == "dumb") && !(h.print && isatty(STDOUT_FILENO));
+  uint64_t t_first = 0, t_last = 0, delivered_last = 0, rate = 0;
+  const auto out = rt.run([&](uint64_t now) {
     app->lost.set(rt.lost_datagrams());
     app->latency_max_ns.set(h.latency.max());
     rt.counters_file().publish(0, h.latency);
+    if (!h.progress) return;
+    if (!t_first) t_first = t_last = now;
+    if (now > t_last) {
+      rate = (h.delivered - delivered_last) * kNsPerSec / (now - t_last);
+      t_last = now;
+      delivered_last = h.delivered;
+    }
+    const auto& c = rt.totals();
+    print_noexcept(stderr, [&] {
+      fmt::print(stderr, "\r  {:5.1f}s  delivered {:>11} msg ({:>9}/s)  gaps {}  recovered {}  snapshots {}{}\x1b[K",
+                 static_cast<double>(now - t_first) / 1e9, grouped(h.delivered), grouped(rate), c.gaps.get(),
+                 c.datagrams_recovered.get(), c.snapshots_applied.get(),
+                 h.latency.count() ? fmt::format("  latency p50 {} p99 {}", format_latency(h.latency.percentile(50)),
+                                                 format_latency(h.latency.percentile(99)))
+                                   : std::string());
+      std::fflush(stderr);
+    });
   });
+  if (h.progress && t_first) print_noexcept(stderr, [] { fmt::print(stderr, "\n"); });
   using runtime::SubscriberEnding;
   const bool good = out.ending == SubscriberEnding::kEnded || out.ending == SubscriberEnding::kDuration;
 
@@ -144,8 +171,10 @@ int subscribe(Settings& s) {
   if (!s.sub.result.empty()) write_result(s.sub.result, r);
   // Latency percentiles of no messages would read as zero latency: only where there were some.
   const std::string latency = h.latency.count() == 0 ? std::string()
-                                                     : fmt::format("; latency p50 {} ns p99 {} ns", h.latency.percentile(50),
-                                                                   h.latency.percentile(99));
+                                                     : fmt::format("; latency p50 {} p99 {} max {}",
+                                                                   format_latency(h.latency.percentile(50)),
+                                                                   format_latency(h.latency.percentile(99)),
+                                                                   format_latency(h.latency.max()));
   const auto& c = rt.totals();
   fmt::print(stderr, "mdcast subscribe: {} (session {:016x}): {} messages, {} gaps, {} datagrams recovered, {} snapshots{}\n",
              r.outcome, r.session, h.delivered, c.gaps.get(), c.datagrams_recovered.get(), c.snapshots_applied.get(),

@@ -86,9 +86,11 @@ void check_host(const Options& o, Report& r) {
     const std::string v = fmt::format("{} configured, {} free, {} each", hp->total, hp->free, bytes_text(hp->page_bytes));
     if (hp->total == 0)
       r.add("host", "huge pages", o.medium == Medium::kUdp ? Level::kOk : Level::kWarning, v,
-            o.medium == Medium::kUdp ? "not used by the udp medium"
-                                     : "rings and registered memory fall back to 4 KiB pages (more TLB misses): "
-                                       "reserve some with `sysctl -w vm.nr_hugepages=512`");
+            o.medium == Medium::kUdp
+                ? std::string("not used by the udp medium")
+                : fmt::format("rings and registered memory fall back to 4 KiB pages (more TLB misses): reserve some "
+                              "with `sysctl -w vm.nr_hugepages={}` (docs/operations.md 5)",
+                              kAdvisedHugePages));
     else if (hp->free == 0)
       r.add("host", "huge pages", Level::kWarning, v, "all in use: new rings fall back to 4 KiB pages");
     else

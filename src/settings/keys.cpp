@@ -58,6 +58,31 @@ const std::map<std::string, SettingKey>& setting_keys() {
       if (!IdleStrategy::parse(v, s.feed.idle)) fail("'{}' is not an idle strategy (spin, yield, backoff, sleep, block)", v);
     },
         [](const Settings& s) { return std::string(IdleStrategy::name(s.feed.idle)); });
+    add("feed.idle_spins", "N", "backoff and block: pause rounds before a loop with no work yields the CPU",
+        [](Settings& s, const std::string& v) { s.feed.idle_params.spins = parse_uint<uint32_t>(v, 0, 1u << 20); },
+        [](const Settings& s) { return std::to_string(s.feed.idle_params.spins); });
+    add("feed.idle_yields", "N", "backoff and block: sched_yield rounds after the spins, before it sleeps",
+        [](Settings& s, const std::string& v) { s.feed.idle_params.yields = parse_uint<uint32_t>(v, 0, 1u << 20); },
+        [](const Settings& s) { return std::to_string(s.feed.idle_params.yields); });
+    add("feed.idle_backoff_min", "DURATION", "backoff and block: the first sleep, doubled each idle round",
+        [](Settings& s, const std::string& v) {
+          s.feed.idle_params.park_min_ns = parse_duration(v);
+          if (!s.feed.idle_params.park_min_ns) fail("'{}': the first sleep must be positive (e.g. 1us)", v);
+        },
+        [](const Settings& s) { return format_duration(s.feed.idle_params.park_min_ns); });
+    add("feed.idle_backoff_max", "DURATION",
+        "backoff and block: the longest sleep: bounds the latency an idle loop adds to the next datagram",
+        [](Settings& s, const std::string& v) {
+          s.feed.idle_params.park_max_ns = parse_duration(v);
+          if (!s.feed.idle_params.park_max_ns) fail("'{}': the longest sleep must be positive (e.g. 100us)", v);
+        },
+        [](const Settings& s) { return format_duration(s.feed.idle_params.park_max_ns); });
+    add("feed.idle_sleep", "DURATION", "sleep: how long a loop with no work sleeps each round",
+        [](Settings& s, const std::string& v) {
+          s.feed.idle_params.sleep_ns = parse_duration(v);
+          if (!s.feed.idle_params.sleep_ns) fail("'{}': the sleep must be positive (e.g. 50us)", v);
+        },
+        [](const Settings& s) { return format_duration(s.feed.idle_params.sleep_ns); });
     add("feed.control_poll", "DURATION", "interval between control-plane polls of a busy loop (a poll is a system call)",
         [](Settings& s, const std::string& v) { s.feed.control_poll_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.feed.control_poll_ns); });

@@ -13,6 +13,7 @@
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/feed/publisher_core.hpp"
 #include "mdcast/media/channel_group.hpp"
+#include "mdcast/settings/suggest.hpp"
 #include "mdcast/settings/values.hpp"
 
 namespace mdcast::settings {
@@ -88,7 +89,9 @@ void apply_setting(Settings& s, const std::string& key, const std::string& value
   auto it = r.find(key);
   if (it == r.end()) {
     if (const char* why = removed_key(key)) fail_usage("{}: setting '{}' was removed: {}", where, key, why);
-    fail_usage("{}: unknown setting '{}'", where, key);
+    const std::string near = nearest_setting(key);
+    fail_usage("{}: unknown setting '{}'{}", where, key,
+               near.empty() ? std::string(" (mdcast --help-config lists them)") : fmt::format(": did you mean {}?", near));
   }
   try {
     it->second.set(s, value);
@@ -114,6 +117,8 @@ void load_config(Settings& s, const std::string& path) {
       const std::string key = std::string(section.str()) + "." + std::string(k.str());
       if (const char* why = removed_key(key)) fail_usage("{}: '{}' was removed: {}", where_of(path, v), key, why);
       if (!r.count(key)) {
+        if (const std::string near = nearest_setting(key); !near.empty())
+          fail_usage("{}: unknown config key '{}': did you mean {}?", where_of(path, v), key, near);
         std::string known;
         for (const auto& [rk, _] : r)
           if (rk.rfind(std::string(section.str()) + ".", 0) == 0) known += (known.empty() ? "" : ", ") + rk.substr(section.str().size() + 1);

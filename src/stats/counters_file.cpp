@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/fence.hpp"
 #include "mdcast/core/fd.hpp"
 #include "mdcast/core/process.hpp"
 #include "mdcast/core/resources.hpp"
@@ -79,7 +80,7 @@ void read_histograms(const Header& h, const MappedMemory& m, size_t file_size, C
     for (int t = 0; t < kSeqlockTries && !out.whole; ++t) {
       const uint64_t before = w[kHistSeq].load(std::memory_order_acquire);
       for (size_t k = 1; k < words.size(); ++k) words[k] = w[k].load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      acquire_fence();
       out.whole = before % 2 == 0 && w[kHistSeq].load(std::memory_order_relaxed) == before;
     }
     const auto* label = reinterpret_cast<const char*>(rec);
@@ -245,7 +246,7 @@ void CountersFile::publish(size_t i, const Histogram& h) noexcept {
   std::atomic_ref<uint64_t> seq(w[kHistSeq]);
   const uint64_t s = seq.load(std::memory_order_relaxed);
   seq.store(s + 1, std::memory_order_relaxed);  // odd: being written
-  std::atomic_thread_fence(std::memory_order_release);
+  release_fence();
   put(kHistCount, h.count());
   put(kHistSum, h.sum());
   put(kHistMax, h.max());

@@ -236,8 +236,10 @@ class Walker {
     if (const auto it = clocks_.offsets.find(h.session); it != clocks_.offsets.end()) {
       // Two's complement wrap as the dissector's Int64 sum does.
       const auto wall = static_cast<int64_t>(h.send_time_ns + static_cast<uint64_t>(it->second));
-      const int64_t early = clocks_.capture_ns - wall;
-      if (wall >= 0 && early >= -kWallAfterNs && early <= kWallBeforeNs) {
+      // Both sides non-negative before subtracting: a corrupted send time
+      // must not overflow (UBSan found one in a damaged capture).
+      const int64_t early = wall >= 0 && clocks_.capture_ns >= 0 ? clocks_.capture_ns - wall : INT64_MIN;
+      if (early != INT64_MIN && early >= -kWallAfterNs && early <= kWallBeforeNs) {
         p.add("mdcast.send_wall", utc(wall));
         sum_.count("send_wall");
       }

@@ -11,12 +11,18 @@ source "$(dirname "$0")/lib.sh"
 
 MAP="0-24:0,25-49:1,50-74:2,75-99:3"   # channel ids 1-4 (index + feed.channel 1)
 start_bg pub publish --name "$NAME" --channels 4 --channel-map "$MAP" --threads 2 --rate 40k --duration 3s \
-  --instruments 100 --idle block --wait-subscribers 6 --result "$WORK/pub.toml"
+  --instrument-count 100 --idle block --wait-subscribers 6 --result "$WORK/pub.toml"
 for k in 0 1 2 3; do NAME_K="$NAME.$k"; i=0
   until [ -e "/dev/shm/mdcast-$NAME_K.ring" ] || [ -e "/dev/hugepages/mdcast-$NAME_K.ring" ]; do
     sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || fail "ring of channel index $k never appeared"
   done
 done
+# A subscriber that forgot --channels is told the feed has channels, not only
+# that a ring is missing.
+rc=0; "$MDCAST" subscribe --name "$NAME" --wait 0 >"$WORK/nochannels.log" 2>&1 || rc=$?
+[ "$rc" = 3 ] || { cat "$WORK/nochannels.log"; fail "a subscriber without --channels exited $rc, not 3"; }
+grep -q "feed '$NAME' has channels (4 rings .*subscribe with --channels 4" "$WORK/nochannels.log" ||
+  { cat "$WORK/nochannels.log"; fail "a subscriber without --channels is not told the feed has channels"; }
 start_bg all subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle block --inject-loss 0.02 \
   --result "$WORK/all.toml"
 start_bg two subscribe --name "$NAME" --channels 4 --channel-map "$MAP" --idle block --instruments 25-30,80-85 \

@@ -16,7 +16,7 @@ GROUP="239.77.15.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
 run_case() {
   local tag=$1 sig=$2; shift 2
   local feed=("$@")
-  start_bg "pub-$tag" publish "${feed[@]}" --rate 4k --duration 60s --instruments 50 --wait-subscribers 2 \
+  start_bg "pub-$tag" publish "${feed[@]}" --rate 4k --duration 60s --instrument-count 50 --wait-subscribers 2 \
     --linger 30s --result "$WORK/pub-$tag.toml"
   wait_log "pub-$tag" "^mdcast publish: .*session [0-9a-f]{16}" 30
   start_bg "a-$tag" subscribe "${feed[@]}" --result "$WORK/a-$tag.toml"
@@ -73,7 +73,7 @@ note "a second SIGTERM cut the linger short: exit 130"
 # of a 4 s feed, replayed at its pace, SIGTERM once the subscriber has
 # delivered some of it: the replay exits 0 having ended the session where it
 # was, the subscriber 0 with every message the replay published.
-start_bg rpub publish --name "$NAME-r" --idle block --rate 10k --duration 4s --instruments 50 --wait-subscribers 1
+start_bg rpub publish --name "$NAME-r" --idle block --rate 10k --duration 4s --instrument-count 50 --wait-subscribers 1
 start_bg rrec record --name "$NAME-r" --idle block --out "$WORK/r" --result "$WORK/rrec.toml"
 wait_pid "$PID_rrec" 60 || fail "the recorder exited non-zero: $(tail -2 "$WORK/rrec.log")"
 wait_pid "$PID_rpub" 30 || fail "the recorded publisher exited non-zero"
@@ -96,7 +96,7 @@ note "replay: SIGTERM mid-recording: replay 0, its subscriber 0 with all $replay
 # have process groups of their own) tells only its publisher: the session
 # ends, both subscribers, one of them lossy, finish with everything, and the
 # report verifies them: exit 0.
-start_bg demo demo --name "$NAME-d" --duration 60s --rate 4k --instruments 50 --subscribers 2 --loss 0.02 \
+start_bg demo demo --name "$NAME-d" --duration 60s --rate 4k --instrument-count 50 --subscribers 2 --loss 0.02 \
   --idle block --progress true
 # The progress line's "delivered MIN..MAX": the slower subscriber past 1,000.
 wait_log demo "delivered +[0-9]{1,3}(,[0-9]{3})+\.\." 90

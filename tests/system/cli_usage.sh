@@ -14,7 +14,24 @@ expect_rc() {  # expect_rc RC PATTERN ARGS...: exit status RC and output matchin
 }
 
 # Usage (2): the command line or a settings file is wrong.
-expect_rc 2 "The following argument was not expected|not expected" publish --no-such-flag
+expect_rc 2 "mdcast publish: unknown flag --no-such-flag$" publish --no-such-flag
+# A typo is answered with the flag meant, a settings key with the key meant,
+# a renamed flag with its new name, a mistyped subcommand with the right one.
+expect_rc 2 "^mdcast publish: unknown flag --rat: did you mean --rate\?" publish --rat 100k
+expect_rc 2 "unknown flag --duraton: did you mean --duration\?" subscribe --duraton 1s
+expect_rc 2 "unknown flag --intervall: did you mean --interval\?" stat --intervall 2
+expect_rc 2 "unknown flag --rotate-sise: did you mean --rotate-size\?" record --out x --rotate-sise 1G
+expect_rc 2 "mdcast publish: --instruments is now --instrument-count" publish --instruments 100
+expect_rc 2 "mdcast demo: --filter is now --instruments" demo --filter 0-9
+expect_rc 2 "^mdcast: --set feed.nmae: unknown setting 'feed.nmae': did you mean feed.name\?" subscribe --set feed.nmae=x
+expect_rc 2 "publsher.rate': did you mean publisher.rate\?" publish --set publsher.rate=1k
+expect_rc 2 "unknown subcommand 'pubish': did you mean publish\?" pubish --rate 1k
+printf '[feed]\nnmae = "x"\n' >"$WORK/near.toml"
+expect_rc 2 "near.toml:2: unknown config key 'feed.nmae': did you mean feed.name\?" --config "$WORK/near.toml" publish
+# An error names the flag typed, not the setting's own name.
+expect_rc 2 "^mdcast: --cpu: publisher.cpus: CPU 1000 is not available" publish --cpu 1000
+expect_rc 2 "^mdcast: --subscribers: demo.subscribers: " demo -n 0
+expect_rc 2 "^mdcast: --instruments: subscriber.instruments: " subscribe --instruments x-y
 expect_rc 2 "publisher.rate: '12x' is not a rate" publish --rate 12x
 printf '[publisher]\nrat = 5\n' >"$WORK/typo.toml"
 expect_rc 2 "typo.toml:2: unknown config key 'publisher.rat'" --config "$WORK/typo.toml" publish
@@ -31,6 +48,34 @@ grep -qE -- "--duration DURATION=10s" "$WORK/help.txt" || fail "--help shows no 
 grep -qE -- "--crc \[BOOL\].*default: false" "$WORK/help.txt" || fail "--help shows no default for --crc"
 "$MDCAST" --help-config >"$WORK/help-config.txt"
 grep -qE "publisher.retransmit_bytes +SIZE .*\(default: 64MiB\)" "$WORK/help-config.txt" || fail "--help-config shows no defaults"
+grep -qE "feed.idle_backoff_max +DURATION .*\(default: 100us\)" "$WORK/help-config.txt" || fail "the idle back-off is not a setting"
+grep -qE -- "--threads N=0 .*0: one per --cpu entry" "$WORK/help.txt" || fail "publish --help does not say what --threads 0 means"
+# Every option of every subcommand shows its default: TYPE=VALUE, or "default" in its text.
+for cmd in publish subscribe demo stat bench record replay doctor verify "secret new"; do
+  # shellcheck disable=SC2086
+  "$MDCAST" $cmd --help >"$WORK/help-$$.txt"
+  python3 - "$WORK/help-$$.txt" "$cmd" <<'PY' || fail "mdcast $cmd --help: an option without its default"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+bad = []
+for i, l in enumerate(lines):
+    m = re.match(r"^  (-\S+(?: \S+)*?)(?:  +(.*))?$", l)
+    if not m or not l.lstrip().startswith("-"):
+        continue
+    opts, text = m.group(1), m.group(2) or ""
+    if not text and i + 1 < len(lines) and not lines[i + 1].lstrip().startswith("-"):
+        text = lines[i + 1]
+    words = opts.split()
+    if len(words) < 2 or words[1] in ("Excludes:", "Needs:") or not re.match(r"^\[?[A-Z]", words[1]):
+        continue  # a flag: no value, no default
+    if "=" in opts or "REQUIRED" in opts or "default" in text:
+        continue
+    bad.append(l.strip())
+if bad:
+    print(f"mdcast {sys.argv[2]} --help: no default shown for:", *bad, sep="\n  ")
+    sys.exit(1)
+PY
+done
 
 # Said at once: what a subscriber waits for (it may wait long).
 start_bg waiting subscribe --name "$NAME-late" --wait 20s
@@ -48,6 +93,18 @@ bad=$(grep -vE "^seq=[0-9]+ inst=[0-9]+#[0-9]+ |^session [0-9a-f]+: books reset"
 grep -E " add id=[0-9]+ (buy|sell) [0-9]+@[0-9]+\.[0-9]{4}$" "$WORK/print.log" >/dev/null \
   || { head "$WORK/print.log"; fail "--print prices are not scaled (price_exponent -4)"; }
 grep -qE "define symbol=SYM[0-9]+ lot=[0-9]+ price_exponent=-4" "$WORK/print.log" || fail "--print shows no definitions"
+# Latency in units a person reads (3.11 ms, not 3112959 ns).
+grep -qE "latency p50 [0-9.]+ (ns|us|ms|s) p99 [0-9.]+ (ns|us|ms|s) max [0-9.]+ (ns|us|ms|s)$" "$WORK/print.err" ||
+  { cat "$WORK/print.err"; fail "subscribe's summary shows latency in raw units"; }
+# On a terminal, a live progress line while it runs (script(1) gives it one).
+if command -v script >/dev/null; then
+  start_bg tty-pub publish --name "$NAME-tty" --rate 2k --duration 2s --wait-subscribers 1
+  script -qec "'$MDCAST' subscribe --name '$NAME-tty'" /dev/null </dev/null >"$WORK/tty.out" 2>&1 ||
+    { cat -v "$WORK/tty.out"; fail "subscribe on a terminal failed"; }
+  wait_rc "$PID_tty_pub" 20 || fail "publisher for the terminal check failed"
+  grep -qaE $'\r  +[0-9.]+s  delivered +[0-9,]+ msg' "$WORK/tty.out" ||
+    { cat -v "$WORK/tty.out"; fail "subscribe on a terminal shows no progress line"; }
+fi
 
 # A publisher held below its rate says why.
 expect_rc 0 "published [0-9]+ msg/s of the 20000 asked .*publisher.pacing = fixed held it down" \

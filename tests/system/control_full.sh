@@ -5,7 +5,7 @@
 # still gets the whole feed.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 2k --duration 60s --instruments 50 --idle block --wait-subscribers 1 \
+start_bg pub publish --name "$NAME" --rate 2k --duration 60s --instrument-count 50 --idle block --wait-subscribers 1 \
   --set control.max_clients=1 --linger 2s --result "$WORK/pub.toml"
 wait_ring
 start_bg sub1 subscribe --name "$NAME" --idle block --result "$WORK/sub1.toml"

@@ -61,5 +61,26 @@ else
   run 3 verbs-none --medium verbs
   grep -q "ERROR devices: no RDMA device" "$WORK/verbs-none.out" || fail "doctor --medium verbs without a device is no error"
   grep -q "qkey: 0x01234567" "$WORK/verbs-none.out" || fail "doctor --medium verbs does not show the QKey"
+  # The medium itself says the same plain thing, not which address to set.
+  for cmd in "publish --duration 1s" "subscribe --wait 0"; do
+    rc=0; "$MDCAST" $cmd --medium verbs --name "$NAME" >"$WORK/verbs-${cmd%% *}.out" 2>&1 || rc=$?
+    out="$WORK/verbs-${cmd%% *}.out"
+    [ "$rc" -eq 3 ] || { cat "$out"; fail "mdcast $cmd --medium verbs without a device exited $rc, not 3"; }
+    grep -q "no RDMA device on this host" "$out" || { cat "$out"; fail "mdcast $cmd --medium verbs does not say there is no RDMA device"; }
+    ! grep -q "no local address" "$out" || fail "mdcast $cmd --medium verbs asks for an address"
+  done
 fi
+
+# Huge pages: the doctor advises the number docs/operations.md gives.
+mkdir -p "$WORK/root/proc" "$WORK/root/dev/shm"
+printf 'MemTotal: 8000000 kB\nMemAvailable: 4000000 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:    2048 kB\n' \
+  >"$WORK/root/proc/meminfo"
+"$MDCAST" doctor --root "$WORK/root" --medium shm >"$WORK/huge.out" 2>&1 || true
+advised=$(grep -o 'vm.nr_hugepages=[0-9]*' "$WORK/huge.out" | head -1)
+[ -n "$advised" ] || { cat "$WORK/huge.out"; fail "doctor advises no vm.nr_hugepages without huge pages"; }
+DOC="$(dirname "$0")/../../docs/operations.md"
+documented=$(grep -o 'vm.nr_hugepages=[0-9]*' "$DOC" | sort -u)
+[ "$documented" = "$advised" ] || fail "doctor advises $advised, docs/operations.md says $documented"
+grep -qF "\`hugepages=${advised#vm.nr_hugepages=}\`" "$DOC" || fail "docs/operations.md's boot line is not ${advised#vm.nr_}"
+note "huge pages: doctor and docs/operations.md both say $advised"
 note "PASS"

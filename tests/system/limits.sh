@@ -73,7 +73,7 @@ set -e
 note "publish 2>&1 | head -1: exit ${st[0]} after '$(cat "$WORK/head-pub.out")'"
 no_leftovers "$RINGS" "a publisher whose output was closed"
 
-start_bg pub publish --name "$NAME" --shm-dir "$RINGS" --duration 60s --rate 20k --instruments 10 --idle block \
+start_bg pub publish --name "$NAME" --shm-dir "$RINGS" --duration 60s --rate 20k --instrument-count 10 --idle block \
   --linger 0s
 wait_log pub "mdcast publish: .*session" 20
 set +e

@@ -21,7 +21,7 @@ unshare -m --propagation private bash -euo pipefail -c '
 
   # A feed that outlasts the disk, however many bytes a second makes on this
   # machine: the publisher is stopped once the recorder has ended.
-  "$MDCAST" publish --name "$NAME" --rate 20k --duration 120s --instruments 20 --idle block --wait-subscribers 1 \
+  "$MDCAST" publish --name "$NAME" --rate 20k --duration 120s --instrument-count 20 --idle block --wait-subscribers 1 \
     >"$WORK/pub.log" 2>&1 &
   pub=$!
   rc=0

@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 # recorder), recorded into $WORK/TAG.NNNN.pcap; publisher result $WORK/TAG-pub.toml.
 publish_recorded() {
   local tag=$1; shift
-  start_bg "$tag-pub" publish --name "$NAME-$tag" --rate 20k --duration 2s --instruments 50 --idle block \
+  start_bg "$tag-pub" publish --name "$NAME-$tag" --rate 20k --duration 2s --instrument-count 50 --idle block \
     --wait-subscribers 1 --result "$WORK/$tag-pub.toml"
   start_bg "$tag-rec" record --name "$NAME-$tag" --idle block --out "$WORK/$tag" --index-every 64 \
     --result "$WORK/$tag-rec.toml" "$@"
@@ -161,7 +161,7 @@ note "a file left out of the rotation, a second session: reported where they beg
 books() { grep -E '^"[0-9]+" = \[[1-9]' "$1" | sed -E 's/\[[0-9]+, /[/' | sort; }
 # The feed is long enough for every step below on a busy host; each step
 # waits for the counter that says it happened, not for time.
-start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 12s --instruments 50 --idle block --shm-slots 1024 --set shm.max_datagram=256 \
+start_bg s-pub publish --name "$NAME-s" --rate 20k --duration 12s --instrument-count 50 --idle block --shm-slots 1024 --set shm.max_datagram=256 \
   --retransmit-bytes 64K --result "$WORK/s-pub.toml"
 wait_log s-pub "^mdcast publish: .*session [0-9a-f]{16}" 30
 wait_published "$PID_s_pub" 6000  # more than the ring holds: a late recorder starts from a snapshot
@@ -196,7 +196,7 @@ note "--from $from: $skipped datagrams rebuilt into a book image, the rest repla
 # -------------------------------------------------------------- over UDP --
 GROUP="239.77.12.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0 --idle block)
-start_bg u-pub publish "${udp[@]}" --rate 20k --duration 1s --instruments 50 --wait-subscribers 1 --result "$WORK/u-pub.toml"
+start_bg u-pub publish "${udp[@]}" --rate 20k --duration 1s --instrument-count 50 --wait-subscribers 1 --result "$WORK/u-pub.toml"
 wait_log u-pub '^mdcast publish: UDP multicast .*control tcp:' 30  # it announces itself from now on
 start_bg u-rec record "${udp[@]}" --out "$WORK/u"
 wait_pid "$PID_u_rec" 60 || fail "recorder over UDP exited non-zero"

@@ -25,7 +25,7 @@ expect_error mode "has mode 0644: group or others may read or change it; chmod 6
 chmod 600 "$WORK/pub.secrets"
 expect_error removed "setting 'subscriber.credential' was removed" subscribe --name "$NAME" --set subscriber.credential=x
 
-start_bg pub publish --name "$NAME" --rate 20k --duration 2s --instruments 50 --secrets "$WORK/pub.secrets" \
+start_bg pub publish --name "$NAME" --rate 20k --duration 2s --instrument-count 50 --secrets "$WORK/pub.secrets" \
   --wait-subscribers 1 --linger 1s --result "$WORK/pub.toml"
 wait_ring
 expect_error wrong "publisher could not prove it knows the secret for identity 'desk-a'" \

@@ -3,7 +3,7 @@
 # every message, books identical to the publisher's.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 40k --duration 3s --instruments 200 --idle block \
+start_bg pub publish --name "$NAME" --rate 40k --duration 3s --instrument-count 200 --idle block \
   --wait-subscribers 8 --result "$WORK/pub.toml"
 wait_ring
 for i in 1 2 3 4 5 6 7 8; do

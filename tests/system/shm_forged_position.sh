@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 
 # The publisher publishes nothing until both subscribers are there, so they
 # attach and position themselves while the word is forged.
-start_bg pub publish --name "$NAME" --rate 5k --duration 4s --instruments 50 --idle block \
+start_bg pub publish --name "$NAME" --rate 5k --duration 4s --instrument-count 50 --idle block \
   --wait-subscribers 2 --result "$WORK/pub.toml"
 wait_ring
 RING=/dev/shm/mdcast-$NAME.ring

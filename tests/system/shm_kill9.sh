@@ -3,7 +3,7 @@
 # recognised as stale by `mdcast stat` and removed by `mdcast stat --clean`.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 30k --duration 3s --instruments 100 --idle block \
+start_bg pub publish --name "$NAME" --rate 30k --duration 3s --instrument-count 100 --idle block \
   --wait-subscribers 3 --result "$WORK/pub.toml"
 wait_ring
 for i in 1 2 3; do start_bg "sub$i" subscribe --name "$NAME" --idle block --result "$WORK/sub$i.toml"; done

@@ -5,7 +5,7 @@
 # the control plane; both end with books identical to the publisher's.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 25k --duration 8s --instruments 50 --shm-slots 600 \
+start_bg pub publish --name "$NAME" --rate 25k --duration 8s --instrument-count 50 --shm-slots 600 \
   --flush-interval 0 --idle block --wait-subscribers 2 --result "$WORK/pub.toml"
 wait_ring
 start_bg slow subscribe --name "$NAME" --idle block --result "$WORK/slow.toml"

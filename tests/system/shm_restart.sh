@@ -4,7 +4,7 @@
 # session and end with books identical to the new publisher's.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub1 publish --name "$NAME" --rate 30k --duration 30s --instruments 50 --idle block \
+start_bg pub1 publish --name "$NAME" --rate 30k --duration 30s --instrument-count 50 --idle block \
   --wait-subscribers 2 --seed 1
 wait_ring
 for i in 1 2; do
@@ -16,7 +16,7 @@ kill -9 "$PID_pub1"
 note "publisher $PID_pub1 killed"
 # The new publisher starts once both subscribers have reported the old one silent.
 for i in 1 2; do wait_log "sub$i" "publisher silent" 30; done
-start_bg pub2 publish --name "$NAME" --rate 30k --duration 2s --instruments 50 --idle block --seed 2 \
+start_bg pub2 publish --name "$NAME" --rate 30k --duration 2s --instrument-count 50 --idle block --seed 2 \
   --result "$WORK/pub2.toml"
 for i in 1 2; do eval wait_pid \$PID_sub$i 60 || fail "subscriber $i exited non-zero"; done
 wait_pid "$PID_pub2" 30 || fail "second publisher exited non-zero"

@@ -20,7 +20,7 @@ unshare -m --propagation private bash -euo pipefail -c '
   [ -z "$(ls -A "$WORK/tiny")" ] || { echo "FAIL: the refused ring left a file" >&2; exit 1; }
   # 1024 records of 1088 bytes, their index and the lane: 1.3 MiB, fits.
   "$MDCAST" publish --name "$NAME" --shm-dir "$WORK/tiny" --shm-slots 1024 --set shm.max_datagram=1024 --rate 5k --duration 1s \
-    --instruments 10 --idle block --wait-subscribers 1 --result "$WORK/pub.toml" >"$WORK/pub.log" 2>&1 &
+    --instrument-count 10 --idle block --wait-subscribers 1 --result "$WORK/pub.toml" >"$WORK/pub.log" 2>&1 &
   pub=$!
   "$MDCAST" subscribe --name "$NAME" --shm-dir "$WORK/tiny" --idle block --result "$WORK/sub.toml" \
     >"$WORK/sub.log" 2>&1

@@ -32,7 +32,7 @@ wait_ring
 kill -9 "$PID_dead"
 wait "$PID_dead" 2>/dev/null || true
 [ -e "$RING" ] || fail "a killed publisher left no ring to replace"
-start_bg pub publish --name "$NAME" --rate 20k --duration 2s --instruments 20 --idle block --wait-subscribers 1 \
+start_bg pub publish --name "$NAME" --rate 20k --duration 2s --instrument-count 20 --idle block --wait-subscribers 1 \
   --result "$WORK/pub.toml"
 start_bg sub subscribe --name "$NAME" --idle block --result "$WORK/sub.toml"
 wait_pid "$PID_sub" 60 || fail "subscriber exited non-zero"

@@ -57,8 +57,8 @@ missing=$(grep -oE '^\| `[a-z_]+\.[a-z0-9_]+`' "$WORK/catalogue.md" | tr -d '|` 
 [ "$(grep -cE '^\| `[a-z_]+\.' "$WORK/catalogue.md")" -gt 150 ] || fail "stat --catalogue lists too few counters"
 note "docs/operations.md describes every counter stat --catalogue lists"
 
-start_bg pub publish --name "$NAME" --shm-dir "$SHM" --set "feed.control=unix:$SOCK" --rate 20k --duration 60s --instruments 100 --idle block
-start_bg live publish --name "$NAME-live" --shm-dir "$SHM" --rate 1k --duration 60s --instruments 10 --idle block
+start_bg pub publish --name "$NAME" --shm-dir "$SHM" --set "feed.control=unix:$SOCK" --rate 20k --duration 60s --instrument-count 100 --idle block
+start_bg live publish --name "$NAME-live" --shm-dir "$SHM" --rate 1k --duration 60s --instrument-count 10 --idle block
 start_bg sub subscribe --name "$NAME" --shm-dir "$SHM" --idle block
 wait_published "$PID_pub" 5000
 wait_stat "$PID_sub" sub.messages_delivered 1000 30 || fail "the subscriber delivered nothing"

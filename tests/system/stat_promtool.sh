@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 command -v promtool >/dev/null || { echo "SKIP: promtool not installed (Debian package prometheus)"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to compare the series"; exit 77; }
 
-start_bg pub publish --name "$NAME" --rate 20k --duration 60s --instruments 50 --idle block
+start_bg pub publish --name "$NAME" --rate 20k --duration 60s --instrument-count 50 --idle block
 start_bg sub subscribe --name "$NAME" --idle block
 wait_published "$PID_pub" 2000
 wait_stat "$PID_sub" app.latency_max_ns 1 30 || fail "the subscriber published no latency"

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 GROUP="239.77.11.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0 --idle block)
 
-start_bg pub publish "${udp[@]}" --rate 40k --duration 4s --instruments 200 --wait-subscribers 8 --linger 2s \
+start_bg pub publish "${udp[@]}" --rate 40k --duration 4s --instrument-count 200 --wait-subscribers 8 --linger 2s \
   --result "$WORK/pub.toml"
 wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30  # its start line: it announces itself from now on
 for i in 1 2 3 4 5 6 7 8; do

@@ -24,7 +24,7 @@ GA="239.77.14.$((1 + $$ % 250)):$PORT"
 GB="239.77.15.$((1 + $$ % 250)):$PORT"
 SESSION=$(( ((RANDOM << 30) | (RANDOM << 15) | RANDOM) + 1 ))  # one per run: never reused
 common=(--medium udp --interface lo --set udp.control_port=0 --idle block)
-member=(publish "${common[@]}" --rate 5k --instruments 100 --seed 11 --flush-interval 0
+member=(publish "${common[@]}" --rate 5k --instrument-count 100 --seed 11 --flush-interval 0
         --set publisher.session=$SESSION --linger 3s)
 SUB_AUTH=()
 if [ "${PAIR_AUTH:-0}" = 1 ]; then

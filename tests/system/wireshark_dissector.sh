@@ -364,7 +364,7 @@ udp=(--medium udp --udp-group "$GROUP" --interface lo --idle block)
 a=(--identity desk-a --secret-file "$WORK/desk-a.secret")
 # A long feed (room for the late joiner on a loaded host) at a modest rate in
 # datagrams filled for up to 1 ms: few messages and packets (tshark's work).
-start_bg pub publish "${udp[@]}" --set "udp.control_port=$CPORT" --crc --rate 10k --duration 8s --instruments 50 \
+start_bg pub publish "${udp[@]}" --set "udp.control_port=$CPORT" --crc --rate 10k --duration 8s --instrument-count 50 \
   --flush-interval 1ms --secrets "$WORK/pub.secrets" --retransmit-bytes 1MiB --wait-subscribers 2 --linger 1s \
   --result "$WORK/pub.toml"
 wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30  # its start line: it announces itself from now on

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "mdcast/settings/settings.hpp"
+#include "mdcast/settings/suggest.hpp"
 #include "mdcast/settings/values.hpp"
 
 namespace mdcast::settings {
@@ -123,6 +124,44 @@ TEST(Settings, ARecordingsFramesCarryTheMediumsGroup) {
     ADD_FAILURE() << "an oversized shm.max_datagram is not a usage error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shm.max_datagram"), std::string::npos) << e.what();
+  }
+}
+
+// A mistyped name points at the one meant; a name that is nothing like any
+// gets no guess (a wrong guess is worse than none).
+TEST(Suggest, TheNearestNameOrNone) {
+  EXPECT_EQ(edit_distance("rate", "rate"), 0u);
+  EXPECT_EQ(edit_distance("raet", "rate"), 1u);  // a swapped pair is one typo
+  EXPECT_EQ(edit_distance("rat", "rate"), 1u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  const std::vector<std::string> flags{"--rate", "--duration", "--instrument-count", "--cpu", "--channels", "--channel"};
+  EXPECT_EQ(nearest("--rat", flags), "--rate");
+  EXPECT_EQ(nearest("--raet", flags), "--rate");
+  EXPECT_EQ(nearest("--duraton", flags), "--duration");
+  EXPECT_EQ(nearest("--instrument", flags), "--instrument-count");  // a prefix of a longer name
+  EXPECT_EQ(nearest("--cpus", flags), "--cpu");
+  EXPECT_EQ(nearest("--channel", flags), "--channel");  // exact beats near
+  EXPECT_EQ(nearest("--xyzzy", flags), "");
+  EXPECT_EQ(nearest("--", flags), "");
+  EXPECT_EQ(nearest("", flags), "");
+}
+
+TEST(Suggest, SettingsKeysWithinTheirSectionFirst) {
+  EXPECT_EQ(nearest_setting("feed.nmae"), "feed.name");
+  EXPECT_EQ(nearest_setting("publisher.rat"), "publisher.rate");
+  EXPECT_EQ(nearest_setting("subscriber.rate"), "");  // nothing near in [subscriber]: no guess from elsewhere
+  EXPECT_EQ(nearest_setting("feed.idle_backof_max"), "feed.idle_backoff_max");
+  EXPECT_EQ(nearest_setting("publsher.rate"), "publisher.rate");  // the section mistyped
+  EXPECT_EQ(nearest_setting("nosuch.x"), "");
+}
+
+TEST(Suggest, AnUnknownKeyIsRefusedWithTheNearestOne) {
+  Settings s;
+  try {
+    apply_setting(s, "feed.nmae", "x", "--set feed.nmae");
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--set feed.nmae: unknown setting 'feed.nmae': did you mean feed.name?");
   }
 }
 

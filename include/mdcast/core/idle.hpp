@@ -17,12 +17,25 @@ namespace mdcast {
 // completion channel on verbs); where a medium cannot, it acts as kBackoff.
 enum class IdleMode : uint8_t { kSpin, kYield, kBackoff, kSleep, kBlock };
 
+// How kBackoff (and kBlock where the medium cannot sleep) backs off, and how
+// long kSleep sleeps (settings feed.idle_*). The deepest park bounds the
+// latency an idle loop adds to the first datagram after a quiet spell; the
+// shallower it is, the more wake-ups an idle process pays for.
+struct IdleParams {
+  uint32_t spins = 64;             // pause rounds first
+  uint32_t yields = 64;            // then sched_yield rounds
+  uint64_t park_min_ns = 1'000;    // then sleeps from this, doubling each round
+  uint64_t park_max_ns = 100'000;  // up to this
+  uint64_t sleep_ns = 50'000;      // kSleep: every idle round
+};
+
 class IdleStrategy {
  public:
-  // Deepest back-off sleep: bounds the latency an idle subscriber adds.
-  static constexpr uint64_t kMaxParkNs = 100'000;
+  // The default deepest back-off sleep (IdleParams::park_max_ns).
+  static constexpr uint64_t kMaxParkNs = IdleParams{}.park_max_ns;
 
-  explicit IdleStrategy(IdleMode m = IdleMode::kSpin) noexcept : mode_(m) {}
+  explicit IdleStrategy(IdleMode m = IdleMode::kSpin, const IdleParams& p = {}) noexcept
+      : mode_(m), p_(p), park_ns_(first_park()) {}
 
   void idle() noexcept {
     switch (mode_) {
@@ -33,28 +46,29 @@ class IdleStrategy {
         sched_yield();
         return;
       case IdleMode::kSleep:
-        sleep_ns(50'000);
+        sleep_ns(p_.sleep_ns);
         return;
       case IdleMode::kBackoff:
       case IdleMode::kBlock:
-        if (n_ < 64) {
+        if (n_ < p_.spins) {
           ++n_;
           pause();
-        } else if (n_ < 128) {
+        } else if (n_ - p_.spins < p_.yields) {
           ++n_;
           sched_yield();
         } else {
           sleep_ns(park_ns_);
-          park_ns_ = std::min<uint64_t>(park_ns_ * 2, kMaxParkNs);
+          park_ns_ = std::min<uint64_t>(park_ns_ * 2, std::max<uint64_t>(p_.park_max_ns, 1));
         }
         return;
     }
   }
   void reset() noexcept {
     n_ = 0;
-    park_ns_ = 1'000;
+    park_ns_ = first_park();
   }
   [[nodiscard]] IdleMode mode() const noexcept { return mode_; }
+  [[nodiscard]] const IdleParams& params() const noexcept { return p_; }
 
   static bool parse(std::string_view s, IdleMode& out) noexcept {
     if (s == "spin") out = IdleMode::kSpin;
@@ -82,9 +96,14 @@ class IdleStrategy {
     __builtin_ia32_pause();
 #endif
   }
+  // A minimum above the maximum is the maximum (settings may give either first).
+  [[nodiscard]] uint64_t first_park() const noexcept {
+    return std::max<uint64_t>(std::min(p_.park_min_ns, p_.park_max_ns), 1);
+  }
   IdleMode mode_;
+  IdleParams p_;
   uint32_t n_ = 0;
-  uint64_t park_ns_ = 1'000;
+  uint64_t park_ns_;
 };
 
 // The kernel rounds sleeps up by the timer slack (50 us by default): far

@@ -59,6 +59,13 @@ enum class Medium : uint8_t { kShm, kUdp, kVerbs };
 // what mckey and other rdma-core tools use, and mdcast's default.
 inline constexpr uint32_t kRdmaCmQKey = 0x01234567;
 
+// The huge pages (2 MiB) the doctor advises reserving, and docs/operations.md
+// section 5 with it (tests/system/doctor.sh holds the two together): a
+// default shm ring takes 38 (72 MiB of records and index, the header page and
+// the reader slots), a verbs retransmit ring 32 more, so 256 (512 MiB) hold a
+// few feeds of either with room to spare.
+inline constexpr uint32_t kAdvisedHugePages = 256;
+
 // What libibverbs says of a port.
 struct VerbsPort {
   std::string device;

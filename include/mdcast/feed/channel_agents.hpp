@@ -177,7 +177,7 @@ class SubscriberChannels {
   SubscriberChannels(ChannelMap map, SubscriberConfig cfg, HandlerAt handlers, Open open, CountersAt counters = {},
                      SubscriberAgentOptions opts = {})
       : map_(std::move(map)), cfg_(std::move(cfg)), handler_at_(std::move(handlers)), open_(std::move(open)),
-        counters_(std::move(counters)), opts_(opts), idle_(opts.idle) {
+        counters_(std::move(counters)), opts_(opts), idle_(opts.idle, opts.idle_params) {
     if (uint32_t{cfg_.channel} + map_.count() - 1 > 0xffff)
       fail("feed.channel {} with {} channels goes past channel id 65535", cfg_.channel, map_.count());
   }

@@ -30,6 +30,7 @@ struct Pace {
   uint64_t end_ns = UINT64_MAX;    // the loop ends here
   uint64_t already = 0;            // messages published before start_ns (not paced)
   IdleMode idle = IdleMode::kSpin;
+  IdleParams idle_params{};        // how `idle` backs off; its deepest park also bounds a sleep to the next message
   uint64_t burst_ns = 0;           // sleeping publisher: one wake per burst this long
   uint32_t max_burst = 256;        // messages per round at most (the duty cycle runs between)
 };
@@ -73,7 +74,7 @@ uint64_t flush_interval_ns(const Agent& a) noexcept {
 
 template <class Agent, class Source, class Hooks>
 PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) {
-  IdleStrategy idle(p.idle);
+  IdleStrategy idle(p.idle, p.idle_params);
   const double per_ns = p.rate / 1e9;
   const uint64_t flush_ns = detail::flush_interval_ns(agent);
   PaceResult r;
@@ -141,7 +142,7 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
     if (detail::has_open(agent)) wake = std::min(wake, now + flush_ns);
     if (wake > now + 30 * kNsPerUs) {
       // Wake a little early: the kernel's wake-up is late by about that much.
-      sleep_ns(std::min<uint64_t>(wake - now - 20 * kNsPerUs, IdleStrategy::kMaxParkNs));
+      sleep_ns(std::min<uint64_t>(wake - now - 20 * kNsPerUs, std::max<uint64_t>(p.idle_params.park_max_ns, 1)));
     } else {
       idle.idle();
     }

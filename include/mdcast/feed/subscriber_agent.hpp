@@ -47,6 +47,7 @@ struct SubscriberAgentOptions {
   // this long per outage, so a link that never comes back still ends in
   // "publisher lost" (this long plus give_up after it went down).
   uint64_t link_down_hold_ns = 60 * kNsPerSec;
+  IdleParams idle_params{};  // how `idle` backs off (feed.idle_*)
 };
 
 // The time a spinning duty loop hands do_work: read every 64th idle round
@@ -79,7 +80,7 @@ class SubscriberAgent {
       : medium_(medium),
         sub_(fit_to_medium(medium, cfg), handler, &medium.control(), counters),
         opts_(opts),
-        idle_(opts.idle) {}
+        idle_(opts.idle, opts.idle_params) {}
   SubscriberAgent(const SubscriberAgent&) = delete;
   SubscriberAgent& operator=(const SubscriberAgent&) = delete;
 

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mdcast/core/fence.hpp"
+
 namespace mdcast::history::record {
 
 inline constexpr size_t kControlSize = 64;
@@ -47,12 +49,6 @@ inline const std::atomic<uint64_t>& word(const std::byte* p) noexcept {
 // the compiler barrier, which is what the fence is on x86, and check the
 // copying writer, whose payload stores are release stores themselves
 // (media/shm's copy_in).
-inline void claim_fence() noexcept {
-#if defined(__SANITIZE_THREAD__)
-  std::atomic_signal_fence(std::memory_order_release);
-#else
-  std::atomic_thread_fence(std::memory_order_release);
-#endif
-}
+inline void claim_fence() noexcept { release_fence(); }
 
 }  // namespace mdcast::history::record

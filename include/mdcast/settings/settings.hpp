@@ -60,6 +60,7 @@ struct FeedOptions {
   uint32_t max_orders = 1u << 20;
   uint32_t max_levels = 256;
   IdleMode idle = IdleMode::kSpin;
+  IdleParams idle_params;            // feed.idle_spins, _yields, _backoff_min, _backoff_max, _sleep
   std::string control;               // control address override (default derived from name/medium)
   const StopFlag* stop = nullptr;    // not a key: a subscriber's wait for its publisher ends when it is requested
   uint64_t control_poll_ns = 100 * kNsPerUs;  // how often a busy loop looks at the control plane

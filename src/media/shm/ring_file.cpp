@@ -27,6 +27,35 @@ const char* file_type(mode_t m) {
   return "not a regular file";
 }
 
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+// Why a ring may be missing when the feed is there: its channels are rings
+// of their own (mdcast-NAME.0.ring ...), or a feed of one channel was asked
+// for channel rings. "" when neither. The rings may be in either directory.
+std::string channels_hint(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::string file = path.substr(slash + 1);
+  if (file.size() < 13 || file.compare(0, 7, "mdcast-") != 0 || file.compare(file.size() - 5, 5, ".ring") != 0) return {};
+  const std::string stem = file.substr(7, file.size() - 12);  // NAME or NAME.K
+  std::vector<std::string> dirs{path.substr(0, slash), "/dev/hugepages", "/dev/shm"};
+  for (const std::string& d : dirs) {
+    uint32_t n = 0;
+    while (n < 64 && exists(fmt::format("{}/mdcast-{}.{}.ring", d, stem, n))) ++n;
+    if (n)
+      return fmt::format(": feed '{}' has channels ({} rings mdcast-{}.0.ring ... in {}): subscribe with --channels {} "
+                         "(feed.channels), as it was published",
+                         stem, n, stem, d, n);
+    const auto dot = stem.rfind('.');
+    if (dot != std::string::npos && exists(fmt::format("{}/mdcast-{}.ring", d, stem.substr(0, dot))))
+      return fmt::format(": feed '{}' has one channel (ring mdcast-{}.ring in {}): subscribe without --channels",
+                         stem.substr(0, dot), stem.substr(0, dot), d);
+  }
+  return {};
+}
+
 // A number, all digits, that fits: "1000" yes, "10a", "" no.
 std::optional<unsigned long> number(const std::string& s) {
   if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
@@ -122,8 +151,10 @@ CheckedFile open_checked(const std::string& path, uid_t owner) {
   c.writable = c.fd.valid();
   if (!c.writable) c.fd = UniqueFd(::open(path.c_str(), O_RDONLY | kFlags));
   if (!c.fd) {
-    if (errno == ENOENT)
+    if (errno == ENOENT) {
+      if (const std::string hint = channels_hint(path); !hint.empty()) fail("shm ring {} not found{}", path, hint);
       fail("shm ring {} not found: is a publisher running with the same --name (and on this host)?", path);
+    }
     if (errno == ELOOP) fail("{} is a symbolic link, not a ring a publisher created: refusing it", path);
     fail_errno("cannot open shm ring {}", path);
   }

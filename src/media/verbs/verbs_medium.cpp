@@ -24,6 +24,11 @@ Options resolve_options(Options o, bool publisher) {
           o.device = a.device;
           break;
         }
+      // No device at all is the common case off a fabric: say that, as
+      // `mdcast doctor` does, rather than ask for an address there is none of.
+      if (o.local_ip.empty() && !rdma_device_present())
+        fail("no RDMA device on this host: the verbs medium needs InfiniBand or RoCE, or Soft-RoCE (rdma_rxe); "
+             "`mdcast doctor --medium verbs` says how to get one. Shared memory and UDP multicast need none");
       if (o.local_ip.empty())
         fail("no local address: set local_ip, or device/port/gid_index of a RoCE GID that maps an IPv4 address "
              "({} RDMA device(s) with IPv4 GIDs found here)",

@@ -12,7 +12,7 @@ command -v prlimit >/dev/null || skip "prlimit (util-linux) is not installed"
 # "invalid vptr" without one): this runs in the debug build (label fdlimit).
 [ -z "${MDCAST_SANITIZE:-}" ] || skip "a publisher at its open-files limit is beyond the sanitizer runtime; runs in the debug build"
 
-prlimit --nofile=32 "$MDCAST" publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instruments 200 \
+prlimit --nofile=32 "$MDCAST" publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instrument-count 200 \
   --idle block --wait-subscribers 2 --set control.unadmitted_timeout=60s --result "$WORK/pub.toml" \
   >"$WORK/pub.log" 2>&1 &
 PIDS+=($!)

@@ -42,7 +42,7 @@ run_case() {
   # Captured: each has taken the impostor's address, the only one announced yet.
   wait_stat "$PID_sub1" udp.announce_followed 1 20 || fail "sub1 never took the impostor's announcement"
   wait_stat "$PID_sub2" udp.announce_followed 1 20 || fail "sub2 never took the impostor's announcement"
-  start_bg pub publish "${udp[@]}" "${PUB_AUTH[@]}" --rate "$RATE" --duration "$DURATION" --instruments 200 --idle block \
+  start_bg pub publish "${udp[@]}" "${PUB_AUTH[@]}" --rate "$RATE" --duration "$DURATION" --instrument-count 200 --idle block \
     --wait-subscribers 2 --result "$WORK/pub.toml"
   wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30
   local real

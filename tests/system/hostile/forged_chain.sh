@@ -31,7 +31,7 @@ if [ "${CHAIN_AUTH:-0}" = 1 ]; then
   PUB_ARGS=(--secrets "$WORK/pub.secrets")
   SUB_ARGS+=(--identity desk-a --secret-file "$WORK/desk-a.secret")
 fi
-start_bg pub publish "${udp[@]}" "${PUB_ARGS[@]}" --rate "$RATE" --duration "$DURATION" --instruments 200 \
+start_bg pub publish "${udp[@]}" "${PUB_ARGS[@]}" --rate "$RATE" --duration "$DURATION" --instrument-count 200 \
   --idle block --wait-subscribers 2 --result "$WORK/pub.toml"
 wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30
 sample_memory "$PID_pub" "$WORK/pub.mem"

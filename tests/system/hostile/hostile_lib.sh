@@ -114,7 +114,7 @@ PY
 # ------------------------------------------------------------- the feed --
 
 start_publisher() {
-  start_bg pub "${PUB_PRE[@]}" publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instruments 200 \
+  start_bg pub "${PUB_PRE[@]}" publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instrument-count 200 \
     --idle block --wait-subscribers "$WAIT_SUBS" --result "$WORK/pub.toml" "${PUB_ARGS[@]}" "$@"
   wait_ring
   sample_memory "$PID_pub" "$WORK/pub.mem"

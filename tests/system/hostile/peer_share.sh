@@ -11,7 +11,7 @@ GROUP="239.77.16.$((1 + $$ % 250)):$PORT"
 udp=(--medium udp --udp-group "$GROUP" --interface lo --set udp.control_port=0)
 PUB_ARGS=("${udp[@]}")
 SUB_ARGS=("${udp[@]}")
-start_bg pub publish "${udp[@]}" --rate "$RATE" --duration "$DURATION" --instruments 200 --idle block \
+start_bg pub publish "${udp[@]}" --rate "$RATE" --duration "$DURATION" --instrument-count 200 --idle block \
   --wait-subscribers 258 --result "$WORK/pub.toml"
 wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30
 control=$(grep -o 'control tcp:[0-9.]*:[0-9]*' "$WORK/pub.log" | head -1 | cut -d' ' -f2)

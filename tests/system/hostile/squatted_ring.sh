@@ -18,7 +18,7 @@ if ! wait_for_line squat "^squatting " 10; then
 fi
 note "$(grep '^squatting ' "$WORK/squat.log")"
 
-start_bg pub publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instruments 200 --idle block \
+start_bg pub publish --name "$NAME" --rate "$RATE" --duration "$DURATION" --instrument-count 200 --idle block \
   --wait-subscribers 2 --result "$WORK/pub.toml"
 sample_memory "$PID_pub" "$WORK/pub.mem"
 # It refuses at once, or it is ready once its counters file is.

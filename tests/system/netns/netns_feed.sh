@@ -59,7 +59,7 @@ eq() { [ "${1:-x}" = "$2" ]; }
 # once it listens (its counters file is up).
 start_publisher() {
   start_in pub pub publish --medium udp --interface "${IP_A[pub]}" --udp-group "$NETNS_GROUP_A" --name "$NAME" \
-    --rate "$RATE" --duration "$DURATION" --instruments "$INSTRUMENTS" --idle block \
+    --rate "$RATE" --duration "$DURATION" --instrument-count "$INSTRUMENTS" --idle block \
     --wait-subscribers "${WAIT_SUBS:-${#SUBSCRIBERS[@]}}" --result "$WORK/pub.toml" "${PUB_ARGS[@]}" "$@"
   wait_stat "$PID_pub" pub.messages_published 0 20 || fail "publisher $PID_pub never became ready"
 }

@@ -1,5 +1,6 @@
 // mdcast doctor on fake trees: the host checks (memory lock, huge pages,
 // governor, isolated cores), shm and udp, the parsers, and the report formats.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fake_tree.hpp"
@@ -48,6 +49,10 @@ TEST(DoctorHost, HugePagesFromMeminfo) {
   t.mkdir("/dev/shm");
   t.write("/proc/meminfo", "MemTotal: 1000 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:    2048 kB");
   EXPECT_EQ(need(diagnose(t.options(Medium::kShm)), "host", "huge pages").level, Level::kWarning);
+  // The advice is the one number docs/operations.md gives (doctor.sh compares them).
+  EXPECT_NE(need(diagnose(t.options(Medium::kShm)), "host", "huge pages")
+                .advice.find(fmt::format("vm.nr_hugepages={}", kAdvisedHugePages)),
+            std::string::npos);
   EXPECT_EQ(need(diagnose(t.options(Medium::kUdp)), "host", "huge pages").level, Level::kOk);  // unused there
   t.write("/proc/meminfo", "HugePages_Total:     512\nHugePages_Free:      100\nHugepagesize:    2048 kB");
   auto r = diagnose(t.options(Medium::kShm));

@@ -71,6 +71,7 @@
 #include <sys/types.h>
 
 #include "mdcast/core/bytes.hpp"
+#include "mdcast/core/fence.hpp"
 #include "mdcast/core/mapped_memory.hpp"
 #include "mdcast/history/term_log.hpp"
 #include "mdcast/history/term_reader.hpp"
@@ -141,7 +142,7 @@ inline void copy_in(std::byte* slot, const std::byte* src, size_t n) noexcept {
   }
 #else
   // The claim marker before any payload byte.
-  std::atomic_thread_fence(std::memory_order_release);
+  release_fence();
   std::memcpy(slot, src, n);
 #endif
 }
@@ -161,7 +162,7 @@ inline void copy_out(std::byte* dst, const std::byte* slot, size_t n) noexcept {
 #else
   std::memcpy(dst, slot, n);
   // Every payload byte before the re-check of the marker.
-  std::atomic_thread_fence(std::memory_order_acquire);
+  acquire_fence();
 #endif
 }
 
