@@ -18,6 +18,8 @@
 #include <span>
 #include <type_traits>
 
+#include "mdcast/core/fence.hpp"
+
 namespace mdcast {
 
 class SeqlockRows {
@@ -48,7 +50,7 @@ class SeqlockRows {
     std::atomic_ref<uint64_t> seq(p[0]);
     const uint64_t s = seq.load(std::memory_order_relaxed);
     seq.store(s + 1, std::memory_order_relaxed);  // odd: being written
-    std::atomic_thread_fence(std::memory_order_release);
+    release_fence();
     const size_t n = w.size() < words_ ? w.size() : words_;
     for (size_t k = 0; k < n; ++k) std::atomic_ref<uint64_t>(p[1 + k]).store(w[k], std::memory_order_relaxed);
     seq.store(s + 2, std::memory_order_release);
@@ -72,7 +74,7 @@ class SeqlockRows {
     for (int t = 0; t < kReadTries; ++t) {
       const uint64_t before = w[0].load(std::memory_order_acquire);
       for (size_t k = 0; k < out.size(); ++k) out[k] = w[1 + k].load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      acquire_fence();
       if (before % 2 == 0 && w[0].load(std::memory_order_relaxed) == before) return before;
     }
     return UINT64_MAX;
