@@ -18,7 +18,7 @@ umask 077
 grep desk-a "$WORK/pub.secrets" >"$WORK/desk-a.secret"
 grep desk-b "$WORK/pub.secrets" >"$WORK/desk-b.secret"
 
-start_bg pub publish --name "$NAME" --rate 20k --duration 120s --instruments 50 --secrets "$WORK/pub.secrets" \
+start_bg pub publish --name "$NAME" --rate 20k --duration 120s --instrument-count 50 --secrets "$WORK/pub.secrets" \
   --wait-subscribers 2 --linger 2s --result "$WORK/pub.toml"
 wait_ring
 for d in a b; do
