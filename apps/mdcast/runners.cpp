@@ -142,6 +142,7 @@ int subscribe(Settings& s) {
     app->lost.set(rt.lost_datagrams());
     app->latency_max_ns.set(h.latency.max());
     rt.counters_file().publish(0, h.latency);
+    rt.report_latency(h.latency);
     if (!h.progress) return;
     if (!t_first) t_first = t_last = now;
     if (now > t_last) {

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "print.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/settings/media.hpp"
 #include "mdcast/stats/clean.hpp"
@@ -70,17 +71,20 @@ void show_subscribers(const stats::CountersSnapshot& s, uint64_t now) {
     fmt::print("    no subscribers\n");
     return;
   }
-  fmt::print("    {:<4} {:>5} {:<22} {:>12} {:>8} {:>7} {:>9} {:>11} {:>6} {:>6} {:>7} {:>9}\n", "slot", "chan",
-             "subscriber", "position", "lag", "gaps", "rtx req", "rtx dgrams", "snaps", "recov", "refused",
-             "status");
+  fmt::print("    {:<4} {:>5} {:<22} {:>12} {:>8} {:>7} {:>9} {:>11} {:>6} {:>6} {:>7} {:>9} {:>10} {:>10}\n", "slot",
+             "chan", "subscriber", "position", "lag", "gaps", "rtx req", "rtx dgrams", "snaps", "recov", "refused",
+             "status", "lat p50", "lat p99");
   for (const auto& x : s.subscribers) {
     const feed::SubscriberRow& r = x.row;
     std::string name = printable(stats::subscriber_name(r));
     if (name.size() > 22) name = name.substr(0, 21) + "~";
     const std::string age = r.report_ns == 0 ? "none yet" : age_text(now > r.report_ns ? now - r.report_ns : 0);
-    fmt::print("    {:<4} {:>5} {:<22} {:>12} {:>8} {:>7} {:>9} {:>11} {:>6} {:>6} {:>7} {:>9}{}\n", x.slot, r.channel,
-               name, r.position, r.lag, r.drops, r.retransmit_requests, r.datagrams_retransmitted,
-               r.snapshot_requests, r.recoveries, r.refused, age, x.whole ? "" : "  (torn: writer stopped mid-row)");
+    // Latency as the subscriber's application reported it ("-": it reported none).
+    const bool lat = r.latency_count != 0;
+    fmt::print("    {:<4} {:>5} {:<22} {:>12} {:>8} {:>7} {:>9} {:>11} {:>6} {:>6} {:>7} {:>9} {:>10} {:>10}{}\n", x.slot,
+               r.channel, name, r.position, r.lag, r.drops, r.retransmit_requests, r.datagrams_retransmitted,
+               r.snapshot_requests, r.recoveries, r.refused, age, lat ? format_latency(r.latency_p50_ns) : "-",
+               lat ? format_latency(r.latency_p99_ns) : "-", x.whole ? "" : "  (torn: writer stopped mid-row)");
   }
 }
 

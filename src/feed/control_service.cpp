@@ -107,8 +107,10 @@ bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint
   }
   Client& cl = it->second;
   cl.sink = &sink;
-  if (frame.size() < ctl::kHeaderSize || load_le<uint8_t>(frame.data() + ctl::kType) !=
-                                             static_cast<uint8_t>(CtlType::kStatusReport))
+  // Reports are not requests: they are answered by nothing and cost no request budget.
+  if (frame.size() < ctl::kHeaderSize ||
+      (load_le<uint8_t>(frame.data() + ctl::kType) != static_cast<uint8_t>(CtlType::kStatusReport) &&
+       load_le<uint8_t>(frame.data() + ctl::kType) != static_cast<uint8_t>(CtlType::kLatencyReport)))
     work_.requests = 1;
   // The transport's own sink: a refused proof is answered from tick(), after
   // this call's counting proxy is gone.
@@ -136,6 +138,11 @@ bool ControlService::on_frame(ClientId c, std::span<const std::byte> frame, uint
           return handle(c, cl, rid, body, now, out);
         } else if constexpr (std::is_same_v<T, StatusReport>) {
           return handle(c, cl, body, now);
+        } else if constexpr (std::is_same_v<T, LatencyReport>) {
+          // Shown, never acted on: a client may say anything about itself.
+          if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "latency report before subscribe", out);
+          cl.last_latency = body;
+          return true;
         } else if constexpr (std::is_same_v<T, SessionQuery>) {
           // What a subscriber checks before it acts on what a datagram claimed.
           if (!cl.subscribed) return reject(c, cl, rid, ErrorCode::kNotSubscribed, "session query before subscribe", out);
@@ -187,7 +194,8 @@ bool ControlService::handle(ClientId c, Client& cl, uint32_t rid, const Subscrib
   const uint32_t granted = static_cast<uint32_t>(std::count(cl.subscribed_set.begin(), cl.subscribed_set.end(), true));
   cl.n_subscribed = granted;
   out.send(c, encode_control(rid, SubscribeAck{core_.session(), core_.last_committed(), core_.ring().oldest(),
-                                               granted == n_inst ? ctl::kAll : granted}));
+                                               granted == n_inst ? ctl::kAll : granted,
+                                               SubscribeAck::kAcceptsLatency}));
   return true;
 }
 

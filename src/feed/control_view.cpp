@@ -64,6 +64,10 @@ SubscriberRow ControlService::row_of(ClientId c, const Client& cl, uint64_t now)
   r.recoveries = cl.recoveries;
   r.refused = cl.refused;
   r.report_ns = cl.report_time;
+  r.latency_count = cl.last_latency.count;
+  r.latency_p50_ns = cl.last_latency.p50_ns;
+  r.latency_p99_ns = cl.last_latency.p99_ns;
+  r.latency_max_ns = cl.last_latency.max_ns;
   r.written_ns = now;
   if (cl.auth.stage == ServerAuth::Stage::kOk) {
     const size_t n = std::min(cl.auth.identity.size(), sizeof r.identity - 1);

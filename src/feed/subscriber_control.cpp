@@ -84,6 +84,7 @@ void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b,
     return;
   }
   subscribed_ = true;
+  publisher_features_ = b.features;
   peer_unproven_since_ = 0;
   // The control plane's word on the session: adopt, confirm, or replace what
   // the data suggested.
@@ -175,6 +176,8 @@ void SubscriberCore::send_status(uint64_t now) noexcept {
   const wire::StatusReport r{next_seq_, highest_seen_ >= next_seq_ ? highest_seen_ - next_seq_ + 1 : 0,
                              counters_->gaps.get(), cfg_.capacity};
   send_encoded(wire::encode_control(0, r, frame_buffer()));
+  if (subscribed_ && (publisher_features_ & wire::SubscribeAck::kAcceptsLatency) && latency_.count != 0)
+    send_encoded(wire::encode_control(0, latency_, frame_buffer()));
 }
 
 void SubscriberCore::send(std::span<const std::byte> f) noexcept {

@@ -66,6 +66,17 @@ constexpr Metric kMetrics[] = {
      &SubscriberRow::refused},
 };
 
+struct LatencyMetric {
+  std::string_view name;
+  std::string_view help;
+  uint64_t SubscriberRow::*field;
+};
+constexpr LatencyMetric kLatencyMetrics[] = {
+    {"p50", "median", &SubscriberRow::latency_p50_ns},
+    {"p99", "99th percentile", &SubscriberRow::latency_p99_ns},
+    {"max", "maximum", &SubscriberRow::latency_max_ns},
+};
+
 }  // namespace
 
 std::string subscriber_name(const SubscriberRow& r) {
@@ -82,12 +93,16 @@ std::string subscriber_json(const CountersSnapshot::Subscriber& x, uint64_t now_
       "{{\"slot\":{},\"channel\":{},\"identity\":{},\"authenticated\":{},\"subscriber_pid\":{},\"peer\":{},"
       "\"subscribed\":{},\"position\":{},\"lag\":{},\"reported_lag\":{},\"drops\":{},\"capacity\":{},"
       "\"retransmit_requests\":{},\"datagrams_retransmitted\":{},\"snapshot_requests\":{},\"recoveries\":{},"
-      "\"refused\":{},\"status_age_ns\":{},\"connected_ns\":{},\"whole\":{}}}",
+      "\"refused\":{},\"status_age_ns\":{},\"connected_ns\":{},\"latency\":{},\"whole\":{}}}",
       x.slot, r.channel, json_string(r.identity_view()), (r.flags & SubscriberRow::kAuthenticated) ? "true" : "false",
       r.pid ? std::to_string(r.pid) : "null", json_string(peer_text(r)),
       (r.flags & SubscriberRow::kSubscribed) ? "true" : "false", r.position, r.lag, r.reported_lag, r.drops,
       r.capacity, r.retransmit_requests, r.datagrams_retransmitted, r.snapshot_requests, r.recoveries, r.refused,
-      age ? std::to_string(*age) : "null", r.connected_ns, x.whole ? "true" : "false");
+      age ? std::to_string(*age) : "null", r.connected_ns,
+      r.latency_count == 0 ? std::string("null")
+                           : fmt::format("{{\"count\":{},\"p50_ns\":{},\"p99_ns\":{},\"max_ns\":{}}}", r.latency_count,
+                                         r.latency_p50_ns, r.latency_p99_ns, r.latency_max_ns),
+      x.whole ? "true" : "false");
 }
 
 std::string loss_json(const CountersSnapshot::Loss& x) {
@@ -128,6 +143,20 @@ std::string subscribers_prometheus(const std::vector<CountersSnapshot>& snaps, u
   if (!ages.empty())
     out += "# HELP mdcast_subscriber_status_age_seconds a publisher's view: time since this subscriber's last status "
            "report (reports come every 250 ms)\n# TYPE mdcast_subscriber_status_age_seconds gauge\n" + ages;
+  // Only subscribers that reported one: a 0 would read as a fast subscriber.
+  for (const LatencyMetric& m : kLatencyMetrics) {
+    std::string lines;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i]->latency_count != 0)
+        lines += fmt::format("mdcast_subscriber_latency_{}_seconds{{{}}} {}\n", m.name, labels[i],
+                             prometheus_value(rows[i]->*m.field, Unit::kNanoseconds));
+    if (!lines.empty())
+      out += fmt::format("# HELP mdcast_subscriber_latency_{0}_seconds a publisher's view: the one-way latency {1} this "
+                         "subscriber's application reported, since it started\n"
+                         "# TYPE mdcast_subscriber_latency_{0}_seconds gauge\n",
+                         m.name, m.help) +
+             lines;
+  }
   return out;
 }
 

@@ -27,10 +27,12 @@ constexpr size_t kSnSession = 12, kSnStatus = 20, kSnInstruments = 24, kSnSeq = 
 constexpr size_t kSsSession = 12, kSsLastSeq = 20, kSsOldest = 28, kSsFlags = 36, kSsEndSeq = 40, kSsSize = 48;
 // StatusReport
 constexpr size_t kStPosition = 12, kStLag = 20, kStDrops = 28, kStCapacity = 36, kStSize = 44;
+// LatencyReport
+constexpr size_t kLrCount = 12, kLrP50 = 20, kLrP99 = 28, kLrMax = 36, kLrSize = 44;
 // Error
 constexpr size_t kErrCode = 12, kErrLen = 14, kErrText = 16;
 
-static_assert(ctl::kSmallFrame >= kRtxSize && ctl::kSmallFrame >= kStSize &&
+static_assert(ctl::kSmallFrame >= kRtxSize && ctl::kSmallFrame >= kStSize && ctl::kSmallFrame >= kLrSize &&
                   ctl::kSmallFrame >= ctl::snapshot_request_size(1),
               "kSmallFrame holds every small request a subscriber sends");
 
@@ -185,7 +187,8 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
       case CtlType::kSubscribeAck: {
         if (!exact(f, kAckSize, why, "subscribe-ack")) return std::nullopt;
         out.body = SubscribeAck{load_le<uint64_t>(p + kAckSession), load_le<uint64_t>(p + kAckLastSeq),
-                                load_le<uint64_t>(p + kAckOldest), load_le<uint32_t>(p + kAckGranted)};
+                                load_le<uint64_t>(p + kAckOldest), load_le<uint32_t>(p + kAckGranted),
+                                load_le<uint16_t>(p + ctl::kFeatures)};
         break;
       }
       case CtlType::kUnsubscribe:
@@ -288,6 +291,12 @@ std::optional<ControlFrame> parse_control(std::span<const std::byte> f, std::str
                                 load_le<uint64_t>(p + kStDrops), load_le<uint64_t>(p + kStCapacity)};
         break;
       }
+      case CtlType::kLatencyReport: {
+        if (!exact(f, kLrSize, why, "latency-report")) return std::nullopt;
+        out.body = LatencyReport{load_le<uint64_t>(p + kLrCount), load_le<uint64_t>(p + kLrP50),
+                                 load_le<uint64_t>(p + kLrP99), load_le<uint64_t>(p + kLrMax)};
+        break;
+      }
       case CtlType::kError: {
         if (!need(f, kErrText, why, "error")) return std::nullopt;
         const auto tl = load_le<uint16_t>(p + kErrLen);
@@ -333,6 +342,7 @@ std::vector<std::byte> encode_control(uint32_t rid, const SubscribeAck& b) {
   store_le<uint64_t>(f.data() + kAckLastSeq, b.last_seq);
   store_le<uint64_t>(f.data() + kAckOldest, b.oldest_retransmit);
   store_le<uint32_t>(f.data() + kAckGranted, b.granted);
+  store_le<uint16_t>(f.data() + ctl::kFeatures, b.features);
   return f;
 }
 
@@ -402,6 +412,17 @@ size_t encode_control(uint32_t rid, const StatusReport& b, std::span<std::byte> 
 }
 
 std::vector<std::byte> encode_control(uint32_t rid, const StatusReport& b) { return to_vector(rid, b, kStSize); }
+
+size_t encode_control(uint32_t rid, const LatencyReport& b, std::span<std::byte> out) noexcept {
+  if (!frame_into(out, CtlType::kLatencyReport, rid, kLrSize)) return 0;
+  store_le<uint64_t>(out.data() + kLrCount, b.count);
+  store_le<uint64_t>(out.data() + kLrP50, b.p50_ns);
+  store_le<uint64_t>(out.data() + kLrP99, b.p99_ns);
+  store_le<uint64_t>(out.data() + kLrMax, b.max_ns);
+  return kLrSize;
+}
+
+std::vector<std::byte> encode_control(uint32_t rid, const LatencyReport& b) { return to_vector(rid, b, kLrSize); }
 
 std::vector<std::byte> encode_control(uint32_t rid, const ErrorReply& b) {
   const size_t tl = std::min(b.text.size(), kMaxErrorText);
@@ -512,6 +533,7 @@ std::string_view to_string(CtlType t) noexcept {
     case CtlType::kSessionQuery: return "session-query";
     case CtlType::kSessionStatus: return "session-status";
     case CtlType::kAuthDataKey: return "auth-data-key";
+    case CtlType::kLatencyReport: return "latency-report";
   }
   return "unknown";
 }

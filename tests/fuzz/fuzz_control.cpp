@@ -27,7 +27,8 @@ namespace {
 // Zeroes the bytes a parser ignores, so a re-encoded frame can be compared.
 std::vector<std::byte> canonical(std::span<const std::byte> f, CtlType t) {
   std::vector<std::byte> c(f.begin(), f.end());
-  c[6] = c[7] = std::byte{0};  // header reserved
+  // Header reserved, except in a SubscribeAck, where it is the features.
+  if (t != CtlType::kSubscribeAck) c[6] = c[7] = std::byte{0};
   // Reserved bytes after a status (protocol 2: status at 20), and a session
   // status's end sequence, which only travels once the session ended.
   if (t == CtlType::kRetransmitReply && c.size() >= 24) c[21] = c[22] = c[23] = std::byte{0};

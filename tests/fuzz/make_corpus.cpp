@@ -144,6 +144,7 @@ void control_seeds(World& w) {
       encode_control(4, SnapshotRequest{}),
       encode_control(5, SnapshotDone{100, SnapshotStatus::kOk, 8, 9}),
       encode_control(6, StatusReport{1, 2, 3, 4}),
+      encode_control(0, LatencyReport{5, 1500, 9000, 12000}),
       encode_control(7, ErrorReply{ErrorCode::kNotEntitled, "no"}),
       encode_control(8, Unsubscribe{{false, {3}}}),
       encode_control(9, SessionQuery{}),

@@ -45,6 +45,8 @@ constexpr std::string_view kFields[] = {
     "mdcast.ctl.datagram_count", "mdcast.ctl.oldest_available", "mdcast.ctl.datagram_length",
     "mdcast.ctl.datagrams_found", "mdcast.ctl.snapshot_status", "mdcast.ctl.instruments", "mdcast.ctl.snapshot_seq",
     "mdcast.ctl.position", "mdcast.ctl.lag", "mdcast.ctl.drops", "mdcast.ctl.capacity", "mdcast.ctl.session_flags",
+    "mdcast.ctl.features.latency", "mdcast.ctl.latency_count", "mdcast.ctl.latency_p50", "mdcast.ctl.latency_p99",
+    "mdcast.ctl.latency_max",
     "mdcast.ctl.session_flags.ended", "mdcast.ctl.end_seq", "mdcast.ctl.error_code", "mdcast.ctl.text_length",
     "mdcast.ctl.text", "mdcast.ctl.scheme", "mdcast.ctl.identity_length", "mdcast.ctl.client_nonce",
     "mdcast.ctl.identity", "mdcast.ctl.server_nonce", "mdcast.ctl.server_proof", "mdcast.ctl.client_proof",
@@ -433,6 +435,7 @@ class Walker {
     p.add("mdcast.ctl.last_seq", dec(b.last_seq));
     p.add("mdcast.ctl.oldest_seq", dec(b.oldest_retransmit));
     p.add("mdcast.ctl.granted", dec(b.granted));
+    p.add("mdcast.ctl.features.latency", boolean((b.features & SubscribeAck::kAcceptsLatency) != 0));
   }
   void body(Packet& p, Bytes, const Unsubscribe& b) { instrument_set(p, b.instruments); }
   void body(Packet& p, Bytes, const SnapshotRequest& b) { instrument_set(p, b.instruments); }
@@ -471,6 +474,12 @@ class Walker {
     p.add("mdcast.ctl.lag", dec(b.lag));
     p.add("mdcast.ctl.drops", dec(b.drops));
     p.add("mdcast.ctl.capacity", dec(b.capacity));
+  }
+  void body(Packet& p, Bytes, const LatencyReport& b) {
+    p.add("mdcast.ctl.latency_count", dec(b.count));
+    p.add("mdcast.ctl.latency_p50", dec(b.p50_ns));
+    p.add("mdcast.ctl.latency_p99", dec(b.p99_ns));
+    p.add("mdcast.ctl.latency_max", dec(b.max_ns));
   }
   void body(Packet& p, Bytes f, const ErrorReply& b) {
     p.add("mdcast.ctl.error_code", dec(static_cast<unsigned>(b.code)));

@@ -3,8 +3,8 @@
 # read by `mdcast stat` from another process while the feed runs: an
 # authenticated shm feed, two subscribers (desk-a, desk-b) each losing 2 %
 # of datagrams on arrival (subscriber.inject_loss). The publisher's table
-# names both by identity with their gaps, retransmit requests and
-# recoveries; each subscriber's loss report lists gaps recovered by
+# names both by identity with their gaps, retransmit requests,
+# recoveries and the latency their applications reported; each subscriber's loss report lists gaps recovered by
 # retransmission with their recovery times; --json and --prometheus carry
 # the same (promtext_check.py, and promtool where installed). Then the
 # publisher is stopped and every book compared.
@@ -26,22 +26,25 @@ for d in a b; do
     --inject-loss 0.02 --result "$WORK/sub_$d.toml"
 done
 
-# Until the table shows both identities with a recovery each (the table is
-# refreshed every 100 ms; status reports come every 250 ms).
-recovered() {  # IDENTITY: true when the publisher's row for it shows recoveries > 0
-  "$MDCAST" stat --subscribers "$PID_pub" 2>/dev/null | awk -v id="$1" '$3 == id && $10 > 0 { ok = 1 } END { exit !ok }'
+# Until the table shows both identities with a recovery and a reported
+# latency each (the table is refreshed every 100 ms; status and latency
+# reports come every 250 ms; "-" in the last column: no latency yet).
+recovered() {  # IDENTITY: true when the publisher's row for it shows recoveries > 0 and a latency
+  "$MDCAST" stat --subscribers "$PID_pub" 2>/dev/null |
+    awk -v id="$1" '$3 == id && $10 > 0 && $NF != "-" { ok = 1 } END { exit !ok }'
 }
 i=0
 until recovered desk-a && recovered desk-b; do
   kill -0 "$PID_pub" 2>/dev/null || fail "the publisher ended first"
   sleep 0.1; i=$((i + 1))
-  [ $i -le 300 ] || fail "no recoveries for both identities in 30 s: $("$MDCAST" stat --subscribers "$PID_pub")"
+  [ $i -le 300 ] || fail "no recoveries and latency for both identities in 30 s: $("$MDCAST" stat --subscribers "$PID_pub")"
 done
 "$MDCAST" stat --subscribers "$PID_pub" | tee "$WORK/table.txt" | sed 's/^/   /'
-grep -qE '^ +slot +chan +subscriber +position +lag +gaps +rtx req' "$WORK/table.txt" || fail "no table header"
+grep -qE '^ +slot +chan +subscriber +position +lag +gaps +rtx req.* lat p50 +lat p99$' "$WORK/table.txt" || fail "no table header"
 [ "$(grep -cE ' desk-[ab] ' "$WORK/table.txt")" = 2 ] || fail "the table does not show each identity once"
 grep -qE ' pid [0-9]+ ' "$WORK/table.txt" && fail "an authenticated subscriber shows as a pid"
-note "the publisher names both subscribers by identity, with their recoveries"
+grep -qE ' desk-a .* [0-9.]+ (ns|us|ms|s) +[0-9.]+ (ns|us|ms|s)$' "$WORK/table.txt" || fail "desk-a's latency is not shown"
+note "the publisher names both subscribers by identity, with their recoveries and reported latency"
 
 # Each subscriber's loss report: gaps recovered by retransmission, timed.
 for d in a b; do
@@ -66,6 +69,8 @@ for r in rows.values():
     assert r["authenticated"] and r["subscribed"] and r["recoveries"] > 0 and r["retransmit_requests"] > 0, r
     assert isinstance(r["subscriber_pid"], int), r  # a Unix peer: the kernel names its pid
     assert r["status_age_ns"] is not None and r["status_age_ns"] < 5_000_000_000, r
+    lat = r["latency"]
+    assert lat is not None and lat["count"] > 0 and 0 < lat["p50_ns"] <= lat["p99_ns"] <= lat["max_ns"], r
 assert rows["desk-a"]["subscriber_pid"] == int(sys.argv[3]), rows["desk-a"]
 losses = sub["losses"]
 assert losses and any(l["how"] == "retransmit" and l["recovery_ns"] > 0 for l in losses), losses[:3]
@@ -78,6 +83,8 @@ python3 "$CHECK" "$WORK/stat.prom" --require-labels pid,role,name,medium || fail
 for d in a b; do
   grep -qE "^mdcast_subscriber_recoveries_total\{pid=\"$PID_pub\",[^}]*identity=\"desk-$d\"[^}]*\} [1-9]" "$WORK/stat.prom" ||
     fail "no recoveries series for desk-$d"
+  grep -qE "^mdcast_subscriber_latency_p99_seconds\{pid=\"$PID_pub\",[^}]*identity=\"desk-$d\"[^}]*\} [0-9]" "$WORK/stat.prom" ||
+    fail "no reported latency series for desk-$d"
 done
 if command -v promtool >/dev/null; then
   out=$(promtool check metrics <"$WORK/stat.prom" 2>&1) || fail "promtool check metrics: $out"

@@ -73,9 +73,37 @@ TEST(ControlView, ASubscribedClientHasARowWithItsReportsAndRequests) {
   EXPECT_EQ(r.refused, 1u);
   EXPECT_EQ(r.report_ns, kT);
   EXPECT_EQ(r.written_ns, w.now);
+  EXPECT_EQ(r.latency_count, 0u) << "no latency reported yet";
+
+  EXPECT_TRUE(w.send(7, LatencyReport{40, 2100, 8800, 15000}, 0));
+  w.now += SubscriberTable::kRefreshNs;
+  w.svc.tick(w.now);
+  r = rows.at(0);
+  EXPECT_EQ(r.latency_count, 40u);
+  EXPECT_EQ(r.latency_p50_ns, 2100u);
+  EXPECT_EQ(r.latency_p99_ns, 8800u);
+  EXPECT_EQ(r.latency_max_ns, 15000u);
 
   w.svc.on_disconnect(7);
   EXPECT_EQ(rows.at(0).client, 0u) << "a client that left is gone at once";
+}
+
+// The ack tells a subscriber it may send latency; before it subscribed, a
+// latency report is refused like any other frame that needs a subscription.
+TEST(ControlView, TheAckOffersLatencyReportsAndOnlySubscribersMaySendThem) {
+  World w;
+  w.svc.on_connect(3, w.now);
+  EXPECT_TRUE(w.send(3, LatencyReport{1, 1, 1, 1}, 9));
+  auto replies = w.out.to(3);
+  ASSERT_EQ(replies.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<ErrorReply>(replies[0].body));
+  EXPECT_EQ(std::get<ErrorReply>(replies[0].body).code, ErrorCode::kNotSubscribed);
+  w.subscribe(3);
+  replies = w.out.to(3);
+  ASSERT_EQ(replies.size(), 2u);
+  ASSERT_TRUE(std::holds_alternative<SubscribeAck>(replies[1].body));
+  EXPECT_EQ(std::get<SubscribeAck>(replies[1].body).features & SubscribeAck::kAcceptsLatency,
+            SubscribeAck::kAcceptsLatency);
 }
 
 TEST(ControlView, RowsAreBoundedAndTheRestCounted) {

@@ -139,13 +139,13 @@ class SubscriberNoAllocTest : public ::testing::Test {
   }
   // The agent, subscribed (the subscription itself may allocate: it is not
   // the steady state), with nothing sent since.
-  void start(const feed::SubscriberConfig& c = config()) {
+  void start(const feed::SubscriberConfig& c = config(), uint16_t features = 0) {
     agent_ = std::make_unique<Agent>(medium_, c, h_);
     agent_->start();
     agent_->poll_control(now_);  // connects: the subscription goes out
     const auto subs = medium_.ctl.all<Subscribe>();
     ASSERT_EQ(subs.size(), 1u);
-    medium_.replies.push_back(encode_control(subs[0].first, SubscribeAck{kSession, 0, 1, ctl::kAll}));
+    medium_.replies.push_back(encode_control(subs[0].first, SubscribeAck{kSession, 0, 1, ctl::kAll, features}));
     now_ += kPollNs;
     agent_->do_work(now_);
     ASSERT_TRUE(agent_->subscriber().subscribed());
@@ -268,6 +268,38 @@ TEST_F(SubscriberNoAllocTest, StatusReportsAllocateNothing) {
   control_round();
   control_round();
   EXPECT_EQ(medium_.ctl.all<StatusReport>().size(), 2u);
+}
+
+// The application's latency goes with each status report, without
+// allocating, to a publisher whose SubscribeAck says it reads it; never to
+// one that does not (it would refuse the unknown frame), and not before the
+// application measured anything.
+TEST_F(SubscriberNoAllocTest, LatencyReportsGoOnlyToAPublisherThatReadsThem) {
+  auto c = config();
+  c.status_interval_ns = kPollNs;
+  start(c, SubscribeAck::kAcceptsLatency);
+  control_round();
+  EXPECT_EQ(medium_.ctl.all<StatusReport>().size(), 1u);
+  EXPECT_TRUE(medium_.ctl.all<LatencyReport>().empty()) << "nothing measured yet";
+  agent_->subscriber().report_latency(LatencyReport{10, 1500, 9000, 12000});
+  control_round();
+  const auto lat = medium_.ctl.all<LatencyReport>();
+  ASSERT_EQ(lat.size(), 1u);
+  EXPECT_EQ(lat[0].second.count, 10u);
+  EXPECT_EQ(lat[0].second.p50_ns, 1500u);
+  EXPECT_EQ(lat[0].second.p99_ns, 9000u);
+  EXPECT_EQ(lat[0].second.max_ns, 12000u);
+}
+
+TEST_F(SubscriberNoAllocTest, NoLatencyReportsToAPublisherThatDoesNotReadThem) {
+  auto c = config();
+  c.status_interval_ns = kPollNs;
+  start(c, 0);
+  agent_->subscriber().report_latency(LatencyReport{10, 1500, 9000, 12000});
+  control_round();
+  control_round();
+  EXPECT_EQ(medium_.ctl.all<StatusReport>().size(), 2u);
+  EXPECT_TRUE(medium_.ctl.all<LatencyReport>().empty());
 }
 
 }  // namespace

@@ -90,6 +90,26 @@ TEST(WireControl, SubscribeAckRoundTrips) {
   EXPECT_EQ(r.last_seq, 1ull << 40);
   EXPECT_EQ(r.oldest_retransmit, 5u);
   EXPECT_EQ(r.granted, 12u);
+  EXPECT_EQ(r.features, 0u);
+  const Bytes f = encode_control(2, SubscribeAck{1, 2, 3, 4, SubscribeAck::kAcceptsLatency});
+  EXPECT_EQ(load_le<uint16_t>(f.data() + ctl::kFeatures), SubscribeAck::kAcceptsLatency)
+      << "the features ride in the header's reserved bytes, which earlier subscribers ignore";
+  EXPECT_EQ(parse_as<SubscribeAck>(f, 2).features, SubscribeAck::kAcceptsLatency);
+}
+
+TEST(WireControl, LatencyReportRoundTrips) {
+  const LatencyReport in{7, 1'500, 90'000, UINT64_MAX};
+  const auto r = parse_as<LatencyReport>(encode_control(0, in), 0);
+  EXPECT_EQ(r.count, 7u);
+  EXPECT_EQ(r.p50_ns, 1'500u);
+  EXPECT_EQ(r.p99_ns, 90'000u);
+  EXPECT_EQ(r.max_ns, UINT64_MAX);
+  std::array<std::byte, ctl::kSmallFrame> buf{};
+  const size_t n = encode_control(3, in, buf);
+  ASSERT_EQ(n, 44u);
+  EXPECT_EQ(Bytes(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)), encode_control(3, in));
+  EXPECT_EQ(encode_control(3, in, std::span<std::byte>(buf.data(), 43)), 0u) << "too short a buffer";
+  EXPECT_EQ(to_string(CtlType::kLatencyReport), "latency-report");
 }
 
 TEST(WireControl, UnsubscribeAndSnapshotRequestRoundTrip) {
@@ -267,6 +287,7 @@ std::vector<std::pair<std::string, Bytes>> every_frame() {
       {"snapshot-data", std::move(sd).finish()},
       {"snapshot-done", encode_control(1, SnapshotDone{})},
       {"status-report", encode_control(1, StatusReport{})},
+      {"latency-report", encode_control(1, LatencyReport{})},
       {"error", encode_control(1, ErrorReply{ErrorCode::kMalformed, "x"})},
       {"session-query", encode_control(1, SessionQuery{})},
       {"session-status", encode_control(1, SessionStatus{1, 2, 3, true, 2})},

@@ -12,7 +12,7 @@ local ctl_types = {
   [1] = "Subscribe", [2] = "SubscribeAck", [3] = "Unsubscribe", [4] = "RetransmitRequest",
   [5] = "RetransmitReply", [6] = "SnapshotRequest", [7] = "SnapshotData", [8] = "SnapshotDone",
   [9] = "StatusReport", [10] = "Error", [11] = "AuthHello", [12] = "AuthChallenge", [13] = "AuthProof",
-  [14] = "SessionQuery", [15] = "SessionStatus", [16] = "AuthDataKey",
+  [14] = "SessionQuery", [15] = "SessionStatus", [16] = "AuthDataKey", [17] = "LatencyReport",
 }
 local retransmit_statuses = { [0] = "ok", [1] = "too old", [2] = "not yet", [3] = "wrong session" }
 local snapshot_statuses = { [0] = "ok", [1] = "not entitled", [2] = "unavailable" }
@@ -27,7 +27,8 @@ local function fields()
   field("ctl_length", ProtoField.uint32("mdcast.ctl.length", "Length", base.DEC))
   field("ctl_type", ProtoField.uint8("mdcast.ctl.type", "Type", base.DEC, ctl_types))
   field("ctl_version", ProtoField.uint8("mdcast.ctl.version", "Version", base.DEC))
-  field("ctl_reserved", ProtoField.uint16("mdcast.ctl.reserved", "Reserved", base.HEX))
+  field("ctl_reserved", ProtoField.uint16("mdcast.ctl.reserved", "Reserved (SubscribeAck: features)", base.HEX))
+  field("ctl_accepts_latency", ProtoField.bool("mdcast.ctl.features.latency", "Accepts LatencyReport", 16, nil, 0x0001))
   field("ctl_request_id", ProtoField.uint32("mdcast.ctl.request_id", "Request id", base.DEC))
   field("ctl_channel", ProtoField.uint16("mdcast.ctl.channel", "Channel", base.DEC))
   field("ctl_credential_length", ProtoField.uint16("mdcast.ctl.credential_length", "Credential length (must be 0)", base.DEC))
@@ -53,6 +54,10 @@ local function fields()
   field("ctl_lag", ProtoField.uint64("mdcast.ctl.lag", "Lag", base.DEC))
   field("ctl_drops", ProtoField.uint64("mdcast.ctl.drops", "Drops", base.DEC))
   field("ctl_capacity", ProtoField.uint64("mdcast.ctl.capacity", "Capacity (msg/s)", base.DEC))
+  field("ctl_latency_count", ProtoField.uint64("mdcast.ctl.latency_count", "Latency samples", base.DEC))
+  field("ctl_latency_p50", ProtoField.uint64("mdcast.ctl.latency_p50", "Latency p50 (ns)", base.DEC))
+  field("ctl_latency_p99", ProtoField.uint64("mdcast.ctl.latency_p99", "Latency p99 (ns)", base.DEC))
+  field("ctl_latency_max", ProtoField.uint64("mdcast.ctl.latency_max", "Latency max (ns)", base.DEC))
   field("ctl_session_flags", ProtoField.uint8("mdcast.ctl.session_flags", "Session flags", base.HEX))
   field("ctl_ended", ProtoField.bool("mdcast.ctl.session_flags.ended", "Ended", 8, nil, 0x01))
   field("ctl_end_seq", ProtoField.uint64("mdcast.ctl.end_seq", "End sequence", base.DEC))
@@ -104,7 +109,7 @@ local function dissect_instrument_set(tvb, t, off, stop, s)
 end
 
 -- Frame bodies: exact sizes where the protocol fixes one.
-local ctl_size = { [2] = 40, [4] = 32, [8] = 36, [9] = 44, [12] = 76, [13] = 44, [14] = 12, [15] = 48, [16] = 68 }
+local ctl_size = { [2] = 40, [4] = 32, [8] = 36, [9] = 44, [12] = 76, [13] = 44, [14] = 12, [15] = 48, [16] = 68, [17] = 44 }
 
 -- Decodes a frame's body into t and appends its key values to s (what the
 -- Info column shows: ranges, counts, sequences, the session in hex).
@@ -136,8 +141,10 @@ local function dissect_ctl_body(tvb, pinfo, t, off, len, ftype, s)
     t:add_le(F.ctl_oldest_seq, tvb(off + 28, 8))
     t:add_le(F.ctl_granted, tvb(off + 36, 4))
     local granted = u32(36)
-    s[#s + 1] = string.format("last %s, oldest %s, granted %s", tostring(u64(20)), tostring(u64(28)),
-      granted == M.ALL and "all" or tostring(granted))
+    t:add_le(F.ctl_accepts_latency, tvb(off + 6, 2))
+    s[#s + 1] = string.format("last %s, oldest %s, granted %s%s", tostring(u64(20)), tostring(u64(28)),
+      granted == M.ALL and "all" or tostring(granted),
+      bit32.band(tvb(off + 6, 2):le_uint(), 1) ~= 0 and ", accepts latency reports" or "")
   elseif ftype == 3 or ftype == 6 then
     return dissect_instrument_set(tvb, t, off + 12, stop, s)
   elseif ftype == 4 then
@@ -192,6 +199,13 @@ local function dissect_ctl_body(tvb, pinfo, t, off, len, ftype, s)
     t:add_le(F.ctl_drops, tvb(off + 28, 8))
     t:add_le(F.ctl_capacity, tvb(off + 36, 8))
     s[#s + 1] = string.format("position %s, lag %s, drops %s, capacity %s", tostring(u64(12)), tostring(u64(20)),
+      tostring(u64(28)), tostring(u64(36)))
+  elseif ftype == 17 then
+    t:add_le(F.ctl_latency_count, tvb(off + 12, 8))
+    t:add_le(F.ctl_latency_p50, tvb(off + 20, 8))
+    t:add_le(F.ctl_latency_p99, tvb(off + 28, 8))
+    t:add_le(F.ctl_latency_max, tvb(off + 36, 8))
+    s[#s + 1] = string.format("%s samples, p50 %s ns, p99 %s ns, max %s ns", tostring(u64(12)), tostring(u64(20)),
       tostring(u64(28)), tostring(u64(36)))
   elseif ftype == 10 then
     if not need(16) then return false, "shorter than 16 bytes" end

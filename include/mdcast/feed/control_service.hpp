@@ -144,6 +144,7 @@ class ControlService final : public media::ControlHandler {
     uint32_t errors = 0;
     wire::StatusReport last_report{};
     uint64_t report_time = 0;
+    wire::LatencyReport last_latency{};  // what its application measured, as it last said
     bool capacity_listed = false;  // in capacity_reporters_
     ServerAuth auth;  // control_auth.cpp
 

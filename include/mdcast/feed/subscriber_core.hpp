@@ -134,6 +134,13 @@ class SubscriberCore : public media::ControlEvents {
     if (last_rx_ != 0 && now > last_rx_) last_rx_ = now;
   }
 
+  // The application's latency figures, sent with each status report to a
+  // publisher that reads them (its view of its subscribers shows them).
+  // The engine measures no latency itself: only the application knows when
+  // a message is handled and which clock the feed's send time can be read
+  // against.
+  void report_latency(const wire::LatencyReport& r) noexcept { latency_ = r; }
+
   // Changes the filter; new instruments are recovered by snapshot.
   void add_instruments(std::span<const uint32_t> ids, uint64_t now);
   void remove_instruments(std::span<const uint32_t> ids);
@@ -447,6 +454,8 @@ class SubscriberCore : public media::ControlEvents {
 
   bool connected_ = false;
   bool subscribed_ = false;
+  uint16_t publisher_features_ = 0;  // the SubscribeAck's, this connection's
+  wire::LatencyReport latency_{};
   bool subscribe_refused_ = false;
   bool peer_failed_ = false;
   uint64_t peer_unproven_since_ = 0;

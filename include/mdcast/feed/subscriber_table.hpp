@@ -11,11 +11,12 @@
 // same for one subscriber or a thousand. Nothing here runs per message.
 //
 // What a row can say is what the publisher knows: the status report's
-// fields (protocol.md: position, lag, drops, capacity; it carries no
-// latency and no recovery count, and cannot grow one: its length is exact,
-// so an appended field would be refused as malformed by today's
-// publishers), the requests the client made here and how they were
-// answered, and who the transport says it is.
+// fields (protocol.md: position, lag, drops, capacity), the latency the
+// subscriber's application reported (a LatencyReport beside the status
+// report: the status report's length is exact, so it cannot grow a field),
+// the requests the client made here and how they were answered, and who
+// the transport says it is. It carries no recovery count of the
+// subscriber's own: what it recovered from this publisher is counted here.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +56,12 @@ struct SubscriberRow {
   uint64_t report_ns = 0;     // its last status report, CLOCK_MONOTONIC (0: none yet)
   uint64_t written_ns = 0;    // when the publisher wrote this row
   char identity[64] = {};     // the proven identity (kAuthenticated), else empty
+  // What its application measured (one-way, ns, since it started), as it
+  // reported; latency_count 0: nothing reported.
+  uint64_t latency_count = 0;
+  uint64_t latency_p50_ns = 0;
+  uint64_t latency_p99_ns = 0;
+  uint64_t latency_max_ns = 0;
 
   [[nodiscard]] std::string_view identity_view() const noexcept;
 };

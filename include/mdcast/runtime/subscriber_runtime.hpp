@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mdcast/core/clock.hpp"
+#include "mdcast/core/histogram.hpp"
 #include "mdcast/core/stop.hpp"
 #include "mdcast/feed/channel_agents.hpp"
 #include "mdcast/runtime/agent_result.hpp"
@@ -166,6 +167,13 @@ class SubscriberRuntime {
   // The engines' totals (the one channel's where there is one).
   [[nodiscard]] const feed::SubscriberCounters& totals() const noexcept {
     return *cf_->template section<feed::SubscriberCounters>(0);
+  }
+  // What the application's handler measured, for the publisher's view of
+  // this subscriber (`mdcast stat --subscribers`): sent with each status
+  // report from now on. Call from `refresh` (the channels' own thread).
+  void report_latency(const Histogram& h) noexcept {
+    const wire::LatencyReport r{h.count(), h.percentile(50), h.percentile(99), h.max()};
+    for (size_t i = 0; i < channels_.size(); ++i) channels_.agent(i).subscriber().report_latency(r);
   }
   [[nodiscard]] uint64_t lost_datagrams() const {
     uint64_t v = 0;

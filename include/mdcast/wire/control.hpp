@@ -27,6 +27,10 @@ namespace ctl {
 constexpr size_t kLength = 0;     // u32
 constexpr size_t kType = 4;       // u8
 constexpr size_t kVersion = 5;    // u8
+// u16, reserved (0) in every frame but SubscribeAck, where it holds the
+// publisher's features: what a subscriber may send it beyond version 2's
+// first frames. Earlier publishers write 0 and earlier subscribers ignore it.
+constexpr size_t kFeatures = 6;
 constexpr size_t kRequestId = 8;  // u32
 constexpr size_t kHeaderSize = 12;
 constexpr size_t kMaxFrame = 4u << 20;  // larger frames are a protocol error
@@ -55,6 +59,9 @@ enum class CtlType : uint8_t {
   // After a client's proof: the session's data key, wrapped for that client
   // (wire/auth.hpp). Datagrams of a feed with secrets carry tags made with it.
   kAuthDataKey = 16,
+  // What a subscriber's application measured, sent only to a publisher whose
+  // SubscribeAck lists kAcceptsLatency (earlier ones refuse unknown types).
+  kLatencyReport = 17,
 };
 
 enum class RetransmitStatus : uint8_t { kOk = 0, kTooOld = 1, kNotYet = 2, kWrongSession = 3 };
@@ -85,10 +92,13 @@ struct Subscribe {
   InstrumentSet instruments;
 };
 struct SubscribeAck {
+  // Feature bits (ctl::kFeatures): the publisher reads LatencyReport frames.
+  static constexpr uint16_t kAcceptsLatency = 1;
   uint64_t session = 0;
   uint64_t last_seq = 0;
   uint64_t oldest_retransmit = 0;  // oldest sequence still in the retransmit ring (0: none)
   uint32_t granted = ctl::kAll;    // instruments granted, kAll for every instrument
+  uint16_t features = 0;
 };
 struct Unsubscribe {
   InstrumentSet instruments;
@@ -135,6 +145,16 @@ struct StatusReport {
   uint64_t drops = 0;      // datagrams lost before recovery, cumulative
   uint64_t capacity = 0;   // messages/s the subscriber can take (0: unknown)
 };
+// The application's one-way latency as it measured it (clocks are the
+// application's: one host, or hosts whose clocks it trusts), so that the
+// publisher's view of its subscribers can show it. Cumulative since the
+// subscriber started; count 0: nothing measured.
+struct LatencyReport {
+  uint64_t count = 0;
+  uint64_t p50_ns = 0;
+  uint64_t p99_ns = 0;
+  uint64_t max_ns = 0;
+};
 struct ErrorReply {
   ErrorCode code = ErrorCode::kMalformed;
   std::string text;
@@ -142,7 +162,7 @@ struct ErrorReply {
 
 using ControlBody = std::variant<Subscribe, SubscribeAck, Unsubscribe, RetransmitRequest, RetransmitReply,
                                  SnapshotRequest, SnapshotData, SnapshotDone, StatusReport, ErrorReply, SessionQuery,
-                                 SessionStatus>;
+                                 SessionStatus, LatencyReport>;
 
 struct ControlFrame {
   uint32_t request_id = 0;
@@ -194,13 +214,14 @@ namespace ctl {
 // The bytes of a SnapshotRequest for n instrument ids (0 for all).
 [[nodiscard]] constexpr size_t snapshot_request_size(size_t n) noexcept { return kHeaderSize + 4 + 4 * n; }
 // Fits every fixed-size frame a subscriber sends (retransmit request, session
-// query, status report) and a snapshot request for one instrument.
+// query, status and latency reports) and a snapshot request for one instrument.
 constexpr size_t kSmallFrame = 64;
 }  // namespace ctl
 size_t encode_control(uint32_t request_id, const RetransmitRequest& b, std::span<std::byte> out) noexcept;
 size_t encode_control(uint32_t request_id, const SnapshotRequestView& b, std::span<std::byte> out) noexcept;
 size_t encode_control(uint32_t request_id, const SessionQuery& b, std::span<std::byte> out) noexcept;
 size_t encode_control(uint32_t request_id, const StatusReport& b, std::span<std::byte> out) noexcept;
+size_t encode_control(uint32_t request_id, const LatencyReport& b, std::span<std::byte> out) noexcept;
 
 // Encoders: each returns one complete frame.
 std::vector<std::byte> encode_control(uint32_t request_id, const Subscribe& b);
@@ -210,6 +231,7 @@ std::vector<std::byte> encode_control(uint32_t request_id, const RetransmitReque
 std::vector<std::byte> encode_control(uint32_t request_id, const SnapshotRequest& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const SnapshotDone& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const StatusReport& b);
+std::vector<std::byte> encode_control(uint32_t request_id, const LatencyReport& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const SessionQuery& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const SessionStatus& b);
 std::vector<std::byte> encode_control(uint32_t request_id, const ErrorReply& b);
