@@ -249,6 +249,10 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   next_seq_ = 1;
   highest_seen_ = 0;
   floor_ = 0;
+  // Time without data is measured from the session's first delivery.
+  progress_seq_ = next_seq_;
+  progress_ns_ = 0;
+  progress_idle_ = false;
   gap_open_ = false;
   scan_needed_ = false;
   session_ended_ = false;
@@ -286,6 +290,10 @@ void SubscriberCore::on_unsequenced(std::span<const std::byte> d, const wire::Da
 
 void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept {
   const uint64_t last = hb.last_seq();
+  // Sent nothing beyond what was delivered: until the next new sequence the
+  // feed is paused, not late (what longest_data_gap_ns leaves out).
+  note_progress(now);
+  if (mode_ == Mode::kLive && last + 1 == next_seq_) progress_idle_ = true;
   // Tail loss: the publisher sent more than we saw (unless the claim reaches
   // beyond the window: then the control plane is asked first).
   if (last > highest_seen_ && ((last < ahead_limit() && last < confirm_limit_) || plausible_ahead(last, false))) {

@@ -284,6 +284,10 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t next_seq_ = 1;
   uint64_t highest_seen_ = 0;  // never below a buffered sequence: the live path skips the window on that
   uint64_t last_rx_ = 0;
+  // When each rail (A, B, recovery) last brought an admitted datagram: one
+  // store beside last_rx_, so that poll() can tell one rail's silence from
+  // the publisher's.
+  std::array<uint64_t, 3> rail_rx_{};
   bool publisher_silent_ = false;
   bool gap_open_ = false;
   uint64_t confirmed_last_ = 0;  // the publisher's last sequence, as the control plane last said
@@ -456,6 +460,22 @@ class SubscriberCore : public media::ControlEvents {
   uint32_t next_rid_ = 1;
   std::string last_error_;
   ClientAuth auth_;
+
+  // subscriber_rails.cpp: a rail silent while the other delivers (a pair
+  // member lost from this subscriber's view), and the time without new
+  // data, both judged in poll() from what the live path stamps anyway.
+  void watch_rails(uint64_t now) noexcept;
+  // next_seq_ moved since the last look: closes the interval without data.
+  void note_progress(uint64_t now) noexcept;
+  uint64_t progress_seq_ = 1;   // next_seq_ at the last progress seen
+  uint64_t progress_ns_ = 0;    // when (0: none yet this session, nothing to measure)
+  bool progress_idle_ = false;  // a heartbeat since showed nothing more was sent
+  std::array<uint64_t, 2> rail_seen_{};  // rail_rx_ as watch_rails last saw it
+  std::array<bool, 2> rail_silent_{};
+  // The first interval without data that closed after the rail's last
+  // datagram (rail_gap_known_): what its silence cost.
+  std::array<uint64_t, 2> rail_gap_{};
+  std::array<bool, 2> rail_gap_known_{};
 
   // The loss report (subscriber_losses.cpp): the gap open now (ordinal 0:
   // none recorded), and what the counters said when it opened, since how it
