@@ -6,7 +6,10 @@
 # subscribers read GA as rail A and GB as rail B. A is killed (SIGKILL) while
 # the feed runs; B goes on and ends the session. Every subscriber delivers
 # everything B published with B's books, in one session (no reset), without
-# a snapshot, and took datagrams first from both rails.
+# a snapshot, and took datagrams first from both rails. Their counters show
+# the takeover: rail A silent once (sub.rail_a_silences), rail B never, and
+# the time without data it cost (sub.silence_gap_ns, sub.longest_data_gap_ns);
+# each moved its control connection to B once (udp.announce_left).
 #
 # PAIR_AUTH=1 (udp_pair_auth.sh): the same with secrets, so tagged data; both
 # members derive the session's data key from one publisher.data_secret_file,
@@ -54,6 +57,11 @@ done
 kill -9 "$PID_a"
 wait "$PID_a" 2>/dev/null || true  # (its "Killed" is what this test does)
 note "member A killed at $(stat_value "$PID_sub0" sub.next_sequence) (sub0's next sequence)"
+# B goes on for seconds: each subscriber sees rail A fall silent while B's
+# rail carries on (after subscriber.publisher_timeout, 1 s).
+for i in 0 1 2; do
+  wait_stat "$(eval echo "\$PID_sub$i")" sub.rail_a_silences 1 30 || fail "sub$i never counted rail A's silence"
+done
 wait_pid "$PID_b" 60 || fail "member B exited non-zero"
 for i in 0 1 2; do
   wait_pid "$(eval echo "\$PID_sub$i")" 60 || fail "sub$i exited non-zero"
@@ -72,5 +80,12 @@ for i in 0 1 2; do
     [ "$(toml_get "$r" sub.bad_tags)" = 0 ] || fail "sub$i dropped $(toml_get "$r" sub.bad_tags) datagrams at the tag"
     [ "$(toml_get "$r" sub.untagged)" = 0 ] || fail "sub$i saw untagged datagrams"
   fi
+  [ "$(toml_get "$r" sub.rail_a_silences)" = 1 ] || fail "sub$i counted rail A silent $(toml_get "$r" sub.rail_a_silences) times, not once"
+  [ "$(toml_get "$r" sub.rail_b_silences)" = 0 ] || fail "sub$i counted rail B (the survivor's) silent"
+  gap=$(toml_get "$r" sub.silence_gap_ns) longest=$(toml_get "$r" sub.longest_data_gap_ns)
+  [ "$gap" -gt 0 ] || fail "sub$i: rail A's silence cost no time without data (B was behind A)"
+  [ "$longest" -ge "$gap" ] || fail "sub$i: longest time without data $longest ns below the silence's $gap ns"
+  [ "$(toml_get "$r" udp.announce_left)" = 1 ] || fail "sub$i moved its control connection $(toml_get "$r" udp.announce_left) times, not once (to B)"
+  note "sub$i: rail A silent once, costing $((gap / 1000)) us without data (longest $((longest / 1000)) us)"
   note "sub$i: $published messages, rail A first $(toml_get "$r" sub.rail_a_first), rail B first $(toml_get "$r" sub.rail_b_first), recovered $(toml_get "$r" sub.datagrams_recovered)"
 done
