@@ -487,14 +487,14 @@ TEST_P(PairFailover, SubscribersLoseNothing) {
         EXPECT_LE(s.longest_silence_ns, (sim.lag_at_death_ + 3) * kTick) << s.name << "\n" << sim.report();
         // The engine's own measures, which know no burst from an idle
         // stretch: what the silence cost, and the longest time without data
-        // (pauses the heartbeats show left out). They also see what the
-        // test leaves out: a pause shorter than a heartbeat interval (the
-        // survivor stops kLag packets short of the input's end of a burst,
-        // at its own pace), and a death in an idle stretch, whose survivor
-        // catches up only when the next burst comes.
+        // (pauses the heartbeats show left out: a member's tail twice). They
+        // also see what the test leaves out: a pause shorter than two
+        // heartbeat intervals (the survivor stops kLag packets short of the
+        // input's end of a burst, at its own pace), and a death in an idle
+        // stretch, whose survivor catches up only when the next burst comes.
         const auto& c = s.sub->counters();
         const uint64_t bound =
-            (sim.lag_at_death_ + 3 + (sim.died_idle() ? 100 : 0)) * kTick + sim.heartbeat_interval_ns();
+            (sim.lag_at_death_ + 3 + (sim.died_idle() ? 100 : 0)) * kTick + 2 * sim.heartbeat_interval_ns();
         EXPECT_LE(c.silence_gap_ns.get(), bound) << s.name << "\n" << sim.report();
         EXPECT_GT(c.longest_data_gap_ns.get(), 0u) << s.name;
         EXPECT_LE(c.longest_data_gap_ns.get(), bound) << s.name << "\n" << sim.report();

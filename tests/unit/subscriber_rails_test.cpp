@@ -83,9 +83,12 @@ TEST_F(SubscriberRailsTest, APauseTheHeartbeatsShowIsNoDataGap) {
   start_pair();
   at(0, {{1, Rail::kA}});
   at(1000, {{2, Rail::kA}});
-  // The publisher has nothing more: its heartbeat's tail is what we have.
-  now_ += 1000;
-  rx(idle_heartbeat(2), Rail::kA);
+  // The publisher sent nothing for a heartbeat interval: its heartbeats
+  // repeat a tail that is what we have.
+  for (int i = 0; i < 2; ++i) {
+    now_ += 1000;
+    rx(idle_heartbeat(2), Rail::kA);
+  }
   for (int i = 0; i < 50; ++i) at(1000);
   at(1000, {{3, Rail::kA}});
   EXPECT_EQ(c().longest_data_gap_ns.get(), 1000u);
@@ -96,6 +99,20 @@ TEST_F(SubscriberRailsTest, APauseTheHeartbeatsShowIsNoDataGap) {
   for (int i = 0; i < 20; ++i) at(1000);
   at(1000, {{4, Rail::kA}});
   EXPECT_EQ(c().longest_data_gap_ns.get(), 22'000u);
+}
+
+TEST_F(SubscriberRailsTest, OneHeartbeatCaughtUpIsABusyFeedNotAPause) {
+  start_pair();
+  at(0, {{1, Rail::kA}});
+  // Heartbeats come busy or idle: one whose tail is what was delivered says
+  // only that the subscriber is caught up, and each rail's counts alone.
+  now_ += 1000;
+  rx(idle_heartbeat(1), Rail::kA);
+  now_ += 1000;
+  rx(idle_heartbeat(1), Rail::kB);
+  for (int i = 0; i < 3; ++i) at(1000);
+  at(1000, {{2, Rail::kA}});
+  EXPECT_EQ(c().longest_data_gap_ns.get(), 6000u);
 }
 
 TEST_F(SubscriberRailsTest, ASilenceCostsTheTimeUntilTheSurvivorBringsANewSequence) {

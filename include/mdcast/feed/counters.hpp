@@ -113,7 +113,7 @@ namespace mdcast::feed {
   X(rail_a_returns, "times rail A was heard again after such a silence")          \
   X(rail_b_returns, "times rail B was heard again after such a silence")          \
   X(silence_gap_ns, "time without new data the rail silences caused (ns): for each, the interval from the last new sequence delivered before the silent rail's last datagram to the first after it") \
-  X(longest_data_gap_ns, "longest interval between deliveries of new sequences in a session (ns), to a control poll's precision; an interval in which a heartbeat showed the publisher had sent nothing more (a pause, the end of session) is not counted") \
+  X(longest_data_gap_ns, "longest interval between deliveries of new sequences in a session (ns), to a control poll's precision; an interval in which a member's heartbeats showed a pause (its tail twice on its rail, and nothing beyond what was delivered: no input, the end of session) is not counted") \
   X(next_sequence, "next sequence to deliver")                                    \
   X(highest_sequence, "highest sequence seen")                                   \
   X(auth_failures, "handshakes failed: the publisher did not prove itself, or refused us") \

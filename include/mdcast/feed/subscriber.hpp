@@ -145,7 +145,7 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   if (publisher_silent_) [[unlikely]]
     publisher_back();
   if (!h.sequenced()) {
-    on_unsequenced(d, h, now);
+    on_unsequenced(d, h, rail, now);
     return;
   }
   const uint64_t seq = h.sequence;

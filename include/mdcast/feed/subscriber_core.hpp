@@ -217,7 +217,7 @@ class SubscriberCore : public media::ControlEvents {
   bool plausible_ahead(uint64_t seq, bool sequenced) noexcept;
   [[nodiscard]] uint64_t ahead_limit() const noexcept { return window_base() + n_slots_; }
   void publisher_back() noexcept;
-  void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now) noexcept;
+  void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, Rail rail, uint64_t now) noexcept;
   // Out of order, or anything while a snapshot is awaited: into the window.
   void store(std::span<const std::byte> d, uint64_t seq, Rail rail, uint64_t now) noexcept;
   // Delivers what the window holds from next_seq_ on, then updates the gap.
@@ -337,7 +337,7 @@ class SubscriberCore : public media::ControlEvents {
 
   // subscriber_core.cpp: sessions, heartbeats
   void start_session(uint64_t s) noexcept;
-  void check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept;
+  void check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, Rail rail, uint64_t now) noexcept;
 
   // subscriber_session.cpp: what the control plane confirms. A datagram
   // that claims a new session, an end of session or a sequence far ahead
@@ -469,7 +469,8 @@ class SubscriberCore : public media::ControlEvents {
   void note_progress(uint64_t now) noexcept;
   uint64_t progress_seq_ = 1;   // next_seq_ at the last progress seen
   uint64_t progress_ns_ = 0;    // when (0: none yet this session, nothing to measure)
-  bool progress_idle_ = false;  // a heartbeat since showed nothing more was sent
+  bool progress_idle_ = false;  // since, a rail's heartbeat repeated a tail that is what was delivered
+  std::array<uint64_t, 2> hb_tail_{UINT64_MAX, UINT64_MAX};  // each rail's last heartbeat's tail
   std::array<uint64_t, 2> rail_seen_{};  // rail_rx_ as watch_rails last saw it
   std::array<bool, 2> rail_silent_{};
   // The first interval without data that closed after the rail's last
