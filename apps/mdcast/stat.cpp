@@ -37,7 +37,10 @@ const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagr
                                            "sub.snapshots_applied", "sub.duplicates", "sub.checksum_ok", "sub.checksum_mismatch",
                                            "app.lost", "app.latency_max_ns",
                                            // UDP: the kernel's drops beside ours, and which rail carried the feed
-                                           "udp.kernel_drops", "sub.rail_a_first", "sub.rail_b_first"};
+                                           "udp.kernel_drops", "sub.rail_a_first", "sub.rail_b_first",
+                                           // a pair member lost (a rail silent), its cost, and the control plane moving
+                                           "sub.rail_a_silences", "sub.rail_b_silences", "sub.silence_gap_ns",
+                                           "sub.longest_data_gap_ns", "udp.announce_left"};
 
 // Anyone can write a counters file (or name a feed): what one says reaches
 // the operator's terminal without its control bytes (no escape sequences).

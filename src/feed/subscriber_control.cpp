@@ -123,6 +123,7 @@ void SubscriberCore::poll(uint64_t now) noexcept {
     counters_->publisher_timeouts.add();
     notify_event(SubscriberEvent::kPublisherSilent, {});
   }
+  watch_rails(now);
   if (gap_rec_.ordinal) poll_loss(now);
   if (connected_ && !subscribed_ && !subscribe_refused_ && now >= subscribe_deadline_) send_subscribe(now);
   if (!subscribed_) return;

@@ -249,6 +249,11 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   next_seq_ = 1;
   highest_seen_ = 0;
   floor_ = 0;
+  // Time without data is measured from the session's first delivery.
+  progress_seq_ = next_seq_;
+  progress_ns_ = 0;
+  progress_idle_ = false;
+  hb_tail_ = {UINT64_MAX, UINT64_MAX};
   gap_open_ = false;
   scan_needed_ = false;
   session_ended_ = false;
@@ -275,17 +280,27 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   notify_reset(s);
 }
 
-void SubscriberCore::on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h,
+void SubscriberCore::on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, Rail rail,
                                     uint64_t now) noexcept {
   counters_->heartbeats.add();  // per datagram: the counters' balance counts datagrams
   wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
   wire::MessageView v;
   while (cur.next(v))
-    if (v.type() == wire::MsgType::kHeartbeat) check_heartbeat(wire::HeartbeatView(v), h.flags, now);
+    if (v.type() == wire::MsgType::kHeartbeat) check_heartbeat(wire::HeartbeatView(v), h.flags, rail, now);
 }
 
-void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept {
+void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, Rail rail, uint64_t now) noexcept {
   const uint64_t last = hb.last_seq();
+  // A member that sent nothing for a heartbeat interval (the same tail
+  // twice on its rail), and nothing beyond what was delivered: until the
+  // next new sequence the feed is paused, not late (what longest_data_gap_ns
+  // leaves out). One such heartbeat alone is a busy feed caught up.
+  note_progress(now);
+  if (rail != Rail::kRecovery) {
+    uint64_t& prev = hb_tail_[static_cast<uint8_t>(rail)];
+    if (mode_ == Mode::kLive && last + 1 == next_seq_ && prev == last) progress_idle_ = true;
+    prev = last;
+  }
   // Tail loss: the publisher sent more than we saw (unless the claim reaches
   // beyond the window: then the control plane is asked first).
   if (last > highest_seen_ && ((last < ahead_limit() && last < confirm_limit_) || plausible_ahead(last, false))) {

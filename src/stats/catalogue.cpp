@@ -17,7 +17,7 @@ using sv = std::string_view;
 constexpr sv kPubGauges[] = {"last_sequence", "pacing_rate"};
 constexpr sv kCtlGauges[] = {"clients_connected", "slowest_capacity", "subscribers_unlisted", "longest_poll_ns", "auth_delay_ns",
                              "snapshot_streams", "snapshot_cache_bytes"};
-constexpr sv kSubGauges[] = {"next_sequence", "highest_sequence"};
+constexpr sv kSubGauges[] = {"next_sequence", "highest_sequence", "longest_data_gap_ns"};
 
 bool ends_with(sv s, sv suffix) { return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix; }
 

@@ -9,6 +9,8 @@
 // subscriber must deliver exactly what was published, hold the survivor's
 // books, never reset, never ask for a snapshot (the late joiner asks for the
 // one it joins with, and only that), and end with the survivor's session.
+// Its counters must show the takeover: the victim's rail silent once, the
+// survivor's never, and the time without data within the survivor's lag.
 // Before the death, every sequence both members committed carried the same
 // messages: that is what makes the pair hot-hot.
 #include <gtest/gtest.h>
@@ -160,9 +162,28 @@ class PairSim {
       tick();
       bool done = true;
       for (auto& s : subs_) done &= s.sub && s.sub->delivered_to_end();
-      if (done) return true;
+      if (done) return silence_seen();
     }
     return false;
+  }
+
+  // The survivor heartbeats on after the end of session: its rail goes on
+  // while the victim's stays silent, until publisher_timeout shows it to
+  // every subscriber that was there from the start (the joiner may have
+  // come after the death, and never heard the victim's rail).
+  bool silence_seen() {
+    for (uint64_t i = 0; i < 20'000; ++i) {
+      bool seen = true;
+      for (auto& s : subs_) seen &= s.join_at_packet != 0 || victim_silences(s) > 0;
+      if (seen) return true;
+      tick();
+    }
+    return false;
+  }
+  uint64_t victim_silences(const Sub& s) const { return rail_silences(s, point_.victim); }
+  static uint64_t rail_silences(const Sub& s, int rail) {
+    const auto& c = s.sub->counters();
+    return (rail == 0 ? c.rail_a_silences : c.rail_b_silences).get();
   }
 
   void verify() const {
@@ -183,6 +204,14 @@ class PairSim {
       // is small on purpose); no one else ever needs one.
       EXPECT_EQ(c.snapshots_requested.get(), s.join_at_packet ? 1u : 0u) << r;
       EXPECT_EQ(c.forged_datagrams.get(), 0u) << r;
+      // The takeover as the counters show it: the victim's rail silent once,
+      // the survivor's never, neither back.
+      EXPECT_EQ(rail_silences(s, 1 - point_.victim), 0u) << r;
+      EXPECT_LE(victim_silences(s), 1u) << r;
+      if (s.join_at_packet == 0) {
+        EXPECT_EQ(victim_silences(s), 1u) << r;
+      }
+      EXPECT_EQ(c.rail_a_returns.get() + c.rail_b_returns.get(), 0u) << r;
       // The survivor's rail delivered first at some time: the subscriber
       // really went on with the other member (rail B is behind until rail A
       // goes).
@@ -226,7 +255,9 @@ class PairSim {
     s.cfg.books = pub_cfg_.books;
     s.cfg.window_bytes = 2u << 20;
     s.cfg.request_timeout_ns = 2'000'000;
-    s.cfg.publisher_timeout_ns = 50'000'000;
+    // Five idle stretches (heartbeats every 20 ticks keep both rails heard),
+    // short enough that the victim's rail falls silent soon after the run.
+    s.cfg.publisher_timeout_ns = 5'000'000;
     s.cfg.reorder_wait_ns = 200'000;  // two rails: wait for the other copy before asking
     s.cfg.pair_lag = 1024;
     if (join_at) s.cfg.max_retransmit_span = 16;  // joins by snapshot
@@ -419,6 +450,8 @@ class PairSim {
 
  public:
   uint64_t lag_at_death_ = 0;  // datagrams the survivor was behind the victim
+  [[nodiscard]] bool died_idle() const { return death_tick_ % 400 >= 300; }
+  [[nodiscard]] uint64_t heartbeat_interval_ns() const { return pub_cfg_.heartbeat_interval_ns; }
 };
 
 void PrintTo(const Point& p, std::ostream* os) { *os << p.name; }
@@ -452,6 +485,23 @@ TEST_P(PairFailover, SubscribersLoseNothing) {
     for (const auto& s : sim.subs())
       if (s.join_at_packet == 0) {
         EXPECT_LE(s.longest_silence_ns, (sim.lag_at_death_ + 3) * kTick) << s.name << "\n" << sim.report();
+        // The engine's own measures, which know no burst from an idle
+        // stretch: what the silence cost, and the longest time without data
+        // (pauses the heartbeats show left out: a member's tail twice). They
+        // also see what the test leaves out: a pause shorter than two
+        // heartbeat intervals (the survivor stops kLag packets short of the
+        // input's end of a burst, at its own pace), and a death in an idle
+        // stretch, whose survivor catches up only when the next burst comes.
+        const auto& c = s.sub->counters();
+        const uint64_t bound =
+            (sim.lag_at_death_ + 3 + (sim.died_idle() ? 100 : 0)) * kTick + 2 * sim.heartbeat_interval_ns();
+        EXPECT_LE(c.silence_gap_ns.get(), bound) << s.name << "\n" << sim.report();
+        EXPECT_GT(c.longest_data_gap_ns.get(), 0u) << s.name;
+        EXPECT_LE(c.longest_data_gap_ns.get(), bound) << s.name << "\n" << sim.report();
+        if (getenv("SIM_GAPS"))
+          std::cerr << fmt::format("{} seed {} {}: lag {} silence_gap {} longest {} (ticks) test's {}\n", GetParam().name,
+                                   seed, s.name, sim.lag_at_death_, c.silence_gap_ns.get() / kTick,
+                                   c.longest_data_gap_ns.get() / kTick, s.longest_silence_ns / kTick);
       }
     if (::testing::Test::HasFailure() || getenv("SIM_REPORT")) std::cerr << sim.report();
   }

@@ -6,7 +6,11 @@
 # subscribers read GA as rail A and GB as rail B. A is killed (SIGKILL) while
 # the feed runs; B goes on and ends the session. Every subscriber delivers
 # everything B published with B's books, in one session (no reset), without
-# a snapshot, and took datagrams first from both rails.
+# a snapshot, and took datagrams first from both rails. Their counters show
+# the takeover: rail A silent at the end (sub.rail_a_silences, one more than
+# sub.rail_a_returns), rail B never or back each time, the time without data
+# it cost (sub.silence_gap_ns, sub.longest_data_gap_ns), and the control
+# connection moved to B where it was on A (udp.announce_left).
 #
 # PAIR_AUTH=1 (udp_pair_auth.sh): the same with secrets, so tagged data; both
 # members derive the session's data key from one publisher.data_secret_file,
@@ -54,6 +58,11 @@ done
 kill -9 "$PID_a"
 wait "$PID_a" 2>/dev/null || true  # (its "Killed" is what this test does)
 note "member A killed at $(stat_value "$PID_sub0" sub.next_sequence) (sub0's next sequence)"
+# B goes on for seconds: each subscriber sees rail A fall silent while B's
+# rail carries on (after subscriber.publisher_timeout, 1 s).
+for i in 0 1 2; do
+  wait_stat "$(eval echo "\$PID_sub$i")" sub.rail_a_silences 1 30 || fail "sub$i never counted rail A's silence"
+done
 wait_pid "$PID_b" 60 || fail "member B exited non-zero"
 for i in 0 1 2; do
   wait_pid "$(eval echo "\$PID_sub$i")" 60 || fail "sub$i exited non-zero"
@@ -61,6 +70,8 @@ done
 
 "$MDCAST" verify "$WORK/b.toml" "$WORK/sub0.toml" "$WORK/sub1.toml" "$WORK/sub2.toml" | tee "$WORK/verify.log"
 published=$(toml_get "$WORK/b.toml" messages)
+actl=$(grep -o 'control tcp:[^ ]*' "$WORK/a.log" | head -1 | cut -d' ' -f2)
+bctl=$(grep -o 'control tcp:[^ ]*' "$WORK/b.log" | head -1 | cut -d' ' -f2)
 for i in 0 1 2; do
   r="$WORK/sub$i.toml"
   [ "$(toml_get "$r" messages)" = "$published" ] || fail "sub$i delivered $(toml_get "$r" messages) of $published"
@@ -72,5 +83,23 @@ for i in 0 1 2; do
     [ "$(toml_get "$r" sub.bad_tags)" = 0 ] || fail "sub$i dropped $(toml_get "$r" sub.bad_tags) datagrams at the tag"
     [ "$(toml_get "$r" sub.untagged)" = 0 ] || fail "sub$i saw untagged datagrams"
   fi
+  # A stall of this host longer than publisher_timeout may add a silence
+  # that ends; the kill's never does, and rail B's always did.
+  a_silent=$(toml_get "$r" sub.rail_a_silences) a_back=$(toml_get "$r" sub.rail_a_returns)
+  b_silent=$(toml_get "$r" sub.rail_b_silences) b_back=$(toml_get "$r" sub.rail_b_returns)
+  [ "$((a_silent - a_back))" = 1 ] || fail "sub$i: rail A silent $a_silent times, back $a_back: not silent at the end"
+  [ "$b_silent" = "$b_back" ] || fail "sub$i: rail B (the survivor's) silent $b_silent times, back only $b_back"
+  [ "$b_silent" = 0 ] || note "sub$i: rail B silent $b_silent times (this host stalled?)"
+  gap=$(toml_get "$r" sub.silence_gap_ns) longest=$(toml_get "$r" sub.longest_data_gap_ns)
+  [ "$gap" -gt 0 ] || fail "sub$i: rail A's silence cost no time without data (B was behind A)"
+  [ "$longest" -ge "$gap" ] || fail "sub$i: longest time without data $longest ns below the silence's $gap ns"
+  # A subscriber that heard B's announcement first was on B all along.
+  moved=$(toml_get "$r" udp.announce_left)
+  if grep -qF "names control $actl, not $bctl (in use)" "$WORK/sub$i.log"; then
+    [ "$moved" = 0 ] || fail "sub$i, on B from the start, moved its control connection $moved times"
+  else
+    [ "$moved" -ge 1 ] || fail "sub$i never moved its control connection from A to B"
+  fi
+  note "sub$i: rail A silent $a_silent time(s), costing $((gap / 1000)) us without data (longest $((longest / 1000)) us)"
   note "sub$i: $published messages, rail A first $(toml_get "$r" sub.rail_a_first), rail B first $(toml_get "$r" sub.rail_b_first), recovered $(toml_get "$r" sub.datagrams_recovered)"
 done

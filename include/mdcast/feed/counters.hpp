@@ -108,6 +108,12 @@ namespace mdcast::feed {
   X(control_errors, "error replies received from the publisher")                  \
   X(rail_a_first, "datagrams whose first copy came on rail A")                    \
   X(rail_b_first, "datagrams whose first copy came on rail B")                    \
+  X(rail_a_silences, "times rail A brought nothing for publisher_timeout while the other rail went on: its pair member, or the path to it, lost") \
+  X(rail_b_silences, "times rail B brought nothing for publisher_timeout while the other rail went on: its pair member, or the path to it, lost") \
+  X(rail_a_returns, "times rail A was heard again after such a silence")          \
+  X(rail_b_returns, "times rail B was heard again after such a silence")          \
+  X(silence_gap_ns, "time without new data the rail silences caused (ns): for each, the interval from the last new sequence delivered before the silent rail's last datagram to the first after it") \
+  X(longest_data_gap_ns, "longest interval between deliveries of new sequences in a session (ns), to a control poll's precision; an interval in which a member's heartbeats showed a pause (its tail twice on its rail, and nothing beyond what was delivered: no input, the end of session) is not counted") \
   X(next_sequence, "next sequence to deliver")                                    \
   X(highest_sequence, "highest sequence seen")                                   \
   X(auth_failures, "handshakes failed: the publisher did not prove itself, or refused us") \

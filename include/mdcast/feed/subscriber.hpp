@@ -141,10 +141,11 @@ void Subscriber<Handler>::on_datagram(std::span<const std::byte> d, Rail rail, u
   }
   if (unknown) counters_->unknown_messages.add(unknown);
   last_rx_ = now;
+  rail_rx_[static_cast<uint8_t>(rail)] = now;
   if (publisher_silent_) [[unlikely]]
     publisher_back();
   if (!h.sequenced()) {
-    on_unsequenced(d, h, now);
+    on_unsequenced(d, h, rail, now);
     return;
   }
   const uint64_t seq = h.sequence;

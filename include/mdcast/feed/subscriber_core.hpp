@@ -224,7 +224,7 @@ class SubscriberCore : public media::ControlEvents {
   bool plausible_ahead(uint64_t seq, bool sequenced) noexcept;
   [[nodiscard]] uint64_t ahead_limit() const noexcept { return window_base() + n_slots_; }
   void publisher_back() noexcept;
-  void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, uint64_t now) noexcept;
+  void on_unsequenced(std::span<const std::byte> d, const wire::DatagramHeader& h, Rail rail, uint64_t now) noexcept;
   // Out of order, or anything while a snapshot is awaited: into the window.
   void store(std::span<const std::byte> d, uint64_t seq, Rail rail, uint64_t now) noexcept;
   // Delivers what the window holds from next_seq_ on, then updates the gap.
@@ -291,6 +291,10 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t next_seq_ = 1;
   uint64_t highest_seen_ = 0;  // never below a buffered sequence: the live path skips the window on that
   uint64_t last_rx_ = 0;
+  // When each rail (A, B, recovery) last brought an admitted datagram: one
+  // store beside last_rx_, so that poll() can tell one rail's silence from
+  // the publisher's.
+  std::array<uint64_t, 3> rail_rx_{};
   bool publisher_silent_ = false;
   bool gap_open_ = false;
   uint64_t confirmed_last_ = 0;  // the publisher's last sequence, as the control plane last said
@@ -340,7 +344,7 @@ class SubscriberCore : public media::ControlEvents {
 
   // subscriber_core.cpp: sessions, heartbeats
   void start_session(uint64_t s) noexcept;
-  void check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, uint64_t now) noexcept;
+  void check_heartbeat(const wire::HeartbeatView& hb, uint8_t flags, Rail rail, uint64_t now) noexcept;
 
   // subscriber_session.cpp: what the control plane confirms. A datagram
   // that claims a new session, an end of session or a sequence far ahead
@@ -465,6 +469,23 @@ class SubscriberCore : public media::ControlEvents {
   uint32_t next_rid_ = 1;
   std::string last_error_;
   ClientAuth auth_;
+
+  // subscriber_rails.cpp: a rail silent while the other delivers (a pair
+  // member lost from this subscriber's view), and the time without new
+  // data, both judged in poll() from what the live path stamps anyway.
+  void watch_rails(uint64_t now) noexcept;
+  // next_seq_ moved since the last look: closes the interval without data.
+  void note_progress(uint64_t now) noexcept;
+  uint64_t progress_seq_ = 1;   // next_seq_ at the last progress seen
+  uint64_t progress_ns_ = 0;    // when (0: none yet this session, nothing to measure)
+  bool progress_idle_ = false;  // since, a rail's heartbeat repeated a tail that is what was delivered
+  std::array<uint64_t, 2> hb_tail_{UINT64_MAX, UINT64_MAX};  // each rail's last heartbeat's tail
+  std::array<uint64_t, 2> rail_seen_{};  // rail_rx_ as watch_rails last saw it
+  std::array<bool, 2> rail_silent_{};
+  // The first interval without data that closed after the rail's last
+  // datagram (rail_gap_known_): what its silence cost.
+  std::array<uint64_t, 2> rail_gap_{};
+  std::array<bool, 2> rail_gap_known_{};
 
   // The loss report (subscriber_losses.cpp): the gap open now (ordinal 0:
   // none recorded), and what the counters said when it opened, since how it
