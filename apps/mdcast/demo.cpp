@@ -178,6 +178,14 @@ int run_demo(Settings& s, const DemoArgs& a) {
   const uint64_t t0 = monotonic_ns();
   uint64_t deadline = t0 + s.pub.duration_ns + s.pub.linger_ns + 60 * kNsPerSec;
   uint64_t last_print = 0;
+  // What each subscriber's file last said: one that finished has removed
+  // its file, and the progress line must not then read "delivered 0".
+  struct Seen {
+    bool valid = false;
+    uint64_t delivered = 0, gaps = 0, recovered = 0, snapshots = 0, lag = 0;
+  };
+  std::vector<Seen> seen(kids.size());
+  uint64_t pub_published = 0, rate = 0, seq = 0;  // the publisher's file, as last read
   bool timed_out = false, stopped = false, interrupted = false;
   for (;;) {
     bool all = true;
@@ -222,7 +230,7 @@ int run_demo(Settings& s, const DemoArgs& a) {
     }
     if (s.demo.progress && now - last_print >= (tty ? 250 : 1000) * kNsPerMs) {
       last_print = now;
-      uint64_t published = 0, rate = 0, seq = 0, dmin = UINT64_MAX, dmax = 0, gaps = 0, rec = 0, lag = 0, snaps = 0;
+      uint64_t dmin = UINT64_MAX, dmax = 0, gaps = 0, rec = 0, lag = 0, snaps = 0;
       // The subscribers first, the publisher last: each file is refreshed on
       // its own 250 ms timer, so a publisher read first is the staler one.
       for (size_t i = kids.size(); i-- > 0;) {
@@ -230,27 +238,31 @@ int run_demo(Settings& s, const DemoArgs& a) {
         try {
           auto snap = read_stat(c);
           if (snap.role == "publisher") {
-            published = snap.get("pub.messages_published");
+            pub_published = snap.get("pub.messages_published");
             seq = snap.get("pub.last_sequence");
             const uint64_t ms = snap.get("app.elapsed_ms");
-            rate = ms ? published * 1000 / ms : 0;
+            rate = ms ? pub_published * 1000 / ms : 0;
           } else {
-            const uint64_t d = snap.get("sub.messages_delivered");
-            dmin = std::min(dmin, d);
-            dmax = std::max(dmax, d);
-            gaps += snap.get("sub.gaps");
-            rec += snap.get("sub.datagrams_recovered");
-            snaps += snap.get("sub.snapshots_applied");
             const uint64_t hi = snap.get("sub.highest_sequence"), nx = snap.get("sub.next_sequence");
-            lag = std::max(lag, hi >= nx ? hi - nx + 1 : 0);
+            seen[i] = {true, snap.get("sub.messages_delivered"), snap.get("sub.gaps"),
+                       snap.get("sub.datagrams_recovered"), snap.get("sub.snapshots_applied"),
+                       hi >= nx ? hi - nx + 1 : 0};
           }
         } catch (const Error&) {
+        }
+        if (const Seen& v = seen[i]; v.valid) {
+          dmin = std::min(dmin, v.delivered);
+          dmax = std::max(dmax, v.delivered);
+          gaps += v.gaps;
+          rec += v.recovered;
+          snaps += v.snapshots;
+          lag = std::max(lag, v.lag);
         }
       }
       if (dmin == UINT64_MAX) dmin = 0;
       // Nothing is delivered that was not published: a publisher's file that
       // is still behind a subscriber's shows at least what was delivered.
-      published = std::max(published, dmax);
+      const uint64_t published = std::max(pub_published, dmax);
       const std::string line = fmt::format(
           "  {:5.1f}s  published {:>11} msg ({:>9}/s, seq {:>9})  delivered {:>11}..{:<11} lag {:>5}  gaps {:>5}  recovered {:>6}  snapshots {}",
           static_cast<double>(now - t0) / 1e9, grouped(published), grouped(rate), seq, grouped(dmin), grouped(dmax), lag,
