@@ -71,7 +71,7 @@ struct Channel : media::ControlChannel {
 struct NullHandler {
   void on_message(const Message&, const feed::Delivery&) noexcept {}
   void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
-  void on_reset(uint32_t) noexcept {}
+  void on_reset(uint64_t) noexcept {}
 };
 
 bool contains(const std::vector<std::byte>& hay, std::span<const std::byte> needle) {

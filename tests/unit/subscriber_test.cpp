@@ -7,6 +7,27 @@
 namespace mdcast::test {
 namespace {
 
+// The handler concept takes on_reset's argument as the 64-bit session it
+// is: a handler that would truncate it is refused at compile time.
+struct WideHandler {
+  void on_message(const wire::Message&, const feed::Delivery&) noexcept {}
+  void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
+  void on_reset(uint64_t) noexcept {}
+};
+struct NarrowHandler {
+  void on_message(const wire::Message&, const feed::Delivery&) noexcept {}
+  void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
+  void on_reset(uint32_t) noexcept {}
+};
+struct ByReferenceHandler {
+  void on_message(const wire::Message&, const feed::Delivery&) noexcept {}
+  void on_snapshot(uint32_t, const book::BookSet*) noexcept {}
+  void on_reset(const uint64_t&) noexcept {}
+};
+static_assert(feed::SubscriberHandler<WideHandler>);
+static_assert(feed::SubscriberHandler<ByReferenceHandler>);
+static_assert(!feed::SubscriberHandler<NarrowHandler>, "a uint32_t session would be truncated");
+
 TEST_F(SubscriberTest, InOrderDeliveryZeroCopyPath) {
   start();
   EXPECT_EQ(h_.resets, std::vector<uint64_t>{kSession}) << "the ack started the session";

@@ -56,6 +56,7 @@
 // from the next poll() (SubscriberCore, "Requests leave the data path").
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -70,12 +71,25 @@
 
 namespace mdcast::feed {
 
+namespace detail {
+// Converts to a session id's type and to nothing else, so that a handler
+// whose on_reset takes a narrower integer (and would truncate the 64-bit
+// session) does not satisfy SubscriberHandler.
+struct SessionIdArg {
+  template <class T>
+    requires std::same_as<T, uint64_t>
+  operator T() const noexcept {
+    return 0;
+  }
+};
+}  // namespace detail
+
 template <class H>
-concept SubscriberHandler = requires(H& h, const wire::Message& m, const Delivery& d, uint32_t u,
-                                     const book::BookSet* b) {
+concept SubscriberHandler = requires(H& h, const wire::Message& m, const Delivery& d, uint32_t instrument,
+                                     const book::BookSet* b, detail::SessionIdArg session) {
   h.on_message(m, d);
-  h.on_snapshot(u, b);
-  h.on_reset(u);
+  h.on_snapshot(instrument, b);
+  h.on_reset(session);
 };
 
 template <SubscriberHandler Handler>

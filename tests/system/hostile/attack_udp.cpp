@@ -20,6 +20,10 @@ int forge_chain(const std::string& group, const std::string& interface, double s
   udp::Options o;
   o.rail_a = {group, interface};
   o.loop = true;
+  // One datagram per read: with GRO a busy moment coalesces several real
+  // datagrams into one read, and the forger would resend the whole batch as
+  // one malformed datagram (counted sub.malformed, not at the tag).
+  o.gro = false;
   bool gro = false;
   const UniqueFd rx = udp::open_receiver(iface, g, o, 65536, &gro);
   const UniqueFd tx = udp::open_sender(iface, g, o, 65536);
