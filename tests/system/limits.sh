@@ -8,6 +8,8 @@
 #    (feed.max_levels, feed.max_orders, feed.max_instruments) are refused (3)
 #    before anything is allocated, naming the setting and the bytes; the
 #    values are computed from /proc/meminfo, so they exceed it by construction;
+#  - feed.max_levels 65536 where it fits runs, and its peak RSS stays far
+#    below the 3 GiB its levels reserve (books touch memory as they grow);
 #  - a full counters file system (a tmpfs in a private mount namespace: root
 #    only, the rest runs without) is refused (3) naming the file and the
 #    space, leaving neither the counters file nor the publisher's ring;
@@ -63,6 +65,23 @@ extra=()
 [ "$avail" -gt $(( 34 << 30 )) ] && extra=(--max-instruments "$inst" --set feed.max_levels=65536)
 expect_exit 3 "feed.max_orders 536870912: .*MemAvailable" "${P[@]}" --max-orders 536870912 "${extra[@]}"
 no_leftovers "$RINGS" "a publisher refused for memory"
+
+# ---- in range and within MemAvailable: runs, and its books cost memory only
+# as they grow. feed.max_levels 65536 on 1024 instruments reserves 3 GiB of
+# levels; a feed over 100 instruments touches a few pages of each.
+if [ "$avail" -gt $(( 6 << 30 )) ]; then
+  rss_kb=$(python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
+    "$MDCAST" "${P[@]}" --set feed.max_levels=65536 --max-instruments 1024 --instrument-count 100 2>"$WORK/levels.log")
+  read -r rc rss_kb <<<"$rss_kb"
+  [ "$rc" = 0 ] || { cat "$WORK/levels.log"; fail "a publisher with feed.max_levels 65536 (3 GiB reserved, $((avail >> 30)) GiB available) exited $rc"; }
+  [ "$rss_kb" -lt $(( 1 << 20 )) ] || fail "a publisher with feed.max_levels 65536 over 100 instruments peaked at $((rss_kb >> 10)) MiB: its levels were touched up front"
+  note "feed.max_levels 65536 x 1024 instruments (3 GiB reserved): exit 0, peak RSS $((rss_kb >> 10)) MiB"
+  no_leftovers "$RINGS" "a publisher with feed.max_levels 65536"
+else
+  note "feed.max_levels 65536 run not tried: $((avail >> 20)) MiB available, under 6 GiB"
+fi
 
 # ---- a closed output pipe: 141, quietly, nothing left behind
 set +e
