@@ -9,10 +9,11 @@
 # every message with books identical to the publisher's, and exits 0.
 #
 # FA_AUTH=1 (forged_announce_auth.sh): a feed with secrets. The impostor
-# either answers each hello with a challenge it cannot prove (--refuse) or
-# never answers (--silent). A subscriber leaves a refusing impostor the
-# moment its proof fails ("it could not prove it knows this subscriber's
-# secret"), a silent one after 2 s, and never sends it a proof; then as above.
+# answers each hello with a challenge it cannot prove (--refuse), never
+# answers (--silent), or accepts and closes at once (--close). A subscriber
+# leaves a refusing impostor the moment its proof fails ("it could not prove
+# it knows this subscriber's secret"), a silent or closing one after 2 s, and
+# never sends any of them a proof; then as above.
 source "$(dirname "$0")/hostile_lib.sh"
 
 PUB_AUTH=()
@@ -75,7 +76,8 @@ run_case() {
 if [ "${FA_AUTH:-0}" = 1 ]; then
   run_case refuse 0
   run_case silent 1
-  for v in refuse silent; do
+  run_case close 2
+  for v in refuse silent close; do
     figure "${v}_impostor_challenges" "$(attack_value "imp_$v" challenges)"
   done
 else
