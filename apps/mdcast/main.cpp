@@ -6,6 +6,7 @@
 //   verify     compare result files (books identical?)
 //   bench      latency, throughput, fan-out vs the medium's raw baseline (apps/bench)
 //   secret new a secrets-file line with a fresh random secret
+//   secret public  the public key a secrets-file line seeds (signed announcements)
 //   doctor     the host, RDMA devices and interfaces judged against the settings
 //   record     a subscriber writing what it is delivered into pcap files
 //   replay     a publisher of a recording
@@ -24,6 +25,7 @@
 #include "output.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/auth.hpp"
+#include "mdcast/wire/signature.hpp"
 #include "record_commands.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
@@ -224,6 +226,12 @@ int main(int argc, char** argv) {
   secret_new->add_option("--instruments", secret_instruments, "what it may receive: all, or ids such as 0-99,200")
       ->capture_default_str();
 
+  std::string secret_file;
+  auto* secret_public = secret->add_subcommand(
+      "public", "print the Ed25519 public key that a secrets-file line seeds: udp.announce_key_file signs the "
+                "publisher's announcements with it, subscribers set udp.announce_public_key to this");
+  secret_public->add_option("file", secret_file, "the secrets file (its only line)")->required();
+
   std::string verify_pub;
   std::vector<std::string> verify_subs;
   auto* verify = app.add_subcommand("verify", "compare subscriber result files with the publisher's");
@@ -331,6 +339,11 @@ int main(int argc, char** argv) {
       std::string line = feed::format_secret_line(secret_identity, feed::SecretKey::random(), secret_instruments);
       fmt::print("{}", line);
       wire::wipe(line);
+      return 0;
+    }
+    if (secret_public->parsed()) {
+      const feed::ClientSecret line = with_context("secret public", [&] { return feed::ClientSecret::load(secret_file); });
+      fmt::print("{}\n", wire::format_public_key(wire::SigningKey(line.key().view()).public_key()));
       return 0;
     }
     if (bench->parsed()) return run_bench(s, bench_args);

@@ -7,6 +7,7 @@
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/settings/media.hpp"
 #include "mdcast/settings/values.hpp"
+#include "mdcast/wire/signature.hpp"
 
 namespace mdcast::settings {
 
@@ -384,6 +385,20 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("udp.control_port", "N", "publisher: TCP control port on the interface's address (0: a free one, announced)",
         [](Settings& s, const std::string& v) { s.udp.control_port = parse_uint<uint16_t>(v, 0, 65535); },
         [](const Settings& s) { return std::to_string(s.udp.control_port); });
+    add("udp.announce_key_file", "FILE",
+        "publisher: sign the control-address announcements with the key this secrets-file line seeds "
+        "(mdcast secret new; a pair's members share it)",
+        [](Settings& s, const std::string& v) { s.udp.announce_key_file = v; },
+        [](const Settings& s) { return s.udp.announce_key_file; });
+    add("udp.announce_public_key", "HEX",
+        "subscriber: follow only announcements this key signed (mdcast secret public FILE); \"\" = any",
+        [](Settings& s, const std::string& v) {
+          if (!v.empty() && !wire::parse_public_key(v))
+            fail_usage("udp.announce_public_key: '{}' is not a public key (64 hex digits, from `mdcast secret public "
+                       "FILE`)", v);
+          s.udp.announce_public_key = v;
+        },
+        [](const Settings& s) { return s.udp.announce_public_key; });
     add("udp.cut_a_after", "DURATION", "subscriber fault injection: drop rail A from this long after start", [](Settings& s, const std::string& v) {
       s.udp.cut_a_after_ns = parse_duration(v);
     },

@@ -132,8 +132,9 @@ class Capture {
       const Bytes pl = l4.subspan(8, std::min<size_t>(l4.size(), std::max<size_t>(be16(l4, 4), 8)) - 8);
       const bool port = has(o_.data_ports, sport) || has(o_.data_ports, dport);
       const bool data = pl.size() >= dgram::kHeaderSize && Decoder::looks_like_header(pl);
+      const unsigned version = pl.size() >= 3 ? std::to_integer<unsigned>(pl[2]) : 0;
       const bool ann = pl.size() >= media::udp::kAnnounceHeader && le<uint16_t>(pl, 0) == media::udp::kAnnounceMagic &&
-                       std::to_integer<unsigned>(pl[2]) == media::udp::kAnnounceVersion;
+                       (version == media::udp::kAnnounceVersion || version == media::udp::kAnnounceSignedVersion);
       if (port || data || ann) dec_.udp_payload(p, pl);
     } else if (proto == 6 && l4.size() >= 20) {
       tcp(p, Endpoint{src.ip, be16(l4, 0)}, Endpoint{dst.ip, be16(l4, 2)}, l4);

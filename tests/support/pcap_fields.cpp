@@ -52,7 +52,7 @@ constexpr std::string_view kFields[] = {
     "mdcast.ctl.identity", "mdcast.ctl.server_nonce", "mdcast.ctl.server_proof", "mdcast.ctl.client_proof",
     "mdcast.ctl.wrapped_key", "mdcast.ctl.key_check",
     "mdcast.ann.magic", "mdcast.ann.version", "mdcast.ann.address_length", "mdcast.ann.channel",
-    "mdcast.ann.reserved", "mdcast.ann.session", "mdcast.ann.address",
+    "mdcast.ann.reserved", "mdcast.ann.session", "mdcast.ann.address", "mdcast.ann.signature",
     "mdcast.rec.kind", "mdcast.rec.session", "mdcast.rec.clock_offset", "mdcast.rec.first_missing",
     "mdcast.rec.next_seq", "mdcast.rec.last_frame",
 };
@@ -280,7 +280,8 @@ class Walker {
       return;
     }
     if (pl.size() >= 3 && le<uint16_t>(pl, 0) == media::udp::kAnnounceMagic &&
-        std::to_integer<unsigned>(pl[2]) == media::udp::kAnnounceVersion) {
+        (std::to_integer<unsigned>(pl[2]) == media::udp::kAnnounceVersion ||
+         std::to_integer<unsigned>(pl[2]) == media::udp::kAnnounceSignedVersion)) {
       announcement(p, pl);
       return;
     }
@@ -364,6 +365,10 @@ class Walker {
     const size_t shown = std::min(n, pl.size() - media::udp::kAnnounceHeader);
     if (ok) p.add("mdcast.ann.address", text(a.address));
     else if (shown > 0) p.add("mdcast.ann.address", text({reinterpret_cast<const char*>(pl.data() + 16), shown}));
+    // The signature is shown, never checked (the dissector has no public key).
+    const size_t sig_at = media::udp::kAnnounceHeader + n;
+    if (std::to_integer<uint8_t>(pl[2]) == media::udp::kAnnounceSignedVersion && pl.size() >= sig_at + 64)
+      p.add("mdcast.ann.signature", hexbytes(pl.subspan(sig_at, 64)));
   }
 
   void instrument_set(Packet& p, const InstrumentSet& s) {

@@ -15,12 +15,14 @@
 # PAIR_AUTH=1 (udp_pair_auth.sh): the same with secrets, so tagged data; both
 # members derive the session's data key from one publisher.data_secret_file,
 # so every subscriber checks either member's datagrams with the key it got
-# from one of them: none dropped at the tag (sub.bad_tags 0).
+# from one of them: none dropped at the tag (sub.bad_tags 0). Both members
+# also sign their announcements with one udp.announce_key_file and the
+# subscribers hold its public key, so a subscriber on A moves to B the
+# moment A's connection closes ("left: its connection failed"), not 2 s on.
 #
 # What this does not show yet: boundaries set by the input with batching
-# (mdcast publish's synthetic source has no packets), a control connection
-# that moves at once (it follows B's announcement 2 s after A's is gone),
-# and a restarted member rejoining.
+# (mdcast publish's synthetic source has no packets), and a restarted member
+# rejoining.
 source "$(dirname "$0")/lib.sh"
 
 PORT=$((20000 + $$ % 20000))
@@ -36,8 +38,11 @@ if [ "${PAIR_AUTH:-0}" = 1 ]; then
   "$MDCAST" secret new --identity desk-a >"$WORK/pub.secrets"
   cp "$WORK/pub.secrets" "$WORK/desk-a.secret"
   "$MDCAST" secret new --identity pair >"$WORK/pair.secret"
-  member+=(--secrets "$WORK/pub.secrets" --set publisher.data_secret_file="$WORK/pair.secret")
-  SUB_AUTH=(--identity desk-a --secret-file "$WORK/desk-a.secret")
+  "$MDCAST" secret new --identity announcer >"$WORK/announce.key"
+  member+=(--secrets "$WORK/pub.secrets" --set publisher.data_secret_file="$WORK/pair.secret"
+           --set udp.announce_key_file="$WORK/announce.key")
+  SUB_AUTH=(--identity desk-a --secret-file "$WORK/desk-a.secret"
+            --set udp.announce_public_key="$("$MDCAST" secret public "$WORK/announce.key")")
 fi
 
 for i in 0 1 2; do
@@ -48,7 +53,7 @@ done
 # comes first until A dies, rail B after.
 start_bg a "${member[@]}" --udp-group "$GA" --duration 60s --result "$WORK/a.toml"
 wait_log a '^mdcast publish: UDP multicast .*control tcp:' 30
-start_bg b "${member[@]}" --udp-group "$GB" --duration 8s --result "$WORK/b.toml"
+start_bg b "${member[@]}" --udp-group "$GB" --duration 120s --result "$WORK/b.toml"
 wait_log b '^mdcast publish: UDP multicast .*control tcp:' 30
 # Every subscriber has taken some of the feed from both members.
 for i in 0 1 2; do
@@ -58,11 +63,14 @@ done
 kill -9 "$PID_a"
 wait "$PID_a" 2>/dev/null || true  # (its "Killed" is what this test does)
 note "member A killed at $(stat_value "$PID_sub0" sub.next_sequence) (sub0's next sequence)"
-# B goes on for seconds: each subscriber sees rail A fall silent while B's
-# rail carries on (after subscriber.publisher_timeout, 1 s).
+# B goes on: each subscriber sees rail A fall silent while B's rail carries
+# on (after subscriber.publisher_timeout, 1 s). Then B, alone now, ends the
+# session (SIGTERM): a B that ended on a timer could end before a loaded
+# host's subscribers had counted the silence.
 for i in 0 1 2; do
   wait_stat "$(eval echo "\$PID_sub$i")" sub.rail_a_silences 1 30 || fail "sub$i never counted rail A's silence"
 done
+kill -TERM "$PID_b"
 wait_pid "$PID_b" 60 || fail "member B exited non-zero"
 for i in 0 1 2; do
   wait_pid "$(eval echo "\$PID_sub$i")" 60 || fail "sub$i exited non-zero"
@@ -99,7 +107,13 @@ for i in 0 1 2; do
     [ "$moved" = 0 ] || fail "sub$i, on B from the start, moved its control connection $moved times"
   else
     [ "$moved" -ge 1 ] || fail "sub$i never moved its control connection from A to B"
+    if [ "${PAIR_AUTH:-0}" = 1 ]; then
+      grep -qF "control $actl left: its connection failed (" "$WORK/sub$i.log" ||
+        fail "sub$i, with the members' public key, did not leave A the moment its connection failed: $(grep -F "control $actl left" "$WORK/sub$i.log")"
+    fi
   fi
+  [ "$(toml_get "$r" udp.announce_unsigned)" = 0 ] || fail "sub$i dropped $(toml_get "$r" udp.announce_unsigned) unsigned announcements"
+  [ "$(toml_get "$r" udp.announce_bad_signature)" = 0 ] || fail "sub$i dropped a member's announcement as badly signed"
   note "sub$i: rail A silent $a_silent time(s), costing $((gap / 1000)) us without data (longest $((longest / 1000)) us)"
   note "sub$i: $published messages, rail A first $(toml_get "$r" sub.rail_a_first), rail B first $(toml_get "$r" sub.rail_b_first), recovered $(toml_get "$r" sub.datagrams_recovered)"
 done

@@ -191,6 +191,9 @@ crafted() {
   m+=" $(le 4 4) $(le 3 4) $(le 1311768467463790320 8) $(le 7 4) $(le 1 4) $(le 42 8)"
   packet "$(dgram 5 1 6 100 "$m")" >>"$d/udp.txt"
   packet 4d 41 01 $(le 17 1) $(le 3 2) 00 00 11 10 0f 0e 0d 0c 0b 0a $(ascii tcp:10.2.2.2:7471) >>"$d/udp.txt"
+  # Signed (version 2): the signature is shown, not checked (the dissector has no key).
+  packet 4d 41 02 $(le 17 1) $(le 4 2) 00 00 11 10 0f 0e 0d 0c 0b 0a $(ascii tcp:10.2.2.3:7471) \
+    $(for i in $(seq 0 63); do printf '%02x ' $((i * 3 % 256)); done) >>"$d/udp.txt"
   text2pcap -q -F pcap -u 40001,7470 "$d/udp.txt" "$d/udp.pcap" >>"$d/tools.log" 2>&1 ||
     fail "text2pcap failed: $(tail -2 "$d/tools.log")"
 
@@ -236,7 +239,7 @@ crafted() {
   diff "$d/good.mdcast" "$d/good.tshark" >"$d/good.diff" ||
     { head -6 "$d/good.diff" | cut -c1-600; fail "crafted: the dissector and mdcast decode differently"; }
   [ "$(count "$d/good.summary" malformed)" = 0 ] || { cat "$d/good.log"; fail "crafted: mdcast finds malformed input"; }
-  [ "$(wc -l <"$d/good.tshark")" = 14 ] || fail "crafted: $(wc -l <"$d/good.tshark") of 14 packets decoded"
+  [ "$(wc -l <"$d/good.tshark")" = 15 ] || fail "crafted: $(wc -l <"$d/good.tshark") of 15 packets decoded"
   local t
   for t in msg.opaque msg.fragment msg.unknown msg.heartbeat ctl.unsubscribe ctl.snapshot-request ctl.retransmit-request \
            ctl.error ctl.auth-hello ctl.auth-proof ctl.session-query announcements; do
@@ -276,6 +279,7 @@ crafted() {
   expect_fields 'mdcast.ctl.type == 10' _ws.col.Info "mdcast SessionQuery; Error 3 not entitled: not entitled to 7"
   expect_fields 'mdcast.ctl.type == 11' _ws.col.Info "mdcast AuthHello ch 3, identity desk-a"
   expect_fields 'mdcast.ann.channel == 3' mdcast.ann.address tcp:10.2.2.2:7471
+  expect_fields 'mdcast.ann.channel == 4' mdcast.ann.signature "$(for i in $(seq 0 63); do printf '%02x' $((i * 3 % 256)); done)"
   [ "$(matching "$d/good.pcap" '_ws.expert.severity == error')" = 0 ] || fail "crafted: errors on good input"
   note "crafted: every message and frame kind the feed does not send decodes identically; §5's example checks its CRC;"
   note "crafted: exact session ids, wall-clock send times (and a foreign clock flagged), gap ranges, frame summaries"

@@ -32,6 +32,7 @@ local HEADER = 40
 local TAG = 16  -- the trailer of a datagram with flag 0x10
 local ANN_MAGIC = 0x414d        -- bytes 'M','A'
 local ANN_VERSION = 1
+local ANN_SIGNED_VERSION = 2  -- followed by an Ed25519 signature (udp.announce_key_file)
 local REC_MAGIC = "MDCREC01"    -- a marker `mdcast record` writes where the sequence breaks (docs/recording.md)
 local REC_SIZE = 32
 local CTL_HEADER = 12
@@ -135,6 +136,7 @@ field("ann_channel", ProtoField.uint16("mdcast.ann.channel", "Channel", base.DEC
 field("ann_reserved", ProtoField.uint16("mdcast.ann.reserved", "Reserved", base.HEX))
 field("ann_session", ProtoField.uint64("mdcast.ann.session", "Session", base.HEX))
 field("ann_address", ProtoField.string("mdcast.ann.address", "Control address"))
+field("ann_signature", ProtoField.bytes("mdcast.ann.signature", "Ed25519 signature"))
 
 -- Recording markers (docs/recording.md), their two u64 values named by kind:
 -- gap {first missing, next recorded}, session {id, clock offset}, image
@@ -526,10 +528,13 @@ local function dissect_announcement(tvb, pinfo, tree)
   local shown = math.min(n, len - 16)
   local address = shown > 0 and tvb(16, shown):string() or ""
   if shown > 0 then t:add(F.ann_address, tvb(16, shown), address) end
-  if n < 5 or n > 64 or 16 + n ~= len then
+  local version = tvb(2, 1):uint()
+  local signed = version == ANN_SIGNED_VERSION
+  if signed and len >= 16 + n + 64 then t:add(F.ann_signature, tvb(16 + n, 64)) end
+  if n < 5 or n > 64 or 16 + n + (signed and 64 or 0) ~= len then
     ni:add_proto_expert_info(E.ann, string.format("address length %d, %d bytes follow the header", n, len - 16))
   end
-  if tvb(2, 1):uint() ~= ANN_VERSION then t:add_proto_expert_info(E.ann, "version " .. tvb(2, 1):uint()) end
+  if version ~= ANN_VERSION and not signed then t:add_proto_expert_info(E.ann, "version " .. version) end
   pinfo.cols.info = string.format("mdcast announcement ch %d session 0x%s control %s", tvb(4, 2):le_uint(),
     tvb(8, 8):le_uint64():tohex(), address)
   return len
@@ -579,7 +584,7 @@ local function udp_kind(tvb)
   if tvb:len() < 3 then return nil end
   local magic, version = tvb(0, 2):le_uint(), tvb(2, 1):uint()
   if magic == DATAGRAM_MAGIC and version == DATAGRAM_VERSION then return "data" end
-  if magic == ANN_MAGIC and version == ANN_VERSION then return "ann" end
+  if magic == ANN_MAGIC and (version == ANN_VERSION or version == ANN_SIGNED_VERSION) then return "ann" end
   return nil
 end
 

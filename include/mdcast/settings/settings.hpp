@@ -153,6 +153,8 @@ struct UdpSettings {
   uint32_t busy_poll_us = 0;
   double rate = 10'000;              // peak datagrams/s: socket buffers hold ~100 ms of it
   uint16_t control_port = 7471;
+  std::string announce_key_file;     // publisher: signs its announcements (a secrets-file line's secret seeds Ed25519)
+  std::string announce_public_key;   // subscriber: follows only announcements it signed (64 hex digits)
   uint64_t cut_a_after_ns = 0;       // subscriber fault injection (demo, tests)
   uint64_t cut_a_for_ns = 0;
 };

@@ -25,6 +25,10 @@ constexpr uint64_t kFollowAfterNs = 2 * kNsPerSec;
 constexpr uint64_t kHoldNs = 10 * kNsPerSec;
 constexpr uint32_t kMaxHoldDoublings = 3;
 constexpr uint64_t kErrorReportNs = kNsPerSec;
+// At most one signature checked per this long (~50 µs each): a flood of
+// forged announcements costs the subscriber's control thread at most ~5 %.
+// The publisher's own repeat byte for byte and are checked once.
+constexpr uint64_t kVerifyGapNs = kNsPerMs;
 
 std::string publisher_control(const Options& o, const Interface& iface) {
   if (!o.control.empty()) return o.control;
@@ -84,7 +88,8 @@ PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
       sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_),
       session_(session),
       link_(rails_.iface, rails_.two ? 2 : 1, opts_, "publisher", false) {
-  announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])});
+  announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])},
+                                      o.announce_key.get());
 }
 
 PublisherFit PublisherMedium::configure(PublisherFit c) const {
@@ -215,17 +220,20 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
     return;
   }
   if (a.channel != opts_.channel || !opts_.control.empty()) return;
+  if (opts_.announce_public_key && !signed_by_publisher(box.view(), a, now)) return;
   // Every address announced is remembered (the newest kMaxEndpoints), so a
   // subscriber whose control plane fails it has another to go to: an
   // impostor on the group does not drown out the publisher's announcements.
-  if (!endpoint(a.address)) {
+  Endpoint* ep = endpoint(a.address);
+  if (!ep) {
     if (endpoints_.size() == kMaxEndpoints) {
       const auto old = std::find_if(endpoints_.begin(), endpoints_.end(),
-                                    [&](const Endpoint& ep) { return ep.address != control_; });
+                                    [&](const Endpoint& e) { return e.address != control_; });
       endpoints_.erase(old);
     }
-    endpoints_.push_back({a.address, 0, 0});
+    ep = &endpoints_.emplace_back(Endpoint{a.address, 0, 0, {}});
   }
+  if (opts_.announce_public_key) ep->verified.assign(box.view().begin(), box.view().end());
   if (a.address == control_) return;
   if (control_.empty()) {
     sub_counters_.announce_followed.add();
@@ -241,6 +249,30 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
                             "fails; set feed.control if two publishers share this group",
                             rails_.group[0].text, a.address, control_, control_));
   }
+}
+
+bool SubscriberMedium::signed_by_publisher(std::span<const std::byte> d, const Announcement& a, uint64_t now) {
+  if (a.is_signed) {
+    for (const Endpoint& ep : endpoints_)
+      if (ep.verified.size() == d.size() && std::equal(d.begin(), d.end(), ep.verified.begin())) return true;
+    if (now < next_verify_) {
+      sub_counters_.announce_unverified.add();
+      return false;
+    }
+    next_verify_ = now + kVerifyGapNs;
+    if (announcement_signed_by(d, *opts_.announce_public_key)) return true;
+    sub_counters_.announce_bad_signature.add();
+  } else {
+    sub_counters_.announce_unsigned.add();
+  }
+  if (a.address != forged_) {
+    forged_ = a.address;
+    warn(opts_, fmt::format("an announcement on {} names control {} {}: ignored (only the publisher's signed "
+                            "announcements are followed, udp.announce_public_key)",
+                            rails_.group[0].text, a.address,
+                            a.is_signed ? "with a signature the publisher's key did not make" : "unsigned"));
+  }
+  return false;
 }
 
 void SubscriberMedium::check_endpoint(ControlEvents& e, uint64_t now) {
@@ -262,12 +294,18 @@ void SubscriberMedium::check_endpoint(ControlEvents& e, uint64_t now) {
   // long, across however many connections were made and closed meanwhile;
   // at once when the peer could not prove it knows our secret.
   const bool unproven = connected && e.control_peer_failed();
+  // Every address a subscriber with the publisher's key knows is a real
+  // publisher's (a pair's other member): one whose connection was refused or
+  // closed is left at once, not after kFollowAfterNs, when there is another.
+  const bool closed = opts_.announce_public_key && !connected && !client_->last_error().empty() &&
+                      endpoints_.size() > 1;
   const uint64_t since = std::min(down_since_ ? down_since_ : now, asked_since_ ? asked_since_ : now);
-  if (!unproven && now - since < kFollowAfterNs) return;
+  if (!unproven && !closed && now - since < kFollowAfterNs) return;
   // The client is this address's alone: an error it holds is what this address did.
   const uint64_t secs = (now - since) / kNsPerSec;
   const std::string why =
       unproven ? std::string("it could not prove it knows this subscriber's secret")
+      : closed ? fmt::format("its connection failed ({})", client_->last_error())
       : !client_->last_error().empty() ? fmt::format("its connections failed for {} s ({})", secs, client_->last_error())
       : connected                      ? fmt::format("connected, but no answer to its Subscribe in {} s", secs)
                                        : fmt::format("no connection in {} s", secs);

@@ -14,6 +14,13 @@
 # leaves a refusing impostor the moment its proof fails ("it could not prove
 # it knows this subscriber's secret"), a silent or closing one after 2 s, and
 # never sends any of them a proof; then as above.
+#
+# FA_SIGNED=1 (forged_announce_signed.sh): an open feed whose publisher signs
+# its announcements (udp.announce_key_file) and whose subscribers hold its
+# public key (udp.announce_public_key). The impostor (silent, then close) is
+# never followed: each subscriber drops its announcements (udp.announce_unsigned),
+# names it once, never connects to it (the impostor accepts nothing), takes
+# the publisher's signed announcement, delivers everything, exits 0.
 source "$(dirname "$0")/hostile_lib.sh"
 
 PUB_AUTH=()
@@ -24,6 +31,14 @@ if [ "${FA_AUTH:-0}" = 1 ]; then
   cp "$WORK/pub.secrets" "$WORK/desk-a.secret"
   PUB_AUTH=(--secrets "$WORK/pub.secrets")
   AUTH_SUB=(--identity desk-a --secret-file "$WORK/desk-a.secret")
+fi
+
+SIGNED=${FA_SIGNED:-0}
+if [ "$SIGNED" = 1 ]; then
+  umask 077
+  "$MDCAST" secret new --identity announcer >"$WORK/announce.key"
+  PUB_AUTH+=(--set "udp.announce_key_file=$WORK/announce.key")
+  AUTH_SUB+=(--set "udp.announce_public_key=$("$MDCAST" secret public "$WORK/announce.key")")
 fi
 
 run_case() {
@@ -40,9 +55,15 @@ run_case() {
   note "impostor ($variant) announces $imp"
   start_subscriber sub1
   start_subscriber sub2
-  # Captured: each has taken the impostor's address, the only one announced yet.
-  wait_stat "$PID_sub1" udp.announce_followed 1 20 || fail "sub1 never took the impostor's announcement"
-  wait_stat "$PID_sub2" udp.announce_followed 1 20 || fail "sub2 never took the impostor's announcement"
+  if [ "$SIGNED" = 1 ]; then
+    # Heard and dropped: the impostor's announcements carry no signature.
+    wait_stat "$PID_sub1" udp.announce_unsigned 1 20 || fail "sub1 never counted the impostor's unsigned announcement"
+    wait_stat "$PID_sub2" udp.announce_unsigned 1 20 || fail "sub2 never counted the impostor's unsigned announcement"
+  else
+    # Captured: each has taken the impostor's address, the only one announced yet.
+    wait_stat "$PID_sub1" udp.announce_followed 1 20 || fail "sub1 never took the impostor's announcement"
+    wait_stat "$PID_sub2" udp.announce_followed 1 20 || fail "sub2 never took the impostor's announcement"
+  fi
   start_bg pub publish "${udp[@]}" "${PUB_AUTH[@]}" --rate "$RATE" --duration "$DURATION" --instrument-count 200 --idle block \
     --wait-subscribers 2 --result "$WORK/pub.toml"
   wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30
@@ -55,6 +76,22 @@ run_case() {
   check_books sub1 sub2
   check_delivered sub1 sub2
   local l left why
+  if [ "$SIGNED" = 1 ]; then
+    for l in sub1 sub2; do
+      expect "$l never followed the impostor (udp.announce_left = $(toml_get "$WORK/$l.toml" udp.announce_left))" \
+        [ "$(toml_get "$WORK/$l.toml" udp.announce_left)" = 0 ]
+      expect "$l followed one announced address, the publisher's" [ "$(toml_get "$WORK/$l.toml" udp.announce_followed)" = 1 ]
+      expect "$l dropped the impostor's unsigned announcements ($(toml_get "$WORK/$l.toml" udp.announce_unsigned))" \
+        [ "$(toml_get "$WORK/$l.toml" udp.announce_unsigned)" -ge 1 ]
+      expect "$l's log names the impostor $imp as unsigned and ignored" \
+        grep -qE "names control $imp unsigned: ignored" "$WORK/$l.log"
+      figure "${variant}_${l}_unsigned" "$(toml_get "$WORK/$l.toml" udp.announce_unsigned)"
+    done
+    expect "the impostor ($variant) was never connected to" [ "$(attack_value "imp_$variant" accepted)" = 0 ]
+    figure "${variant}_messages" "$(toml_get "$WORK/sub1.toml" messages 2>/dev/null || echo none)"
+    for l in sub1 sub2 pub; do mv "$WORK/$l.log" "$WORK/$variant-$l.log"; mv "$WORK/$l.toml" "$WORK/$variant-$l.toml" 2>/dev/null || true; done
+    return
+  fi
   case $variant in
     silent) why='connected, but no answer to its Subscribe' ;;
     refuse) why="it could not prove it knows this subscriber's secret" ;;

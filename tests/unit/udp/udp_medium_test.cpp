@@ -10,12 +10,16 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/media/udp/udp_announce.hpp"
 #include "mdcast/media/udp/udp_medium.hpp"
+#include "mdcast/wire/signature.hpp"
 
 using namespace mdcast;
 using mdcast::media::ClientId;
@@ -269,4 +273,121 @@ TEST(UdpMedium, AForgedAnnouncementDoesNotMoveAConnectedSubscriber) {
     }
   EXPECT_EQ(conflicts, 1u);
   EXPECT_EQ(malformed, 1u);
+}
+
+namespace {
+// Sends one datagram to rail A's group from a socket of its own (anyone on the group).
+void send_to_group(const Options& o, const std::vector<std::byte>& d) {
+  const GroupAddress g = GroupAddress::parse(o.rail_a.group);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = g.group_be;
+  to.sin_port = htons(g.port);
+  in_addr lo{};
+  lo.s_addr = htonl(INADDR_LOOPBACK);
+  ::setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof lo);
+  ASSERT_EQ(::sendto(fd, d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to),
+            static_cast<ssize_t>(d.size()));
+  ::close(fd);
+}
+uint64_t counter(const SubscriberMedium& s, std::string_view name) {
+  for (const auto& g : s.counter_groups())
+    for (size_t i = 0; i < g.info.size(); ++i)
+      if (g.info[i].name == name) return g.values[i].get();
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+std::array<std::byte, wire::kSignSeedSize> seed_of(uint8_t v) {
+  std::array<std::byte, wire::kSignSeedSize> s{};
+  s.fill(std::byte{v});
+  return s;
+}
+}  // namespace
+
+TEST(UdpMedium, WithThePublishersKeyOnlyItsSignedAnnouncementsAreFollowed) {
+  Options o = options_for(11);
+  auto key = std::make_shared<const wire::SigningKey>(seed_of(5));
+  const wire::SigningKey impostor(seed_of(6));
+  Options so = o;
+  so.announce_public_key = key->public_key();
+  std::vector<std::string> said;
+  so.log = [&](std::string_view m) { said.emplace_back(m); };
+  SubscriberMedium sub(so);
+  NullEvents e;
+  // Before the publisher: an unsigned announcement, then one signed with another key.
+  const std::vector<std::vector<std::byte>> forged = {encode_announcement({o.channel, 77, "tcp:127.0.0.1:1"}),
+                                                      encode_announcement({o.channel, 77, "tcp:127.0.0.1:2"}, &impostor)};
+  for (const auto& d : forged) {
+    const uint64_t heard = sub.counters().announcements.get();
+    send_to_group(o, d);
+    const uint64_t until = monotonic_ns() + 2 * kNsPerSec;
+    while (sub.counters().announcements.get() == heard && monotonic_ns() < until) (void)receive(sub, 1);
+    sub.poll_control(e, monotonic_ns());
+  }
+  EXPECT_EQ(sub.control_address(), "") << "neither forged address was taken";
+  EXPECT_EQ(counter(sub, "announce_unsigned"), 1u);
+  EXPECT_EQ(counter(sub, "announce_bad_signature"), 1u);
+  EXPECT_EQ(counter(sub, "announce_followed"), 0u);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("names control tcp:127.0.0.1:1 unsigned: ignored"), std::string::npos) << said[0];
+  EXPECT_NE(said[1].find("tcp:127.0.0.1:2 with a signature the publisher's key did not make"), std::string::npos)
+      << said[1];
+
+  o.announce_key = key;
+  PublisherMedium pub(o, 77);
+  NullHandler h;
+  const uint64_t until = monotonic_ns() + 5 * kNsPerSec;
+  while (e.connected == 0 && monotonic_ns() < until) {
+    pub.poll_control(h, monotonic_ns());
+    (void)receive(sub, 1);
+    sub.poll_control(e, monotonic_ns());
+  }
+  EXPECT_EQ(sub.control_address(), pub.control_address()) << "the signed announcement was followed";
+  EXPECT_EQ(e.connected, 1);
+}
+
+// A pair's members share the key; a subscriber on one whose connection closes
+// moves to the other at once: every address it knows is a real publisher's.
+TEST(UdpMedium, WithThePublishersKeyAClosedConnectionMovesToTheOtherMemberAtOnce) {
+  Options o = options_for(12);
+  o.announce_key = std::make_shared<const wire::SigningKey>(seed_of(7));
+  Options so = o;
+  so.announce_key = nullptr;
+  so.announce_public_key = o.announce_key->public_key();
+  std::vector<std::string> said;
+  so.log = [&](std::string_view m) { said.emplace_back(m); };
+  SubscriberMedium sub(so);
+  NullEvents e;
+  NullHandler h;
+  auto a = std::make_unique<PublisherMedium>(o, 77);
+  PublisherMedium b(o, 77);
+  const std::string a_address = a->control_address();
+  uint64_t until = monotonic_ns() + 5 * kNsPerSec;
+  while (e.connected == 0 && monotonic_ns() < until) {  // A alone announces: the subscriber takes it
+    a->poll_control(h, monotonic_ns());
+    (void)receive(sub, 1);
+    sub.poll_control(e, monotonic_ns());
+  }
+  ASSERT_EQ(sub.control_address(), a_address);
+  until = monotonic_ns() + 5 * kNsPerSec;
+  while (counter(sub, "announce_conflicts") == 0 && monotonic_ns() < until) {  // B is heard and remembered
+    a->poll_control(h, monotonic_ns());
+    b.poll_control(h, monotonic_ns());
+    (void)receive(sub, 1);
+    sub.poll_control(e, monotonic_ns());
+  }
+  ASSERT_EQ(sub.control_address(), a_address) << "a connected subscriber is not moved by the other member";
+  a.reset();  // member A dies: its connections close
+  until = monotonic_ns() + 5 * kNsPerSec;
+  while (sub.control_address() == a_address && monotonic_ns() < until) {
+    b.poll_control(h, monotonic_ns());
+    (void)receive(sub, 1);
+    sub.poll_control(e, monotonic_ns());
+  }
+  EXPECT_EQ(sub.control_address(), b.control_address());
+  EXPECT_EQ(counter(sub, "announce_left"), 1u);
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said.back().find("control " + a_address + " left: its connection failed ("), std::string::npos)
+      << "left for the closed connection, not after 2 s of failures: " << said.back();
 }

@@ -1,12 +1,14 @@
 // What the UDP medium parses: groups, rails, announcements.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/udp/udp_announce.hpp"
 #include "mdcast/media/udp/udp_options.hpp"
 #include "mdcast/media/udp/udp_socket.hpp"
+#include "mdcast/wire/signature.hpp"
 
 using namespace mdcast;
 using namespace mdcast::media::udp;
@@ -87,4 +89,51 @@ TEST(UdpAnnounce, MalformedOnesAreRefused) {
   EXPECT_FALSE(decode_announcement(encode_announcement({1, 1, "unix:@x"}), a)) << "only TCP crosses hosts";
   EXPECT_FALSE(decode_announcement(std::span(d).first(10), a));
   EXPECT_FALSE(is_announcement(std::span(d).first(1)));
+}
+
+namespace {
+std::array<std::byte, wire::kSignSeedSize> seed_of(uint8_t v) {
+  std::array<std::byte, wire::kSignSeedSize> s{};
+  s.fill(std::byte{v});
+  return s;
+}
+}  // namespace
+
+TEST(UdpAnnounce, ASignedOneVerifiesOnlyWithItsKeyAndUntouched) {
+  const wire::SigningKey key(seed_of(1)), other(seed_of(2));
+  const auto d = encode_announcement({7, 99, "tcp:10.0.0.1:7471"}, &key);
+  Announcement a;
+  ASSERT_TRUE(decode_announcement(d, a));
+  EXPECT_TRUE(a.is_signed);
+  EXPECT_EQ(a.address, "tcp:10.0.0.1:7471");
+  EXPECT_TRUE(announcement_signed_by(d, key.public_key()));
+  EXPECT_FALSE(announcement_signed_by(d, other.public_key())) << "another publisher's key";
+  for (const size_t at : {size_t{4}, size_t{8}, size_t{20}, d.size() - 1}) {  // channel, session, address, signature
+    auto bad = d;
+    bad[at] ^= std::byte{1};
+    EXPECT_FALSE(announcement_signed_by(bad, key.public_key())) << "byte " << at << " changed";
+  }
+  const auto plain = encode_announcement({7, 99, "tcp:10.0.0.1:7471"});
+  ASSERT_TRUE(decode_announcement(plain, a));
+  EXPECT_FALSE(a.is_signed);
+  EXPECT_FALSE(announcement_signed_by(plain, key.public_key())) << "version 1 carries no signature";
+  auto relabelled = plain;  // version 1 bytes claiming version 2: the length no longer fits
+  relabelled[2] = std::byte{kAnnounceSignedVersion};
+  EXPECT_FALSE(decode_announcement(relabelled, a));
+  EXPECT_FALSE(announcement_signed_by(relabelled, key.public_key()));
+  auto cut = d;
+  cut.pop_back();
+  EXPECT_FALSE(decode_announcement(cut, a));
+  EXPECT_FALSE(announcement_signed_by(cut, key.public_key()));
+}
+
+TEST(UdpAnnounce, PublicKeysParseOnlyAsSixtyFourHexDigits) {
+  const wire::SigningKey key(seed_of(3));
+  const std::string hex = wire::format_public_key(key.public_key());
+  EXPECT_EQ(hex.size(), 64u);
+  EXPECT_EQ(wire::parse_public_key(hex), key.public_key());
+  EXPECT_FALSE(wire::parse_public_key(hex.substr(1)));
+  EXPECT_FALSE(wire::parse_public_key(hex + "0"));
+  EXPECT_FALSE(wire::parse_public_key(std::string(63, 'a') + "g"));
+  EXPECT_FALSE(wire::parse_public_key(""));
 }

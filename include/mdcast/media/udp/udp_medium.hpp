@@ -109,7 +109,10 @@ class PublisherMedium {
   X(announce_malformed, "announcements that did not decode (dropped)")                           \
   X(announce_conflicts, "announcements of another control address than the one in use (ignored)") \
   X(announce_followed, "control addresses taken from an announcement")                            \
-  X(announce_left, "announced control addresses left: refused, closed or silent for 2 s (then held off)")
+  X(announce_left, "announced control addresses left: refused, closed or silent for 2 s (then held off)")        \
+  X(announce_unsigned, "announcements without a signature, where udp.announce_public_key is set (dropped)")       \
+  X(announce_bad_signature, "announcements whose signature udp.announce_public_key did not make (dropped)")      \
+  X(announce_unverified, "new announcements not checked: one is verified a millisecond at most (dropped)")
 MDCAST_DEFINE_COUNTER_STRUCT(SubscriberCounters, MDCAST_UDP_SUBSCRIBER_COUNTERS);
 
 class SubscriberMedium {
@@ -196,10 +199,12 @@ class SubscriberMedium {
     std::string address;
     uint64_t held_until = 0;
     uint32_t failures = 0;
+    std::vector<std::byte> verified;  // the signed announcement checked for it (udp.announce_public_key)
   };
   static constexpr size_t kMaxEndpoints = 8;
 
   void heard_announcement(uint64_t now);
+  [[nodiscard]] bool signed_by_publisher(std::span<const std::byte> d, const Announcement& a, uint64_t now);
   void use_control(std::string address, uint64_t now);
   void check_endpoint(ControlEvents& e, uint64_t now);
   Endpoint* endpoint(const std::string& address) noexcept;
@@ -215,6 +220,8 @@ class SubscriberMedium {
   Channel channel_;
   std::string control_;
   std::string refused_;            // the last conflicting address reported
+  std::string forged_;             // the last address reported as announced without the publisher's signature
+  uint64_t next_verify_ = 0;       // a new signed announcement is verified from then
   uint64_t announcements_seen_ = 0;
   uint64_t down_since_ = 0;      // the connection in use has not been up since then (0: it is up)
   uint64_t asked_since_ = 0;     // a request has waited for an answer since then (0: none waits)

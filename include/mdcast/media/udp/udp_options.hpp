@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
+#include "mdcast/wire/signature.hpp"
 
 namespace mdcast::media::udp {
 
@@ -45,6 +47,12 @@ struct Options {
   std::string control;
   uint16_t control_port = 7471;  // 0: a free port (announced)
   uint64_t announce_interval_ns = 100 * kNsPerMs;
+  // Publisher: signs its announcements (version 2) with this key; null:
+  // unsigned. A pair's members share it.
+  std::shared_ptr<const wire::SigningKey> announce_key;
+  // Subscriber: follows only announcements this key signed; the rest are
+  // dropped and counted (udp.announce_unsigned, udp.announce_bad_signature).
+  std::optional<wire::SignPublicKey> announce_public_key;
   // Subscriber fault injection (demo, tests): rail A's datagrams are read and
   // dropped from cut_a_after_ns after start() for cut_a_for_ns (0: never).
   uint64_t cut_a_after_ns = 0;

@@ -11,10 +11,13 @@
 #include <string_view>
 #include <utility>
 
+#include "mdcast/core/error.hpp"
 #include "mdcast/doctor/doctor.hpp"
+#include "mdcast/feed/auth.hpp"
 #include "mdcast/media/udp/udp_catalogue.hpp"
 #include "mdcast/media/udp/udp_medium.hpp"
 #include "mdcast/settings/media/binding.hpp"
+#include "mdcast/wire/signature.hpp"
 
 namespace mdcast::settings {
 
@@ -37,11 +40,21 @@ struct UdpEntry {
     o.rate = s.udp.rate;
     o.control = s.feed.control;
     o.control_port = s.udp.control_port;
+    if (!s.udp.announce_key_file.empty()) o.announce_key = announce_key(s.udp.announce_key_file);
+    if (!s.udp.announce_public_key.empty()) o.announce_public_key = wire::parse_public_key(s.udp.announce_public_key);
     o.cut_a_after_ns = s.udp.cut_a_after_ns;
     o.cut_a_for_ns = s.udp.cut_a_for_ns;
     o.control_server = s.control_server;
     o.control_inbox = s.feed.control_inbox;
     return o;
+  }
+  // The Ed25519 key a secrets-file line's secret seeds (the file's checks are
+  // the secrets file's: owner, mode, size).
+  static std::shared_ptr<const wire::SigningKey> announce_key(const std::string& path) {
+    return with_context("udp.announce_key_file", [&] {
+      const feed::ClientSecret line = feed::ClientSecret::load(path);
+      return std::make_shared<const wire::SigningKey>(line.key().view());
+    });
   }
   static std::unique_ptr<Publisher> publisher(const Settings& s, uint64_t session) {
     return std::make_unique<Publisher>(options(s), session);
