@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   unsigned per_ms = 100;
   auto* chain = app.add_subcommand("forge-chain", "a UDP feed's group: one datagram sniffed, then the next sequences");
   chain->add_option("group", group, "GROUP:PORT")->required();
-  chain->add_option("--interface", interface, "interface (default lo)");
+  chain->add_option("--interface", interface, "interface to hear and send on: a name or its IPv4 address (default lo)");
   chain->add_option("--seconds", seconds, "how long");
   chain->add_option("--per-ms", per_ms, "forged datagrams a millisecond");
 

@@ -52,9 +52,13 @@ int forge_chain(const std::string& group, const std::string& interface, double s
   const uint64_t t0 = monotonic_ns();
   const uint64_t end = t0 + static_cast<uint64_t>(seconds * 1e9);
   while (!g_stop && monotonic_ns() < end) {
-    // per_ms a millisecond, as fast as the socket takes them within it.
+    // per_ms a millisecond, as fast as the socket takes them within it. The
+    // clock is read at every send too: where sending costs more than the
+    // schedule allows (a bridge in network namespaces cloning each datagram
+    // to every port, on a loaded machine), the backlog would otherwise keep
+    // the forger sending for seconds past `seconds`, past the feed's end.
     const uint64_t due = (monotonic_ns() - t0) / kNsPerMs * per_ms + per_ms;
-    while (sent + refused < due) {
+    while (sent + refused < due && monotonic_ns() < end) {
       h.sequence = next++;
       wire::write_header(d.data(), h);
       if (h.flags & wire::kFlagCrc) wire::seal_crc(d);
