@@ -199,7 +199,8 @@ class VerbsBench final : public MediumBench {
     return fmt::format("UD multicast {} on {} port {} from {}, RC control port {}{}, RDMA READ retransmits {}",
                        s_.verbs.group, s_.verbs.device, s_.verbs.port, s_.verbs.local_ip, s_.verbs.control_port,
                        emulated_ ? " (Soft-RoCE: software emulation, functional figures only)" : "",
-                       s_.verbs.rdma_read ? "on" : "off");
+                       // As VerbsEntry::options decides it: secrets turn READ off.
+                       !s_.verbs.rdma_read ? "off" : s_.pub.secrets.empty() ? "on" : "off (secrets)");
   }
   size_t medium_overhead_per_datagram() const override { return ethernet_ ? kRoceV2Overhead : kIbOverhead; }
   std::string raw_name() const override { return "raw UD multicast"; }

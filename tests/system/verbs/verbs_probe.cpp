@@ -9,6 +9,9 @@
 //   mdcast-verbs-probe subscribe --local-ip 10.77.0.1 --control-ip 10.77.0.1 [--drop-every N] ...
 //       receives until the session ended and everything is delivered, then
 //       checks the books against a local replay of the same seed
+//   mdcast-verbs-probe forge --local-ip 10.77.0.1 --group G --session HEX --from-sequence S [--count N]
+//       a sender on the group that is not the publisher: N datagrams without
+//       a tag, then N with a tag no key made, of that session and channel
 //
 // Both write `--result FILE` (key value lines: verdict and every counter) for
 // the system tests, and exit 0 on success, 1 on a failed check, 2 on error.
@@ -18,6 +21,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
@@ -25,6 +29,8 @@
 #include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/verbs/verbs_medium.hpp"
+#include "mdcast/media/verbs/verbs_sink.hpp"
+#include "mdcast/wire/datagram.hpp"
 #include "verbs_test_util.hpp"
 
 namespace mv = mdcast::media::verbs;
@@ -219,6 +225,43 @@ int subscribe(Common& c) {
   return verdict == "PASS" ? 0 : 1;
 }
 
+// Datagrams that validate (header only, no messages) and claim the feed's
+// session and channel, so that only the tag check can tell them apart: a
+// subscriber that authenticates counts them as sub.untagged and sub.bad_tags.
+int forge(Common& c, uint64_t session, uint64_t from, uint32_t count) {
+  c.o.join = mv::JoinMode::kSendOnly;
+  c.o.retransmit_bytes = 1u << 20;
+  c.o.signal_every = 1;  // every send completes on its own: exit only once all are out
+  mv::VerbsSink sink(c.o);
+  auto datagram = [&](uint64_t seq, bool tagged) {
+    std::vector<std::byte> d(wire::dgram::kHeaderSize + (tagged ? wire::dgram::kTagSize : 0));
+    wire::DatagramHeader h;
+    h.flags = tagged ? wire::kFlagTag : 0;
+    h.channel = c.o.channel;
+    h.session = session;
+    h.sender = 0x4647;
+    h.sequence = seq;
+    h.length = static_cast<uint16_t>(d.size());
+    wire::write_header(d.data(), h);
+    return d;  // a tagged one's trailer stays zero: no key made it
+  };
+  for (int tagged = 0; tagged < 2; ++tagged)
+    for (uint64_t seq = from; seq < from + count; ++seq) {
+      const auto d = datagram(seq, tagged != 0);
+      while (sink.send(d, seq) != media::SendResult::kSent) {
+        if (sink.failed()) throw Error("the forger's send queue failed: " + sink.failure());
+        sink.reap();
+      }
+    }
+  const uint64_t deadline = monotonic_ns() + 5 * kNsPerSec;
+  while (sink.counters().completions.get() < sink.counters().datagrams_posted.get() && monotonic_ns() < deadline)
+    sink.reap();
+  fmt::print("forged: {} untagged and {} with a wrong tag, session {:016x}, sequences {}..{}, group {} on {}\n", count,
+             count, session, from, from + count - 1, c.o.group_ip, sink.device().name);
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,6 +286,15 @@ int main(int argc, char** argv) {
   s->add_option("--burst-length", sc.loss.burst_length, "inject: burst length");
   s->add_option("--rate", sc.o.rate, "peak datagrams/s (sizes the receive ring)");
   s->add_flag("--adaptive", sc.o.adaptive, "sleep on the completion channel when idle");
+  Common fc;
+  std::string forge_session;
+  uint64_t forge_from = 1;
+  uint32_t forge_count = 50;
+  auto* f = app.add_subcommand("forge", "send datagrams of a session without its key's tags");
+  add_common(f, fc);
+  f->add_option("--session", forge_session, "the session they claim (hex, as mdcast publish prints it)")->required();
+  f->add_option("--from-sequence", forge_from, "first sequence number")->check(CLI::PositiveNumber);
+  f->add_option("--count", forge_count, "datagrams of each kind");
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("info")) return info();
@@ -251,6 +303,7 @@ int main(int argc, char** argv) {
       return 77;
     }
     if (app.got_subcommand("publish")) return publish(pc, subscribers, rate, linger);
+    if (app.got_subcommand("forge")) return forge(fc, std::stoull(forge_session, nullptr, 16), forge_from, forge_count);
     return subscribe(sc);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mdcast-verbs-probe: %s\n", e.what());
