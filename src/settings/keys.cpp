@@ -394,7 +394,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
         "subscriber: follow only announcements this key signed (mdcast secret public FILE); \"\" = any",
         [](Settings& s, const std::string& v) {
           if (!v.empty() && !wire::parse_public_key(v))
-            fail_usage("udp.announce_public_key: '{}' is not a public key (64 hex digits, from `mdcast secret public "
+            fail_usage("'{}' is not a public key (64 hex digits, from `mdcast secret public "
                        "FILE`)", v);
           s.udp.announce_public_key = v;
         },

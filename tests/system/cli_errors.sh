@@ -54,6 +54,10 @@ expect_error "--crc: publisher.crc: 'maybe' is not a boolean" publish --crc mayb
 printf '[udp]\ngroup = "239.1.1.1"\n' >"$WORK/group.toml"
 expect_error "group.toml:2: udp.group: udp: '239.1.1.1' is not GROUP:PORT" --config "$WORK/group.toml" publish
 expect_error "udp: no interface 'nosuch0'" publish --medium udp --interface nosuch0 --duration 1s
+# Signed announcements: a key that is not one, a key file that is not a secrets file.
+expect_error "^mdcast: --set udp.announce_public_key: udp.announce_public_key: 'abc' is not a public key \(64 hex digits" \
+  subscribe --medium udp --set udp.announce_public_key=abc
+expect_error "udp.announce_key_file: .*$WORK/nosuch.key" publish --medium udp --set udp.announce_key_file="$WORK/nosuch.key"
 expect_error "shm ring .*mdcast-$NAME-missing.ring not found" subscribe --name "$NAME-missing" --wait 0
 # A ring written by another layout version (2: before sessions were 64-bit).
 python3 - "$WORK/mdcast-$NAME-old.ring" <<'PY'
