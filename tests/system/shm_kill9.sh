@@ -3,7 +3,9 @@
 # recognised as stale by `mdcast stat` and removed by `mdcast stat --clean`.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 30k --duration 3s --instrument-count 100 --idle block \
+# The feed runs until the test has done its part, then is stopped cleanly
+# (SIGTERM): a feed of a fixed length may end before a loaded host gets there.
+start_bg pub publish --name "$NAME" --rate 30k --duration 120s --instrument-count 100 --idle block \
   --wait-subscribers 3 --result "$WORK/pub.toml"
 wait_ring
 for i in 1 2 3; do start_bg "sub$i" subscribe --name "$NAME" --idle block --result "$WORK/sub$i.toml"; done
@@ -12,6 +14,8 @@ wait_published "$PID_pub" 20000
 grep -q "subscriber" "$WORK/stat-before.log" || fail "mdcast stat does not list the running subscribers"
 kill -9 "$PID_sub2"
 note "killed subscriber $PID_sub2"
+wait_published "$PID_pub" 40000  # the survivors go on past the kill
+kill -TERM "$PID_pub"
 wait_pid "$PID_sub1" 60 || fail "subscriber 1 exited non-zero"
 wait_pid "$PID_sub3" 60 || fail "subscriber 3 exited non-zero"
 wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"

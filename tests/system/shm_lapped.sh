@@ -5,7 +5,10 @@
 # the control plane; both end with books identical to the publisher's.
 source "$(dirname "$0")/lib.sh"
 
-start_bg pub publish --name "$NAME" --rate 25k --duration 8s --instrument-count 50 --shm-slots 600 \
+# The feed runs until the slow subscriber has been lapped and let go, then is
+# stopped cleanly (SIGTERM; its linger serves the recovery): a feed of a
+# fixed length may end before a loaded host has lapped anyone.
+start_bg pub publish --name "$NAME" --rate 25k --duration 300s --instrument-count 50 --shm-slots 600 \
   --flush-interval 0 --idle block --wait-subscribers 2 --result "$WORK/pub.toml"
 wait_ring
 start_bg slow subscribe --name "$NAME" --idle block --result "$WORK/slow.toml"
@@ -19,6 +22,8 @@ stopped_at=$("$MDCAST" stat "$PID_pub" | awk '$1 == "pub.messages_published" {pr
 wait_published "$PID_pub" $((stopped_at + 40000))
 kill -CONT "$PID_slow"
 note "subscriber $PID_slow continued"
+wait_stat "$PID_slow" shm.lapped 1 60 || fail "the stopped subscriber never noticed it was lapped"
+kill -TERM "$PID_pub"
 wait_pid "$PID_slow" 60 || fail "stopped subscriber exited non-zero"
 wait_pid "$PID_fast" 60 || fail "other subscriber exited non-zero"
 wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
