@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # An A/B feed over UDP on loopback: the publisher sends on two groups, a
-# subscriber listens to both and loses rail A for 2 s: it delivers every
+# subscriber listens to both and loses rail A for 2 s (the feed runs until
+# that cut has dropped 1,000 copies, then is stopped): it delivers every
 # message with no gap and nothing recovered, rail B's copies filling in.
 # Also: a subscriber with a wrong secret is refused and the other is not.
 source "$(dirname "$0")/lib.sh"
@@ -15,20 +16,24 @@ umask 077
 cp "$WORK/pub.secrets" "$WORK/desk-a.secret"
 "$MDCAST" secret new --identity desk-a >"$WORK/wrong.secret"
 
-start_bg pub publish "${udp[@]}" --rate 30k --duration 5s --instrument-count 100 --secrets "$WORK/pub.secrets" \
+start_bg pub publish "${udp[@]}" --rate 30k --duration 120s --instrument-count 100 --secrets "$WORK/pub.secrets" \
   --wait-subscribers 2 --linger 1s --result "$WORK/pub.toml"
 wait_log pub '^mdcast publish: UDP multicast .*control tcp:' 30  # its start line: it announces itself from now on
 if "$MDCAST" subscribe "${udp[@]}" --identity desk-a --secret-file "$WORK/wrong.secret" --wait 5s >"$WORK/wrong.log" 2>&1; then
   fail "a subscriber with a wrong secret was let in"
 fi
 grep -q "publisher could not prove it knows the secret" "$WORK/wrong.log" || { cat "$WORK/wrong.log"; fail "no clear refusal"; }
-# The other subscriber first: the feed starts when the A/B one subscribes, and
-# its cut (2 s to 4 s after its own start) then falls inside the feed's 5 s
-# unless it took over 4 s to subscribe.
+# The other subscriber first: the feed starts when the A/B one subscribes.
+# The feed runs until the A/B subscriber's cut (2 s to 4 s after its own
+# start) has dropped 1,000 of rail A's copies, so rail B alone carried that
+# many, then is stopped cleanly (SIGTERM): a feed of a fixed length would miss
+# the cut on a host slow to subscribe.
 start_bg plain subscribe "${udp[@]}" --identity desk-a --secret-file "$WORK/desk-a.secret" --result "$WORK/plain.toml"
 wait_stat "$PID_pub" ctl.subscribes 1 30 || fail "the first subscriber never subscribed"
 start_bg cut subscribe "${udp[@]}" --identity desk-a --secret-file "$WORK/desk-a.secret" \
   --set udp.cut_a_after=2s --set udp.cut_a_for=2s --result "$WORK/cut.toml"
+wait_stat "$PID_cut" udp.rail_a_cut 1000 60 || fail "the A/B subscriber's cut dropped under 1,000 of rail A's datagrams in 60 s"
+kill -TERM "$PID_pub"
 wait_pid "$PID_cut" 60 || fail "the A/B subscriber exited non-zero"
 wait_pid "$PID_plain" 60 || fail "the other subscriber exited non-zero"
 wait_pid "$PID_pub" 30 || fail "publisher exited non-zero"
