@@ -17,7 +17,10 @@ command -v tshark >/dev/null || { echo "SKIP: tshark is not installed (scripts/i
 t0=$(date +%s%N)  # before the feed: no datagram of it was sent earlier
 
 # (Datagrams filled for up to 1 ms: fewer packets for tshark, the same bytes.)
-start_bg pub publish --name "$NAME" --rate 5k --duration 5s --wait-subscribers 1 --linger 2s --shm-slots 1024 \
+# The feed runs until the recorder has been lapped and let go, then is stopped
+# cleanly (SIGTERM; the linger serves its recovery): a 5 s feed had to hold a
+# whole ring's bytes after a loaded host's recorder started.
+start_bg pub publish --name "$NAME" --rate 5k --duration 120s --wait-subscribers 1 --linger 2s --shm-slots 1024 \
   --set shm.max_datagram=256 --flush-interval 1ms
 wait_ring
 RING=/dev/shm/mdcast-$NAME.ring
@@ -37,6 +40,8 @@ grep -q '^mdcast_rec_datagrams_total{' "$WORK/rec.prom" || { cat "$WORK/rec.prom
 wait_stat "$PID_pub" pub.bytes_sent $((at + $(stat -c %s "$RING") + 1)) 60 ||
   fail "the publisher did not write the ring's $(stat -c %s "$RING") bytes past the stopped recorder: $(tail -1 "$WORK/pub.log")"
 kill -CONT "$PID_rec"
+wait_stat "$PID_rec" shm.lapped 1 60 || fail "the recorder never noticed it was lapped"
+kill -TERM "$PID_pub"
 wait_rc "$PID_rec" 60 || fail "mdcast record failed"
 wait_rc "$PID_pub" 30 || fail "publisher failed"
 [ -f "$WORK/rec.0000.pcap" ] || { ls "$WORK"; fail "no recording at $WORK/rec.0000.pcap"; }
