@@ -47,6 +47,20 @@ expect_error "record takes one channel" record --name "$NAME" --channels 2 --out
   >"$WORK/silent.log" 2>&1 && fail "a subscriber that heard nothing exited 0"
 grep -q "nothing from a publisher in" "$WORK/silent.log" || { cat "$WORK/silent.log"; fail "no word of the silence"; }
 ! grep -q "latency p50" "$WORK/silent.log" || { cat "$WORK/silent.log"; fail "latency of zero messages printed"; }
+# A feed heard whose control plane never answers (here a dead feed.control;
+# also every announcement unsigned where udp.announce_public_key is set): a
+# setup error after --wait, saying so, not a "publisher silent" at its end.
+G2="239.77.19.$((1 + $$ % 250)):$((20000 + $$ % 20000))"
+start_bg deadctl publish --medium udp --udp-group "$G2" --set udp.control_port=0 --rate 2k --duration 120s --idle block
+wait_log deadctl '^mdcast publish: UDP multicast' 30
+rc=0; "$MDCAST" subscribe --medium udp --udp-group "$G2" --set feed.control=tcp:127.0.0.1:1 --wait 2s \
+  >"$WORK/deadctl-sub.log" 2>&1 || rc=$?
+[ "$rc" = 3 ] || { cat "$WORK/deadctl-sub.log"; fail "a subscriber whose control plane never answered exited $rc, not 3"; }
+grep -q "error: the feed was heard for [0-9]* s, but no control plane answered a Subscribe" "$WORK/deadctl-sub.log" ||
+  { cat "$WORK/deadctl-sub.log"; fail "no word that the control plane never answered"; }
+note "a feed heard without a control plane: $(grep -o 'error: the feed was heard[^(]*' "$WORK/deadctl-sub.log")"
+kill -TERM "$PID_deadctl"
+wait_pid "$PID_deadctl" 30 || fail "the publisher stopped with SIGTERM exited non-zero"
 expect_error "--qkey: verbs.qkey: 'abc' is not a usable QKey: a number below 0x80000000" publish --qkey abc
 printf '[verbs]\nqkey = "zz"\n' >"$WORK/qkey.toml"
 expect_error "qkey.toml:2: verbs.qkey: 'zz' is not a usable QKey" --config "$WORK/qkey.toml" publish

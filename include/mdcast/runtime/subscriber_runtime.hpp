@@ -14,6 +14,8 @@
 // context for its errors), what it prints and writes.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -66,20 +68,33 @@ struct SubscriberLimits {
 // Whether a subscriber (one agent, or several channels') should end at
 // `now`, and why; `error` gets a refusal's reason. For loops of their own
 // (a recorder's); SubscriberRuntime asks it after every control round.
+// `first` (kept by the caller): a feed heard for `wait` before any control
+// plane answered a Subscribe (refused, closed, silent, or every announcement
+// ignored as unsigned) is a setup error, not a publisher lost: what it holds
+// can never be delivered. Once subscribed, a control outage is the media's
+// to ride out.
+struct FirstSubscription {
+  uint64_t heard_since = 0;  // data first heard while no channel was subscribed yet
+  bool done = false;         // some channel has been subscribed
+};
 template <class Agent>
 bool subscriber_should_end(const Agent& a, const SubscriberLimits& l, uint64_t t0, uint64_t now, SubscriberEnding& why,
-                           std::string& error) {
+                           std::string& error, FirstSubscription* first = nullptr) {
   if (l.stop && l.stop->requested()) return why = SubscriberEnding::kStopped, true;
   if (l.duration_ns && now - t0 >= l.duration_ns) return why = SubscriberEnding::kDuration, true;
   bool never = true;
   bool refused = false;
+  bool heard_any = false;  // some channel heard data
   auto check = [&](const auto& sub) {
     // A peer that could not prove itself is a refusal only once no publisher
     // that could has been found for `wait` (the medium may be leaving an impostor).
     const uint64_t unproven = sub.peer_unproven_since();
     if ((sub.subscribe_refused() || (unproven && now - unproven > l.wait_ns)) && !refused)
       refused = true, error = sub.last_error();
-    never &= sub.counters().datagrams_received.get() == 0;
+    const bool heard = sub.counters().datagrams_received.get() != 0;
+    never &= !heard;
+    heard_any |= heard;
+    if (first && sub.subscribed()) first->done = true;
   };
   if constexpr (requires { a.agent(0); }) {
     for (size_t i = 0; i < a.size(); ++i) check(a.agent(i).subscriber());
@@ -87,6 +102,15 @@ bool subscriber_should_end(const Agent& a, const SubscriberLimits& l, uint64_t t
     check(a.subscriber());
   }
   if (refused) return why = SubscriberEnding::kRefused, true;
+  if (first && !first->done && heard_any) {
+    if (!first->heard_since) {
+      first->heard_since = now;
+    } else if (now - first->heard_since > l.wait_ns) {
+      error = fmt::format("the feed was heard for {} s, but no control plane answered a Subscribe (see the lines "
+                          "above; subscriber.wait)", (now - first->heard_since) / kNsPerSec);
+      return why = SubscriberEnding::kRefused, true;
+    }
+  }
   if (now - a.last_data_ns() > l.give_up_ns || (never && now - t0 > l.wait_ns))
     return why = SubscriberEnding::kPublisherLost, true;
   return false;
@@ -195,14 +219,16 @@ class SubscriberRuntime {
       const Refresh& refresh;
       Outcome& out;
       uint64_t last = 0;
+      FirstSubscription first;
       bool on_control_round(uint64_t now) {
         if (now - last > rt.plan_.refresh_ns) {
           last = now;
           rt.update(now, refresh);
         }
-        return !subscriber_should_end(rt.channels_, rt.plan_.limits, out.t0, now, out.ending, out.error);
+        return !subscriber_should_end(rt.channels_, rt.plan_.limits, out.t0, now, out.ending, out.error,
+                                      &first);
       }
-    } hooks{*this, refresh, out, out.t0};
+    } hooks{*this, refresh, out, out.t0, {}};
     channels_.run(hooks);
     out.end_ns = monotonic_ns();
     update(out.end_ns, refresh);

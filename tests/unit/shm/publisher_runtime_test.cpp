@@ -364,9 +364,11 @@ namespace {
 // What subscriber_should_end reads of an agent, set by hand.
 struct FakeSubscriber {
   bool refused = false;
+  bool is_subscribed = false;
   uint64_t unproven_since = 0;
   feed::SubscriberCounters c;
   [[nodiscard]] bool subscribe_refused() const noexcept { return refused; }
+  [[nodiscard]] bool subscribed() const noexcept { return is_subscribed; }
   [[nodiscard]] uint64_t peer_unproven_since() const noexcept { return unproven_since; }
   [[nodiscard]] std::string last_error() const { return "not entitled"; }
   [[nodiscard]] const feed::SubscriberCounters& counters() const noexcept { return c; }
@@ -378,6 +380,40 @@ struct FakeAgent {
   [[nodiscard]] uint64_t last_data_ns() const noexcept { return last_data; }
 };
 }  // namespace
+
+// Data heard but no control plane ever answered (a dead feed.control, every
+// announcement unsigned where a key is set): a setup error after
+// subscriber.wait from the first datagram, with a reason; once subscribed, a
+// later control outage is not.
+TEST(SubscriberRuntime, AFeedHeardWithoutASubscriptionEndsAsASetupErrorAfterTheWait) {
+  using runtime::SubscriberEnding;
+  runtime::SubscriberLimits l{nullptr, 0, 10 * kNsPerSec, 60 * kNsPerSec};
+  FakeAgent a;
+  const uint64_t t0 = 100 * kNsPerSec;
+  SubscriberEnding why{};
+  std::string error;
+  runtime::FirstSubscription first;
+  auto ends = [&](uint64_t now) {
+    a.last_data = now;  // the feed flows all along
+    return runtime::subscriber_should_end(a, l, t0, now, why, error, &first);
+  };
+  EXPECT_FALSE(ends(t0 + 5 * kNsPerSec)) << "nothing heard yet";
+  a.sub.c.datagrams_received.set(5);
+  EXPECT_FALSE(ends(t0 + 8 * kNsPerSec)) << "heard, not subscribed: the wait starts now";
+  EXPECT_FALSE(ends(t0 + 17 * kNsPerSec)) << "9 s of the 10 s wait";
+  EXPECT_TRUE(ends(t0 + 19 * kNsPerSec));
+  EXPECT_EQ(why, SubscriberEnding::kRefused);
+  EXPECT_NE(error.find("the feed was heard for 11 s, but no control plane answered a Subscribe"), std::string::npos)
+      << error;
+
+  runtime::FirstSubscription later;
+  a.sub.is_subscribed = true;
+  EXPECT_FALSE(runtime::subscriber_should_end(a, l, t0, t0 + 20 * kNsPerSec, why, error, &later));
+  a.sub.is_subscribed = false;  // the control plane lost after a subscription
+  EXPECT_FALSE(runtime::subscriber_should_end(a, l, t0, t0 + 21 * kNsPerSec, why, error, &later));
+  EXPECT_FALSE(runtime::subscriber_should_end(a, l, t0, t0 + 40 * kNsPerSec, why, error, &later))
+      << "an outage after a subscription is the media's to ride out";
+}
 
 TEST(SubscriberRuntime, EndsOnAStopADurationARefusalOrASilentPublisher) {
   using runtime::SubscriberEnding;
