@@ -59,6 +59,13 @@ VerbsControlClient::VerbsControlClient(const Options& opts) : opts_(opts) {
   if (!opts_.local_ip.empty()) (void)parse_address(opts_.local_ip, 0, "local_ip");
 }
 
+namespace {
+bool port_active(rdma_cm_id* id) {
+  ibv_port_attr a{};
+  return id && id->verbs && ibv_query_port(id->verbs, id->port_num, &a) == 0 && a.state == IBV_PORT_ACTIVE;
+}
+}  // namespace
+
 VerbsControlClient::~VerbsControlClient() {
   if (conn_ && conn_->state == Conn::State::kConnected) (void)rdma_disconnect(conn_->id.get());
 }
@@ -144,8 +151,13 @@ void VerbsControlClient::start_connect(uint64_t now) {
 void VerbsControlClient::drop_connection(const std::string& why, uint64_t now) {
   if (!conn_) return;
   const bool was_up = conn_->state == Conn::State::kConnected;
+  // A connection lost with its port is put aside, not closed: closing sends
+  // a disconnect request, and on Soft-RoCE a CM message sent through a port
+  // that is down left the device's RDMA CM unable to connect anyone after
+  // (its GSI QP's receives flushed). Closed once the port is back.
+  const bool park = was_up && (hold_ || !port_active(conn_->id.get()));
   if (was_up) {
-    (void)rdma_disconnect(conn_->id.get());
+    if (!park) (void)rdma_disconnect(conn_->id.get());
     counters_.disconnects.add();
     inbound_.push_back({Inbound::Kind::kDisconnected, {}});
     log(fmt::format("control connection to {}:{} lost: {}", opts_.control_ip, opts_.control_port, why));
@@ -158,6 +170,7 @@ void VerbsControlClient::drop_connection(const std::string& why, uint64_t now) {
   last_error_ = why;
   // READ answers not yet handed over point into this connection's buffers.
   std::erase_if(inbound_, [](const Inbound& in) { return in.kind == Inbound::Kind::kRetransmitted; });
+  if (park) parked_ = std::move(conn_);
   conn_.reset();
   armed_ = false;
   next_attempt_ = now + opts_.reconnect_interval_ns;
@@ -470,8 +483,16 @@ size_t VerbsControlClient::poll_cq(uint64_t now) {
 }
 
 size_t VerbsControlClient::poll(uint64_t now) {
+  if (parked_ && !hold_ && port_active(parked_->id.get())) {
+    (void)rdma_disconnect(parked_->id.get());
+    parked_.reset();
+  }
+  if (hold_ && conn_ && conn_->state != Conn::State::kConnected) {
+    drop_connection("the port is down: connecting again once it is back", now);
+    return 1;
+  }
   if (!conn_) {
-    if (now < next_attempt_) return 0;
+    if (hold_ || now < next_attempt_) return 0;
     try {
       start_connect(now);
     } catch (const Error& e) {

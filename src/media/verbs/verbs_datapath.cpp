@@ -65,8 +65,15 @@ int VerbsSink::reap() noexcept {
 
 SendResult VerbsSink::post(const std::byte* data, size_t len, uint32_t lkey, bool with_imm, uint32_t imm,
                                  bool force_signal) noexcept {
-  if (failed_) [[unlikely]]
+  if (failed_ || link_down_) [[unlikely]] {
+    // A port that is down would fail the post (rxe: the QP goes to error):
+    // the datagram stays in the retransmit ring and the engine goes on.
+    if (link_down_) {
+      counters_.dropped_link_down.add();
+      return SendResult::kSent;
+    }
     return SendResult::kBackPressured;
+  }
   if (posted_ - completed_ >= sq_depth_) {
     reap();
     if (posted_ - completed_ >= sq_depth_) {

@@ -55,6 +55,8 @@ PublisherMedium::PublisherMedium(const Options& opts) : opts_(resolve_options(op
   sink_ = std::make_unique<VerbsSink>(opts_);
   VerbsControlServer::Ring ring{sink_->context(), sink_->pd(), sink_->ring_mr(), sink_->ring_memory()};
   server_ = std::make_unique<VerbsControlServer>(opts_, ring, opts_.control_limits);
+  link_ = std::make_unique<LinkWatch>(sink_->context(), sink_->device().port, opts_, "publisher", false);
+  links_.s = sink_.get();
   log_line(opts_.log, describe());
 }
 
@@ -77,23 +79,34 @@ PublisherFit PublisherMedium::configure(PublisherFit cfg) const {
 size_t PublisherMedium::poll_control(ControlHandler& svc, uint64_t now) {
   size_t work = server_->poll(svc, now);
   work += static_cast<size_t>(sink_->reap());
-  if (sink_->failed()) {
-    log_line(opts_.log, fmt::format("UD send path on {} failed ({}, error {}); resetting the QP (subscribers "
-                                    "recover the lost datagrams)",
-                                    sink_->device().name, sink_->failure(), sink_->last_error()));
-    sink_->recover();
-  }
-  // Multicast errors and address changes on the data cm_id: rare, and a
-  // syscall to look for, so every 100 ms.
-  if (now - last_cm_check_ >= 100 * kNsPerMs) {
-    last_cm_check_ = now;
-    if (const std::string s = sink_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
-  }
+  // A failed send may be the port going down: look now, and leave the QP to
+  // the rejoin if it is (resetting it meanwhile would only fail again).
+  if (sink_->failed()) link_->check_soon();
+  work += link_->poll(links_, now);
+  if (sink_->failed() && !link_->port_down()) recover_sink(now);
   return work;
 }
 
+void PublisherMedium::recover_sink(uint64_t now) {
+  // Said at most once a second: a QP that keeps failing would fill the log.
+  if (now >= next_recovery_log_) {
+    log_line(opts_.log, fmt::format("UD send path on {} failed ({}, error {}); resetting the QP (subscribers "
+                                    "recover the lost datagrams){}",
+                                    sink_->device().name, sink_->failure(), sink_->last_error(),
+                                    recoveries_unlogged_ ? fmt::format("; {} more resets since the last such line",
+                                                                       recoveries_unlogged_)
+                                                         : ""));
+    next_recovery_log_ = now + kNsPerSec;
+    recoveries_unlogged_ = 0;
+  } else {
+    ++recoveries_unlogged_;
+  }
+  sink_->recover();
+}
+
 std::vector<CounterGroup> PublisherMedium::counter_groups() const {
-  return {counter_group("sink", sink_->counters()), counter_group("server", server_->counters())};
+  return {counter_group("sink", sink_->counters()), counter_group("server", server_->counters()),
+          counter_group("link", link_->counters())};
 }
 
 std::string PublisherMedium::describe() const {
@@ -111,6 +124,8 @@ SubscriberMedium::SubscriberMedium(const Options& opts) : opts_(resolve_options(
   receiver_ = std::make_unique<VerbsReceiver>(opts_);
   source_.rx_ = receiver_.get();
   control_ = std::make_unique<VerbsControlClient>(opts_);
+  link_ = std::make_unique<LinkWatch>(receiver_->context(), receiver_->device().port, opts_, "subscriber", true);
+  links_.r = receiver_.get();
   log_line(opts_.log, describe());
 }
 
@@ -120,14 +135,14 @@ SubscriberFit SubscriberMedium::configure(SubscriberFit cfg) const {
 }
 
 void SubscriberMedium::upkeep(uint64_t highest_seen, uint64_t now) {
-  if (receiver_->failed()) {
+  if (receiver_->failed()) link_->check_soon();
+  (void)link_->poll(links_, now);
+  control_->hold_connecting(link_->port_down());
+  // While the port is down the rejoin resets the QP, once it can work again.
+  if (receiver_->failed() && !link_->port_down()) {
     log_line(opts_.log, fmt::format("UD receive path on {} failed ({}); resetting the QP and re-posting the ring",
                                     receiver_->device().name, receiver_->failure()));
     receiver_->recover();
-  }
-  if (now - last_cm_check_ >= 100 * kNsPerMs) {
-    last_cm_check_ = now;
-    if (const std::string s = receiver_->poll_cm_events(); !s.empty()) log_line(opts_.log, "data path: " + s);
   }
   // Not one datagram, not even a heartbeat: the device drops what does not
   // match our QP (QKey, group), the group's traffic does not reach us, or
@@ -163,7 +178,8 @@ size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
 }
 
 std::vector<CounterGroup> SubscriberMedium::counter_groups() const {
-  return {counter_group("rx", receiver_->counters()), counter_group("client", control_->counters())};
+  return {counter_group("rx", receiver_->counters()), counter_group("client", control_->counters()),
+          counter_group("link", link_->counters())};
 }
 
 void SubscriberMedium::arm() {

@@ -144,6 +144,60 @@ void log_line(const LogFn& log, std::string_view s) {
   std::fprintf(stderr, "mdcast-verbs: %.*s\n", static_cast<int>(s.size()), s.data());
 }
 
+int post_join(rdma_cm_id* id, const sockaddr_storage& group, bool send_only) noexcept {
+  auto* g = const_cast<sockaddr*>(reinterpret_cast<const sockaddr*>(&group));
+  if (send_only) {
+    rdma_cm_join_mc_attr_ex mc{};
+    mc.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+    mc.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+    mc.addr = g;
+    return rdma_join_multicast_ex(id, &mc, nullptr) == 0 ? 0 : errno;
+  }
+  return rdma_join_multicast(id, g, nullptr) == 0 ? 0 : errno;
+}
+
+CmEvents drain_data_events(rdma_event_channel* ch, bool joining, rdma_ud_param* ud) {
+  CmEvents r;
+  // Each event is acknowledged before the next is read: rdma_leave_multicast
+  // waits for every event of its group to be acknowledged.
+  while (auto ev = try_cm_event(ch)) {
+    switch (ev->event) {
+      case RDMA_CM_EVENT_MULTICAST_JOIN:
+        if (joining && !r.joined) {
+          r.joined = true;
+          *ud = ev->param.ud;
+        }
+        break;
+      case RDMA_CM_EVENT_MULTICAST_ERROR:
+      case RDMA_CM_EVENT_UNREACHABLE:
+        if (joining && !r.joined) {
+          r.join_failed = true;
+          r.error = fmt::format("{} (status {}: {})", rdma_event_str(ev->event), ev->status,
+                                std::strerror(ev->status < 0 ? -ev->status : ev->status));
+        } else if (ev->event == RDMA_CM_EVENT_MULTICAST_ERROR) {
+          ++r.multicast_errors;
+        }
+        break;
+      case RDMA_CM_EVENT_ADDR_CHANGE:
+        ++r.addr_changes;
+        break;
+      case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        r.device_removed = true;
+        break;
+      default:
+        break;
+    }
+  }
+  return r;
+}
+
+bool qp_in_error(ibv_qp* qp) noexcept {
+  ibv_qp_attr a{};
+  ibv_qp_init_attr ia{};
+  if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) != 0) return true;
+  return a.qp_state == IBV_QPS_ERR || a.qp_state == IBV_QPS_SQE;
+}
+
 std::string where(rdma_cm_id* id) {
   if (!id || !id->verbs) return "(no device)";
   return fmt::format("{} port {}", ibv_get_device_name(id->verbs->device), id->port_num);
@@ -256,26 +310,6 @@ MemoryRegion register_memory(ibv_pd* pd, std::span<std::byte> m, int access, con
   return mr;
 }
 
-std::string poll_data_events(rdma_event_channel* ch, const Options& o) {
-  std::string out;
-  while (auto ev = try_cm_event(ch)) {
-    switch (ev->event) {
-      case RDMA_CM_EVENT_MULTICAST_ERROR:
-        out += fmt::format("multicast error on group {} (status {}); ", o.group_ip, ev->status);
-        break;
-      case RDMA_CM_EVENT_ADDR_CHANGE:
-        out += fmt::format("address change on {}; ", o.local_ip);
-        break;
-      case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        out += "RDMA device removed; ";
-        break;
-      default:
-        break;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ sink --
@@ -283,8 +317,7 @@ std::string poll_data_events(rdma_event_channel* ch, const Options& o) {
 VerbsSink::VerbsSink(const Options& opts) : opts_(opts) {
   const std::string what = fmt::format("verbs publisher (local {}, group {})", opts_.local_ip, opts_.group_ip);
   channel_ = make_event_channel(what);
-  sockaddr_storage group{};
-  id_ = resolve_group(channel_.get(), opts_, group, what);
+  id_ = resolve_group(channel_.get(), opts_, group_, what);
   dev_ = with_context(what, [&] { return query_device(id_->verbs, id_->port_num); });
   max_datagram_ = dev_.max_datagram;
   if (opts_.max_datagram) {
@@ -339,7 +372,7 @@ VerbsSink::VerbsSink(const Options& opts) : opts_(opts) {
   max_inline_ = std::min(qa.cap.max_inline_data, opts_.max_inline);
   bring_up_qp();
 
-  auto j = join_group(channel_.get(), id_.get(), group, opts_.join, opts_, what);
+  auto j = join_group(channel_.get(), id_.get(), group_, opts_.join, opts_, what);
   send_only_ = j.send_only;
   counters_.send_only_join.set(send_only_ ? 1 : 0);
   join_ = std::move(j.join);
@@ -349,7 +382,7 @@ VerbsSink::VerbsSink(const Options& opts) : opts_(opts) {
       fail("{}: ibv_attach_mcast on {}: {} (errno {})", what, dev_.name, std::strerror(rc), rc);
     join_.attached(qp_.get(), j.ud.ah_attr.grh.dgid, j.ud.ah_attr.dlid);
   }
-  // One address handle for the group, for the life of the sink.
+  // One address handle for the group, made once per join (a rejoin makes the next: verbs_rejoin.cpp).
   ah_.reset(ibv_create_ah(pd_.get(), &j.ud.ah_attr));
   if (!ah_) fail_errno("{} on {}: ibv_create_ah for group {}", what, dev_.name, opts_.group_ip);
   remote_qpn_ = j.ud.qp_num;
@@ -382,15 +415,12 @@ void VerbsSink::recover() {
   counters_.qp_recoveries.add();
 }
 
-std::string VerbsSink::poll_cm_events() { return poll_data_events(channel_.get(), opts_); }
-
 // -------------------------------------------------------------- receiver --
 
 VerbsReceiver::VerbsReceiver(const Options& opts) : opts_(opts) {
   const std::string what = fmt::format("verbs subscriber (local {}, group {})", opts_.local_ip, opts_.group_ip);
   channel_ = make_event_channel(what);
-  sockaddr_storage group{};
-  id_ = resolve_group(channel_.get(), opts_, group, what);
+  id_ = resolve_group(channel_.get(), opts_, group_, what);
   dev_ = with_context(what, [&] { return query_device(id_->verbs, id_->port_num); });
   max_datagram_ = dev_.max_datagram;
   if (opts_.qkey & 0x80000000u) fail("{}: qkey 0x{:x} has the high bit set (a controlled QKey needs privilege)", what, opts_.qkey);
@@ -443,7 +473,7 @@ VerbsReceiver::VerbsReceiver(const Options& opts) : opts_(opts) {
   bring_up_qp();
 
   // Receives are posted before the join: nothing that arrives is lost for want of a buffer.
-  auto j = join_group(channel_.get(), id_.get(), group, opts_.subscriber_join, opts_, what);
+  auto j = join_group(channel_.get(), id_.get(), group_, opts_.subscriber_join, opts_, what);
   join_ = std::move(j.join);
   if (const int rc = ibv_attach_mcast(qp_.get(), &j.ud.ah_attr.grh.dgid, j.ud.ah_attr.dlid))
     fail("{}: ibv_attach_mcast on {}: {} (errno {}; max_mcast_qp_attach is {})", what, dev_.name,
@@ -513,7 +543,5 @@ void VerbsReceiver::take_event() noexcept {
     }
   }
 }
-
-std::string VerbsReceiver::poll_cm_events() { return poll_data_events(channel_.get(), opts_); }
 
 }  // namespace mdcast::media::verbs

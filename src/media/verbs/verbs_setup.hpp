@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "mdcast/media/verbs/verbs_handles.hpp"
+#include "mdcast/media/verbs/verbs_link.hpp"
 #include "mdcast/media/verbs/verbs_options.hpp"
 
 namespace mdcast::media::verbs::detail {
@@ -37,6 +38,18 @@ CmEvent expect_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int tim
 void ud_qp_to_rts(rdma_cm_id* id, ibv_qp* qp, uint32_t qkey, bool send, std::string_view what);
 
 void log_line(const LogFn& log, std::string_view s);
+
+// Asks to join `group` on id again (send-only when `send_only`); the answer
+// comes as an event on the id's channel. 0 or the errno of the refusal.
+int post_join(rdma_cm_id* id, const sockaddr_storage& group, bool send_only) noexcept;
+
+// Drains the data cm_id's events without blocking. A MULTICAST_JOIN while
+// `joining` sets joined and *ud (the caller attaches and makes its address
+// handle); a MULTICAST_ERROR or UNREACHABLE while `joining` is the join's failure.
+CmEvents drain_data_events(rdma_event_channel* ch, bool joining, rdma_ud_param* ud);
+
+// The QP is in the error state (or cannot be read): it needs a reset before use.
+bool qp_in_error(ibv_qp* qp) noexcept;
 
 // "rxe0 port 1" for messages.
 std::string where(rdma_cm_id* id);

@@ -17,6 +17,7 @@ inline constexpr std::string_view kName = "verbs";
 inline constexpr std::string_view kSinkGauges[] = {"send_only_join"};
 inline constexpr std::string_view kReceiverGauges[] = {"posted_low"};
 inline constexpr std::string_view kServerGauges[] = {"clients_connected"};
+inline constexpr std::string_view kLinkGauges[] = {"rails_down"};
 
 [[nodiscard]] inline std::span<const CatalogueSection> counter_catalogue() noexcept {
   static constexpr CatalogueSection kSections[] = {
@@ -26,6 +27,7 @@ inline constexpr std::string_view kServerGauges[] = {"clients_connected"};
       catalogue_section<ReceiverCounters>("rx", kSubscriberRole, kName, "media::verbs::ReceiverCounters",
                                           kReceiverGauges),
       catalogue_section<ClientCounters>("client", kSubscriberRole, kName, "media::verbs::ClientCounters"),
+      catalogue_section<LinkCounters>("link", "", kName, "media::verbs::LinkCounters", kLinkGauges),
   };
   return kSections;
 }

@@ -198,6 +198,12 @@ class VerbsControlClient final : public ControlChannel {
   bool arm() noexcept;
 
   [[nodiscard]] bool connected() const noexcept;
+  // While held (the port is down: SubscriberMedium's LinkWatch says so), no
+  // connection is attempted, and an attempt under way is dropped: nothing
+  // can connect, and on Soft-RoCE connection requests sent through a port
+  // that is down were seen to leave the device's RDMA CM unable to connect
+  // anyone afterwards. Attempts resume when released.
+  void hold_connecting(bool hold) noexcept { hold_ = hold; }
   // Request bytes queued but not yet posted (they leave as SENDs complete).
   [[nodiscard]] size_t outbound_backlog() const noexcept;
   [[nodiscard]] std::optional<RingAdvert> ring() const noexcept;
@@ -220,12 +226,14 @@ class VerbsControlClient final : public ControlChannel {
   Options opts_;
   ClientCounters counters_;
   std::unique_ptr<Conn> conn_;
+  std::unique_ptr<Conn> parked_;  // lost with its port: closed once the port is back
   uint64_t next_attempt_ = 0;
   std::deque<Inbound> inbound_;
   std::string last_error_;
   uint64_t connection_gen_ = 0;
   uint64_t last_cm_check_ = 0;
   bool armed_ = false;
+  bool hold_ = false;
 };
 
 }  // namespace mdcast::media::verbs

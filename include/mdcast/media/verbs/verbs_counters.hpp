@@ -22,7 +22,8 @@ namespace mdcast::media::verbs {
   X(qp_recoveries, "times the UD QP was reset and brought back to RTS")                  \
   X(loopback_received, "own datagrams looped back to the publisher's QP")                \
   X(probe_post_errors, "ibv_post_recv failures re-posting a loopback probe buffer")      \
-  X(send_only_join, "1 when the group was joined send-only (no self-delivery)")
+  X(send_only_join, "1 when the group was joined send-only (no self-delivery)")               \
+  X(dropped_link_down, "datagrams not posted while the port was down (kept in the retransmit ring)")
 
 #define MDCAST_VERBS_RECEIVER_COUNTERS(X)                                                 \
   X(completions, "receive completions polled")                                           \
@@ -89,6 +90,19 @@ MDCAST_DEFINE_COUNTER_STRUCT(SinkCounters, MDCAST_VERBS_SINK_COUNTERS);
 MDCAST_DEFINE_COUNTER_STRUCT(ReceiverCounters, MDCAST_VERBS_RECEIVER_COUNTERS);
 MDCAST_DEFINE_COUNTER_STRUCT(ServerCounters, MDCAST_VERBS_SERVER_COUNTERS);
 MDCAST_DEFINE_COUNTER_STRUCT(ClientCounters, MDCAST_VERBS_CLIENT_COUNTERS);
+
+// The port and group watched, and joined again when lost (verbs_link.hpp);
+// the same names as the UDP medium's link.* counters.
+#define MDCAST_VERBS_LINK_COUNTERS(X)                                                                           \
+  X(down, "times the port was seen down (IBV_EVENT_PORT_ERR, or its state read every 100 ms)")                  \
+  X(rejoins, "times the multicast group was joined again: after the port came back, a group error or a fabric event") \
+  X(rejoin_failures, "attempts to join the group again that failed (retried 10 ms later, doubling up to 1 s)")  \
+  X(silence_rejoins, "groups joined again because the port is up and nothing was heard for 1 s (subscribers)")  \
+  X(group_errors, "RDMA_CM_EVENT_MULTICAST_ERROR: the group was deleted or failed (subnet manager, device)")     \
+  X(fabric_events, "SM change, client re-register, LID/GID or address change: the group joined again")          \
+  X(down_ns, "time without data link events caused: from the port seen down (or the group lost) to data flowing again") \
+  X(rails_down, "1 while the port is down or the group not yet joined again (a level: alert while above 0)")
+MDCAST_DEFINE_COUNTER_STRUCT(LinkCounters, MDCAST_VERBS_LINK_COUNTERS);
 
 // The shared RC control endpoint of a publisher of several channels (verbs_front_door.hpp).
 #define MDCAST_VERBS_DOOR_COUNTERS(X)                                                                  \

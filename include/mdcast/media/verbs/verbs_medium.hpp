@@ -29,6 +29,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/verbs/verbs_control.hpp"
+#include "mdcast/media/verbs/verbs_link.hpp"
 #include "mdcast/media/verbs/verbs_receiver.hpp"
 #include "mdcast/media/verbs/verbs_sink.hpp"
 
@@ -58,9 +59,11 @@ class PublisherMedium {
   [[nodiscard]] const DeviceInfo& device() const noexcept { return sink_->device(); }
   [[nodiscard]] VerbsControlServer& server() noexcept { return *server_; }
   [[nodiscard]] size_t clients() const noexcept { return server_->clients(); }
+  [[nodiscard]] const LinkWatch& link() const noexcept { return *link_; }
 
   // Control duty: accepts and serves control clients, reaps send completions,
-  // recovers the UD QP after a failure (throws Error if it cannot).
+  // recovers the UD QP after a failure (throws Error if it cannot), watches
+  // the port and the group and joins it again when lost (verbs_link.hpp).
   size_t poll_control(ControlHandler& h, uint64_t now);
 
   // "device rxe0 port 1 (RoCE ...), group 239.77.0.1 send-only, ring 64 MiB (4 KiB pages), control 10.0.0.1:7471"
@@ -68,10 +71,22 @@ class PublisherMedium {
   [[nodiscard]] std::vector<CounterGroup> counter_groups() const;
 
  private:
+  struct Links final : LinkWatch::Member {
+    VerbsSink* s = nullptr;
+    int start_rejoin(std::string& why) override { return s->start_rejoin(why); }
+    CmEvents poll_events() override { return s->poll_events(); }
+    void link_down(bool down) noexcept override { s->set_link_down(down); }
+    [[nodiscard]] uint64_t moved() const noexcept override { return s->counters().datagrams_posted.get(); }
+  };
+  void recover_sink(uint64_t now);
+
   Options opts_;
   std::unique_ptr<VerbsSink> sink_;             // destroyed last: the server borrows its PD and ring MR
   std::unique_ptr<VerbsControlServer> server_;
-  uint64_t last_cm_check_ = 0;
+  std::unique_ptr<LinkWatch> link_;
+  Links links_;
+  uint64_t next_recovery_log_ = 0;
+  uint64_t recoveries_unlogged_ = 0;
 };
 
 class SubscriberMedium;
@@ -108,6 +123,10 @@ class SubscriberMedium {
 
   // The engine's config with max_datagram set from the receiver.
   [[nodiscard]] SubscriberFit configure(SubscriberFit cfg) const;
+  // The port is down or the group not joined again yet (media::own_link_down):
+  // nothing can arrive, and the publisher is not at fault.
+  [[nodiscard]] bool link_down() const noexcept { return link_->down(); }
+  [[nodiscard]] const LinkWatch& link() const noexcept { return *link_; }
 
   [[nodiscard]] Source& source() noexcept { return source_; }
   [[nodiscard]] VerbsControlClient& control() noexcept { return *control_; }
@@ -138,12 +157,21 @@ class SubscriberMedium {
   void arm();
   void sleep_until_work(uint64_t timeout_ns);
 
+  struct Links final : LinkWatch::Member {
+    VerbsReceiver* r = nullptr;
+    int start_rejoin(std::string& why) override { return r->start_rejoin(why); }
+    CmEvents poll_events() override { return r->poll_events(); }
+    void link_down(bool) noexcept override {}  // a receive QP rides it out (rxe keeps it in RTR)
+    [[nodiscard]] uint64_t moved() const noexcept override { return r->counters().datagrams.get(); }
+  };
+
   Options opts_;
   std::unique_ptr<VerbsReceiver> receiver_;
   std::unique_ptr<VerbsControlClient> control_;
+  std::unique_ptr<LinkWatch> link_;
+  Links links_;
   ReceiverSource source_{*this};
   uint64_t silent_since_ = 0;
-  uint64_t last_cm_check_ = 0;
   bool silent_reported_ = false;
 };
 

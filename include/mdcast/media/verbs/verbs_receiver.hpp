@@ -37,6 +37,7 @@
 #include "mdcast/media/verbs/verbs_counters.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_handles.hpp"
+#include "mdcast/media/verbs/verbs_link.hpp"
 #include "mdcast/media/verbs/verbs_options.hpp"
 
 namespace mdcast::media::verbs {
@@ -97,8 +98,12 @@ class VerbsReceiver {
   [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
   // Resets the QP, brings it back to RTR and re-posts every buffer.
   void recover();
-  // Drains events on the data cm_id; returns a description of anything abnormal.
-  [[nodiscard]] std::string poll_cm_events();
+  // Leaves the group (detaching the QP) and asks to join it again, resetting
+  // the QP first if it is in the error state: 0, or an errno with `why`.
+  int start_rejoin(std::string& why);
+  // Drains the data cm_id's events without blocking; completes a join in
+  // flight (the QP attached with the new MGID/MLID).
+  [[nodiscard]] CmEvents poll_events();
 
   // ---- what setup found
   [[nodiscard]] const DeviceInfo& device() const noexcept { return dev_; }
@@ -106,6 +111,7 @@ class VerbsReceiver {
   [[nodiscard]] uint32_t ring_size() const noexcept { return ring_; }
   [[nodiscard]] uint32_t posted() const noexcept { return posted_; }
   [[nodiscard]] uint32_t qkey() const noexcept { return opts_.qkey; }
+  [[nodiscard]] ibv_context* context() const noexcept { return id_->verbs; }
   [[nodiscard]] const ReceiverCounters& counters() const noexcept { return counters_; }
 
  private:
@@ -136,6 +142,8 @@ class VerbsReceiver {
   CompletionQueue cq_;
   QueuePair qp_;
   MulticastJoin join_;
+  sockaddr_storage group_{};
+  bool joining_ = false;
 
   // Pre-built receive WRs and SGEs, one per slot, chained at re-post time.
   std::unique_ptr<ibv_recv_wr[]> wrs_;

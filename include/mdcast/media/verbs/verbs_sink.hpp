@@ -19,7 +19,14 @@
 // queue answers kBackPressured (the Publisher re-offers the datagram in
 // order). A failed post or an error completion is counted and marks the sink
 // failed: sends then answer kBackPressured until the control code calls
-// recover() (PublisherMedium::poll_control does).
+// recover() (PublisherMedium::poll_control does). While the port is down
+// (set_link_down), sends are not posted: they answer kSent and are counted
+// (dropped_link_down), so the engine goes on; the datagrams stay in the
+// retransmit ring, where the subscribers' retransmit requests find them.
+//
+// Rejoin (control, driven by LinkWatch through PublisherMedium): the group is
+// left and joined again in the same mode; the join's answer replaces the
+// address handle (the old one is freed once the sends that used it completed).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +39,7 @@
 #include "mdcast/media/verbs/verbs_counters.hpp"
 #include "mdcast/media/verbs/verbs_device.hpp"
 #include "mdcast/media/verbs/verbs_handles.hpp"
+#include "mdcast/media/verbs/verbs_link.hpp"
 #include "mdcast/media/verbs/verbs_options.hpp"
 
 namespace mdcast::media::verbs {
@@ -70,9 +78,13 @@ class VerbsSink {
   [[nodiscard]] bool send_only() const noexcept { return send_only_; }
   [[nodiscard]] uint32_t qp_num() const noexcept { return qp_->qp_num; }
   [[nodiscard]] const SinkCounters& counters() const noexcept { return counters_; }
-  // Control-side events on the data cm_id (multicast errors, address changes):
-  // drained without blocking; returns a description of anything abnormal.
-  [[nodiscard]] std::string poll_cm_events();
+  // Leaves the group and asks to join it again, resetting the QP first if it
+  // is in the error state: 0, or an errno with `why` saying what failed.
+  int start_rejoin(std::string& why);
+  // Drains the data cm_id's events without blocking; completes a join in
+  // flight (attached for a full member, a new address handle).
+  [[nodiscard]] CmEvents poll_events();
+  void set_link_down(bool down) noexcept { link_down_ = down; }
 
  private:
   static constexpr uint32_t kProbeSlots = 16;  // receives posted to notice self-delivery
@@ -101,7 +113,11 @@ class VerbsSink {
   CompletionQueue cq_;
   QueuePair qp_;
   AddressHandle ah_;
+  AddressHandle retired_ah_;  // the one a rejoin replaced, until the sends that used it completed
   MulticastJoin join_;
+  sockaddr_storage group_{};
+  uint64_t retired_until_ = 0;  // post count that must complete before retired_ah_ goes
+  bool joining_ = false;
 
   // Hot state.
   uint32_t remote_qpn_ = 0;
@@ -118,6 +134,7 @@ class VerbsSink {
   uint64_t staging_busy_until_[kStagingSlots] = {};  // post count that must complete before reuse
   uint32_t next_staging_ = 0;
   bool failed_ = false;
+  bool link_down_ = false;
   int last_error_ = 0;
   std::string failure_;  // written on failure only (reserved at setup: no allocation then)
   bool send_only_ = false;
