@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# A verbs feed that loses its port and its group while it runs, and nothing
+# restarted (issue 26 item 3): a publisher and two subscribers on the
+# Soft-RoCE device, then
+# (a) the RDMA netdev taken down and up: every process sees its port go down
+#     (IBV_EVENT_PORT_ERR; link.down), the publisher stops posting meanwhile
+#     (sink.dropped_link_down), and once the port is ACTIVE again each joins
+#     the group again by itself (link.rejoins) and data flows (link.down_ns);
+# (b) a real fabric event with the port up: an address added to the RDMA
+#     netdev changes the port's GID table (IBV_EVENT_GID_CHANGE, a kernel
+#     event each process reads): each joins again at once (link.fabric_events);
+# (c) the group deleted under a subscriber and under the publisher: rxe has
+#     no subnet manager and no outside way to delete another process's group,
+#     so RDMA_CM_EVENT_MULTICAST_ERROR never comes there; the test knob
+#     MDCAST_VERBS_GROUP_ERROR_TRIGGER (verbs_link.cpp) makes the process act
+#     on one: the group left (the QP detached; rxe deletes a group with its
+#     last member) and joined again (link.group_errors).
+# Every subscriber delivers every message, books identical to the
+# publisher's; what was missed came back by retransmission. The feed runs
+# until the test saw what it waits for, then the publisher is stopped with
+# SIGTERM. Only in the Soft-RoCE VM (it takes the netdev down): exit 77 elsewhere.
+#
+#   rejoin_verbs.sh path/to/mdcast path/to/mdcast-verbs-probe
+source "$(dirname "$0")/../lib.sh"
+PROBE=${2:?usage: $0 path/to/mdcast path/to/mdcast-verbs-probe}
+
+compgen -G '/sys/class/infiniband/*' >/dev/null || { echo "SKIP: no RDMA device (/sys/class/infiniband is empty)"; exit 77; }
+# Taking the netdev down would cut a real host off its fabric: only the VM's.
+[ -n "${SOFTROCE_NETDEV:-}" ] || { echo "SKIP: not in the Soft-RoCE VM (SOFTROCE_NETDEV unset): this test takes the RDMA netdev down"; exit 77; }
+DEV=${SOFTROCE_DEV:-rxe0}
+GIDX=${SOFTROCE_GID_INDEX:-1}
+IP=${SOFTROCE_IP:?}
+NETDEV=$SOFTROCE_NETDEV
+GROUP="239.77.32.$((1 + $$ % 250))"
+PORT=$((20000 + $$ % 20000))
+SUBS=(s1 s2)
+
+feed=(--medium verbs --device "$DEV" --gid-index "$GIDX" --local-ip "$IP" --group "$GROUP" --control-port "$PORT")
+# The subscribers' window holds a whole outage: what they miss comes back by
+# retransmission from the publisher's ring, not by a snapshot.
+MDCAST_VERBS_GROUP_ERROR_TRIGGER=$WORK/pub.trigger start_bg pub publish "${feed[@]}" --rate 5k --duration 600s \
+  --instrument-count 100 --wait-subscribers 2 --linger 30s --result "$WORK/pub.toml"
+wait_log pub '^mdcast publish: .*session [0-9a-f]{16}' 60
+for s in "${SUBS[@]}"; do
+  MDCAST_VERBS_GROUP_ERROR_TRIGGER=$WORK/$s.trigger start_bg "$s" subscribe "${feed[@]}" --control-ip "$IP" \
+    --result "$WORK/$s.toml"
+done
+pid() { eval echo "\$PID_$1"; }
+for s in "${SUBS[@]}"; do
+  wait_stat "$(pid "$s")" sub.messages_delivered 1000 120 || fail "$s delivered too little in 120 s"
+done
+note "feed running: publisher and ${#SUBS[@]} subscribers on $DEV ($NETDEV, $IP), group $GROUP"
+
+# waits until counter KEY of every process in LABELS... reaches MIN
+all_reach() {
+  local key=$1 min=$2 t=$3; shift 3
+  local l
+  for l in "$@"; do
+    wait_stat "$(pid "$l")" "$key" "$min" "$t" ||
+      fail "$l: $key is $(stat_value "$(pid "$l")" "$key"), not $min, after ${t}s: $(tail -3 "$WORK/$l.log")"
+  done
+}
+# the counter KEY of every process in LABELS..., now
+values() { local key=$1 l; shift; for l in "$@"; do echo -n "$l=$(stat_value "$(pid "$l")" "$key") "; done; }
+# data moves past what a process had when called: delivered (subscribers) or posted (publisher)
+moved_on() {
+  local l n
+  for l in "${SUBS[@]}"; do
+    n=$(stat_value "$(pid "$l")" sub.messages_delivered)
+    wait_stat "$(pid "$l")" sub.messages_delivered $((n + 500)) 120 || fail "$l delivers nothing after the event"
+  done
+  n=$(stat_value "$PID_pub" sink.datagrams_posted)
+  wait_stat "$PID_pub" sink.datagrams_posted $((n + 100)) 60 || fail "the publisher posts nothing after the event"
+}
+
+# (a) the port down and up.
+t0=$(date +%s%N)
+ip link set dev "$NETDEV" down || fail "cannot take $NETDEV down"
+note "$NETDEV down"
+all_reach link.down 1 30 pub "${SUBS[@]}"
+note "every process saw its port go down: link.down $(values link.down pub "${SUBS[@]}")"
+wait_stat "$PID_pub" sink.dropped_link_down 1 30 || fail "the publisher did not stop posting while the port was down"
+ip link set dev "$NETDEV" up || fail "cannot bring $NETDEV up"
+note "$NETDEV up"
+all_reach link.rejoins 1 60 pub "${SUBS[@]}"
+all_reach link.down_ns 1 60 pub "${SUBS[@]}"
+note "rejoined by themselves, $(( ($(date +%s%N) - t0) / 1000000 )) ms after the netdev went down: link.down_ns $(values link.down_ns pub "${SUBS[@]}")"
+# From the port ACTIVE again to the group joined, as each process logged it.
+for l in pub "${SUBS[@]}"; do
+  back=$(sed -nE 's/.* is ACTIVE again after ([0-9.]+) s.*/\1/p' "$WORK/$l.log" | head -1)
+  joined=$(sed -nE 's/.* joined again on .*, ([0-9.]+) s after it was lost.*/\1/p' "$WORK/$l.log" | head -1)
+  [ -n "$back" ] && [ -n "$joined" ] || fail "$l logged no 'ACTIVE again' / 'joined again' lines"
+  note "$l: port ACTIVE again ${back} s after it went down, group joined $(awk "BEGIN{printf \"%.0f\", ($joined - $back) * 1000}") ms later"
+done
+moved_on
+
+# (b) a GID change, the port up all along.
+ip addr add 10.77.0.199/24 dev "$NETDEV" || fail "cannot add an address to $NETDEV"
+note "an address added to $NETDEV (its port's GID table changes)"
+all_reach link.fabric_events 1 30 pub "${SUBS[@]}"
+all_reach link.rejoins 2 60 pub "${SUBS[@]}"
+note "every process joined again after the GID change: link.fabric_events $(values link.fabric_events pub "${SUBS[@]}")"
+ip addr del 10.77.0.199/24 dev "$NETDEV" || fail "cannot remove the address from $NETDEV"
+moved_on
+
+# (c) the group deleted under s1, then under the publisher.
+for l in s1 pub; do
+  r=$(stat_value "$(pid "$l")" link.rejoins)
+  : >"$WORK/$l.trigger"
+  all_reach link.group_errors 1 30 "$l"
+  all_reach link.rejoins $((r + 1)) 60 "$l"
+  note "$l: its group deleted and joined again (link.group_errors 1, link.rejoins $((r + 1)))"
+  moved_on
+done
+
+kill -TERM "$PID_pub"
+rc=0; wait_rc "$PID_pub" 90 || rc=$?
+[ "$rc" = 0 ] || fail "publisher exited $rc after SIGTERM"
+for s in "${SUBS[@]}"; do
+  rc=0; wait_rc "$(pid "$s")" 90 || rc=$?
+  [ "$rc" = 0 ] || fail "$s exited $rc"
+done
+
+subs_toml=()
+for s in "${SUBS[@]}"; do subs_toml+=("$WORK/$s.toml"); done
+"$MDCAST" verify "$WORK/pub.toml" "${subs_toml[@]}" | tee "$WORK/verify.log" ||
+  fail "mdcast verify: books of the subscribers differ from the publisher's"
+for l in pub "${SUBS[@]}"; do
+  f=$WORK/$l.toml
+  note "$l: link.down $(toml_get "$f" link.down), link.rejoins $(toml_get "$f" link.rejoins), link.rejoin_failures $(toml_get "$f" link.rejoin_failures), link.group_errors $(toml_get "$f" link.group_errors), link.fabric_events $(toml_get "$f" link.fabric_events), link.down_ns $(toml_get "$f" link.down_ns)"
+done
+note "publisher: $(toml_get "$WORK/pub.toml" pub.messages_published) messages, sink.dropped_link_down $(toml_get "$WORK/pub.toml" sink.dropped_link_down), sink.qp_recoveries $(toml_get "$WORK/pub.toml" sink.qp_recoveries)"
+for s in "${SUBS[@]}"; do
+  note "$s: $(toml_get "$WORK/$s.toml" sub.messages_delivered) messages delivered, $(toml_get "$WORK/$s.toml" sub.datagrams_recovered) datagrams recovered"
+done
+note "port down/up, a GID change and deleted groups while a verbs feed ran: everyone rejoined by themselves, books identical"
