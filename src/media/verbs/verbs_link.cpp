@@ -95,8 +95,12 @@ class DeviceEvents {
         default:
           break;
       }
+      // Connection establishment and drained queues are ordinary news.
+      const bool benign = type == IBV_EVENT_COMM_EST || type == IBV_EVENT_SQ_DRAINED ||
+                          type == IBV_EVENT_QP_LAST_WQE_REACHED || type == IBV_EVENT_SRQ_LIMIT_REACHED ||
+                          type == IBV_EVENT_PATH_MIG;
       if (!p) {
-        if (log)
+        if (log && !benign)
           log_line(*log, fmt::format("{}: async event {}{} (not about a port; the part of the process it concerns "
                                      "sees the failure itself)",
                                      dev, ibv_event_type_str(type), qpn ? fmt::format(" on QP 0x{:x}", qpn) : ""));

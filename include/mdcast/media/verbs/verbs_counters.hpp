@@ -99,7 +99,7 @@ MDCAST_DEFINE_COUNTER_STRUCT(ClientCounters, MDCAST_VERBS_CLIENT_COUNTERS);
   X(rejoin_failures, "attempts to join the group again that failed (retried 10 ms later, doubling up to 1 s)")  \
   X(silence_rejoins, "groups joined again because the port is up and nothing was heard for 1 s (subscribers)")  \
   X(group_errors, "RDMA_CM_EVENT_MULTICAST_ERROR: the group was deleted or failed (subnet manager, device)")     \
-  X(fabric_events, "SM change, client re-register, LID/GID or address change: the group joined again")          \
+  X(fabric_events, "SM change, client re-register, LID, GID, P_Key or address change: the group joined again")          \
   X(down_ns, "time without data link events caused: from the port seen down (or the group lost) to data flowing again") \
   X(rails_down, "1 while the port is down or the group not yet joined again (a level: alert while above 0)")
 MDCAST_DEFINE_COUNTER_STRUCT(LinkCounters, MDCAST_VERBS_LINK_COUNTERS);
