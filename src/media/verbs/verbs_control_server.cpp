@@ -270,7 +270,11 @@ void VerbsControlServer::cut(ClientId c, ControlHandler& svc, const char* why, C
   }
   total_backlog_ -= std::min(total_backlog_, it->second->stream().backlog());
   svc.on_disconnect(c);
-  (void)rdma_disconnect(it->second->id());
+  if (hold_) {
+    parked_.push_back(std::move(it->second));
+  } else {
+    (void)rdma_disconnect(it->second->id());
+  }
   conns_.erase(it);
   counters_.disconnects.add();
   counters_.clients_connected.set(conns_.size());
@@ -378,6 +382,11 @@ size_t VerbsControlServer::poll(ControlHandler& svc, uint64_t now) {
   }
   for (auto& d : devices_)
     if (d->cq) work += poll_cq(*d);
+  if (!hold_ && !parked_.empty()) {
+    for (auto& gone : parked_)
+      if (gone->established) (void)rdma_disconnect(gone->id());
+    parked_.clear();
+  }
   const uint64_t frames0 = counters_.frames_in.get(), writable0 = counters_.writable_calls.get();
   serve_ready(svc, now);
   serve_writable(svc, now);

@@ -191,7 +191,9 @@ size_t LinkWatch::poll(Member& m, uint64_t now) {
                                        seconds(now - down_since_), opts_->group_ip));
       ++work;
     } else if (went_down) {
-      // Down and up again between two looks: the membership is as suspect.
+      // Down and up again between two looks: a port down all the same, and
+      // the membership as suspect.
+      counters_.down.add();
       lose(m, Phase::kJoinDue, now, "went down and came back between two looks (IBV_EVENT_PORT_ERR)");
       ++work;
     }

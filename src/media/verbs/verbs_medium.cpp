@@ -83,6 +83,7 @@ size_t PublisherMedium::poll_control(ControlHandler& svc, uint64_t now) {
   // the rejoin if it is (resetting it meanwhile would only fail again).
   if (sink_->failed()) link_->check_soon();
   work += link_->poll(links_, now);
+  server_->hold_closing(link_->port_down());
   if (sink_->failed() && !link_->port_down()) recover_sink(now);
   return work;
 }

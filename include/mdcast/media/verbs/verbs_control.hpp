@@ -109,6 +109,12 @@ class VerbsControlServer final : public ReplySink {
   // Accepts, receives, serves, sends, cuts. Never blocks. Returns the
   // number of events, completions and frames handled (0: idle).
   size_t poll(ControlHandler& svc, uint64_t now);
+  // While held (the port is down: PublisherMedium's LinkWatch says so), a
+  // client cut is forgotten but its connection is not closed: closing sends
+  // a disconnect request, and on Soft-RoCE a CM message sent through a port
+  // that is down was seen to leave the device's RDMA CM unable to connect
+  // anyone afterwards. Closed once released.
+  void hold_closing(bool hold) noexcept { hold_ = hold; }
 
   // ReplySink: queues a frame for a client (the service calls this).
   void send(ClientId client, std::vector<std::byte> frame) override;
@@ -150,6 +156,8 @@ class VerbsControlServer final : public ReplySink {
   CmId listen_;  // none when the connections come from a shared endpoint (opts_.control_inbox)
   std::vector<std::unique_ptr<DeviceCtx>> devices_;
   std::unordered_map<ClientId, std::unique_ptr<Connection>> conns_;
+  std::vector<std::unique_ptr<Connection>> parked_;  // cut while held: closed once released
+  bool hold_ = false;
   std::vector<ClientId> to_cut_;  // decided inside service callbacks, acted on after them
   uint64_t last_cm_check_ = 0;
   ClientId next_id_ = 1;
