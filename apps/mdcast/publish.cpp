@@ -9,11 +9,12 @@
 
 #include "app_counters.hpp"
 #include "exit_codes.hpp"
-#include "mdcast/book/generator.hpp"
+#include "mdcast/book/synthetic_source.hpp"
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/runtime/pair_member.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
 #include "settings.hpp"
 #include "runners.hpp"
@@ -21,18 +22,54 @@
 namespace mdcast::app {
 namespace {
 
-struct GeneratorSource {
-  book::Generator gen;
-  bool next(wire::Message& m) noexcept {
-    gen.next(m);
-    return true;
+book::SyntheticConfig synthetic_config(const Settings& s) {
+  if (s.pub.boundaries == feed::Boundaries::kInput && !s.pub.packet_messages)
+    fail_usage("publisher.boundaries=input: the synthetic flow ends a datagram only where one of its packets ends; "
+               "set publisher.packet_messages (messages per packet, at most)");
+  return {s.pub.packet_messages, s.pub.large_every, s.pub.large_bytes};
+}
+
+// A member that joins its peer's session (pair.peer) follows the peer until
+// its control plane confirms one; none within pair.join_timeout: it begins
+// its own. Refuses what a member cannot rebuild its peer's datagrams from.
+template <class E>
+std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follow_peer(const Settings& s, uint64_t& session) {
+  if (s.pair.peer.empty()) return nullptr;
+  if constexpr (!requires { E::peer_settings(s); }) {
+    fail_usage("pair.peer: joining a peer's session is built for the udp medium, not {}", E::kName);
+  } else {
+    if (s.feed.channels != 1)
+      fail_usage("pair.peer with feed.channels {}: a member joins its peer on one channel", s.feed.channels);
+    if (s.pub.boundaries != feed::Boundaries::kInput || !s.pub.packet_messages)
+      fail_usage("pair.peer needs publisher.boundaries=input and publisher.packet_messages: a member rebuilds its "
+                 "peer's datagrams from the input's packets");
+    const Settings ps = E::peer_settings(s);
+    auto peer = std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(E::subscriber(ps), subscriber_config(ps));
+    fmt::print(stderr, "mdcast publish: pair member: looking for the peer's session on {} for {}\n", s.pair.peer,
+               format_duration(s.pair.join_timeout_ns));
+    const uint64_t joined = peer->join(monotonic_ns() + s.pair.join_timeout_ns, &g_stop);
+    if (!joined) {
+      fmt::print(stderr, "mdcast publish: pair member: no session confirmed by the peer in {}: beginning one\n",
+                 format_duration(s.pair.join_timeout_ns));
+      return nullptr;
+    }
+    if (s.pub.session && s.pub.session != joined)
+      fail("pair.peer publishes session {:016x}, not publisher.session {:016x}: this member would begin a second "
+           "session beside its peer's (unset publisher.session, or point pair.peer at this feed's other member)",
+           joined, s.pub.session);
+    session = joined;
+    return peer;
   }
-};
+  return nullptr;
+}
 
 template <class E>
 int publish(Settings& s) {
   using Runtime = runtime::PublisherRuntime<typename E::Publisher, typename E::Door>;
-  const uint64_t session = pick_session(s);
+  const book::SyntheticConfig synthetic = synthetic_config(s);
+  uint64_t session = 0;
+  auto peer = follow_peer<E>(s, session);
+  if (!session) session = pick_session(s);
   runtime::PublisherPlan plan;
   plan.map = channel_map(s);
   plan.threads = publishing_threads(s);
@@ -86,18 +123,32 @@ int publish(Settings& s) {
     book::GeneratorConfig gc = generator_config(s);
     gc.seed = s.pub.seed + lane.thread();
     if (ids.size() != s.pub.instruments) gc.ids = ids;
-    GeneratorSource src{book::Generator(gc)};
+    book::SyntheticSource src(gc, synthetic);
+    if (peer) {
+      // Quietly to where the peer is, then on the timeline from there.
+      const runtime::CatchUp c = runtime::catch_up(lane.publisher().agent(0), src, *peer, &g_stop);
+      peer->leave();
+      fmt::print(stderr,
+                 "mdcast publish: pair member: caught up with the peer in {:.0f} ms: replayed {} messages, "
+                 "sequences 1-{} (the peer's were at {}); publishing from {}\n",
+                 static_cast<double>(c.ns) / 1e6, c.messages, c.through, c.peer_last, c.through + 1);
+      if (c.refused != feed::PublishResult::kOk)
+        return feed::PaceResult{c.messages, monotonic_ns(), c.refused};
+      pace.already = c.messages;
+      pace.start_ns = monotonic_ns();
+      if (c.stopped) return feed::PaceResult{c.messages, pace.start_ns};
+    }
     struct Hooks {
       typename Runtime::Lane& lane;
-      const book::Generator& gen;
+      const book::SyntheticSource& src;
       bool on_round(uint64_t now, uint64_t) noexcept {
         lane.report(now);
-        lane.progress.store(gen.produced(), std::memory_order_relaxed);
+        lane.progress.store(src.produced(), std::memory_order_relaxed);
         return !lane.stopping();
       }
-    } round{lane, src.gen};
+    } round{lane, src};
     const feed::PaceResult r = feed::run_paced(lane.publisher(), src, pace, round);
-    lane.progress.store(src.gen.produced(), std::memory_order_relaxed);
+    lane.progress.store(src.produced(), std::memory_order_relaxed);
     return r;
   };
   uint64_t t0 = 0;

@@ -113,6 +113,37 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.pub.flush_interval_ns = parse_duration(v);
     },
         [](const Settings& s) { return format_duration(s.pub.flush_interval_ns); });
+    add("publisher.boundaries", "BOUNDARIES",
+        "timer | input: what ends a datagram - full, or the flush timer; or full, or the end of an upstream packet "
+        "(a pair's members cut the same datagrams; publisher.flush_interval unused)",
+        [](Settings& s, const std::string& v) {
+          if (v == "timer") s.pub.boundaries = feed::Boundaries::kTimer;
+          else if (v == "input") s.pub.boundaries = feed::Boundaries::kInput;
+          else fail("'{}' is not a datagram boundary rule (timer, input)", v);
+        },
+        [](const Settings& s) { return std::string(s.pub.boundaries == feed::Boundaries::kInput ? "input" : "timer"); });
+    add("publisher.packet_messages", "N",
+        "synthetic flow in upstream packets of 1..N messages drawn from the seed, each ending with a flush (0: none)",
+        [](Settings& s, const std::string& v) { s.pub.packet_messages = parse_uint<uint32_t>(v, 0, 4096); },
+        [](const Settings& s) { return std::to_string(s.pub.packet_messages); });
+    add("publisher.large_every", "N", "every Nth synthetic message is an opaque one of publisher.large_bytes (0: none)",
+        [](Settings& s, const std::string& v) { s.pub.large_every = parse_uint<uint32_t>(v, 0, 1u << 30); },
+        [](const Settings& s) { return std::to_string(s.pub.large_every); });
+    add("publisher.large_bytes", "SIZE", "length of the large synthetic messages (fragmented above a datagram's room)",
+        [](Settings& s, const std::string& v) { s.pub.large_bytes = static_cast<uint32_t>(parse_size(v)); if (s.pub.large_bytes < 1 || s.pub.large_bytes > 65535) fail("{} bytes: a large message is 1 to 65535 bytes", s.pub.large_bytes); },
+        [](const Settings& s) { return format_size(s.pub.large_bytes); });
+    // [pair]
+    add("pair.peer", "RAIL",
+        "the other member's rail (udp: GROUP:PORT[@IFACE]): join the session it publishes, catching up by replaying "
+        "the input quietly (docs/operations.md, 'Running a pair'); empty: begin a session",
+        [](Settings& s, const std::string& v) {
+          if (!v.empty()) UdpEntry::check_rail(v);
+          s.pair.peer = v;
+        },
+        [](const Settings& s) { return s.pair.peer; });
+    add("pair.join_timeout", "DURATION", "with pair.peer: no session confirmed by the peer by then, begin one alone",
+        [](Settings& s, const std::string& v) { s.pair.join_timeout_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.pair.join_timeout_ns); });
     add("publisher.heartbeat_interval", "DURATION", "idle time before a heartbeat", [](Settings& s, const std::string& v) {
       s.pub.heartbeat_interval_ns = parse_duration(v);
       if (!s.pub.heartbeat_interval_ns) fail("heartbeat interval must be positive");

@@ -149,7 +149,9 @@ feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   pc.session = session;
   pc.sender_id = s.pub.sender_id;
   pc.max_datagram = s.pub.max_datagram;  // 0: the medium's natural size (its configure() decides)
-  pc.flush_interval_ns = s.pub.flush_interval_ns;
+  // Boundaries set by the input leave no datagram to a timer.
+  pc.boundaries = s.pub.boundaries;
+  pc.flush_interval_ns = s.pub.boundaries == feed::Boundaries::kInput ? 0 : s.pub.flush_interval_ns;
   pc.heartbeat_interval_ns = s.pub.heartbeat_interval_ns;
   pc.retransmit_bytes = s.pub.retransmit_bytes;
   pc.crc = s.pub.crc;

@@ -99,7 +99,24 @@ fi
 
 # ----------------------------------------------------------------- damage --
 size=$(stat -c %s "$file")
-head -c $((size * 2 / 3 - 5)) "$file" >"$WORK/cut.pcap"
+# Cut inside a record about 2/3 of the way in (a cut at a record's end
+# would leave a shorter file that is whole): the middle of the record that
+# spans 2/3 of the file, found by walking the pcap record headers.
+cut_at=$(python3 - "$file" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+end = 'big' if data[:4] in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d") else 'little'
+at, goal = 24, len(data) * 2 // 3
+while at + 16 <= len(data):
+    n = int.from_bytes(data[at + 8:at + 12], end)
+    if at + 16 + n > goal:
+        print(at + 16 + n // 2)
+        break
+    at += 16 + n
+PY
+)
+[ -n "$cut_at" ] || fail "no record found 2/3 into $file ($size bytes)"
+head -c "$cut_at" "$file" >"$WORK/cut.pcap"
 replay_to cut 1 --speed max "$WORK/cut.pcap"
 grep -qE "cut.pcap: offset [0-9]+: " "$WORK/cut-replay.log" || fail "the cut file's error names no offset: $(grep -m1 damaged "$WORK/cut-replay.log")"
 got=$(toml_get "$WORK/cut-sub.toml" messages)

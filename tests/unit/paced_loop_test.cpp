@@ -4,8 +4,12 @@
 // publisher's profile).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <map>
+#include <vector>
 
+#include "mdcast/book/synthetic_source.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/feed/publisher.hpp"
@@ -93,6 +97,104 @@ TEST(PacedLoop, SleepingPublisherWakesOncePerBurstWithNothingLeftOpen) {
   // Everything published was sent: the open datagram never waited for a timer.
   pub.flush(monotonic_ns());
   EXPECT_EQ(pub.core().next_unsent(), pub.core().last_committed() + 1);
+}
+
+// What a pair member's rail carries: each sequenced datagram's bytes.
+struct Wire {
+  std::map<uint64_t, std::vector<std::byte>> sent;
+  // Each member stamps its own send time; the rest is the input's.
+  feed::SendResult send(std::span<const std::byte> d, uint64_t seq) noexcept {
+    sent[seq].assign(d.begin(), d.end());
+    std::fill_n(sent[seq].begin() + wire::dgram::kSendTime, 8, std::byte{0});
+    return feed::SendResult::kSent;
+  }
+  feed::SendResult send_unsequenced(std::span<const std::byte>) noexcept { return feed::SendResult::kSent; }
+};
+struct Member {
+  explicit Member(const feed::PublisherConfig& pc) : pub(pc, wire) {}
+  Wire wire;
+  feed::Publisher<Wire> pub;
+  feed::PublishResult publish(wire::Message& m, uint64_t now) noexcept { return pub.publish(m, now); }
+  void flush(uint64_t now) noexcept { pub.flush(now); }
+  size_t do_work(uint64_t now) noexcept {
+    pub.poll(now);
+    return 0;
+  }
+  [[nodiscard]] const feed::PublisherCore& core() const noexcept { return pub.core(); }
+};
+struct Always {
+  bool on_round(uint64_t, uint64_t) const noexcept { return true; }
+};
+// The input ends after `left` messages (run_paced's loop with it).
+struct Limited {
+  book::SyntheticSource& s;
+  uint64_t left;
+  bool next(wire::Message& m) noexcept { return left-- > 0 && s.next(m); }
+  [[nodiscard]] bool packet_end() const noexcept { return s.packet_end(); }
+};
+
+feed::PublisherConfig pair_config() {
+  feed::PublisherConfig pc;
+  pc.session = 7;
+  pc.max_datagram = 1472;
+  pc.boundaries = feed::Boundaries::kInput;
+  pc.flush_interval_ns = 0;
+  pc.heartbeat_interval_ns = kNsPerSec;
+  return pc;
+}
+book::GeneratorConfig flow() {
+  book::GeneratorConfig g;
+  g.seed = 5;
+  g.instruments = 20;
+  return g;
+}
+constexpr book::SyntheticConfig kPackets{8, 50, 3000};  // large messages fragment over 1472-byte datagrams
+
+// Two members of a pair at different paces, one in bursts of 7 messages and
+// one of 256: datagrams end where the input's packets end, so sequence n is
+// the same bytes from either (but for each member's send time); and a member that replays through sequence S
+// sends only what follows S.
+TEST(PacedLoop, PacketsCutTheSameDatagramsAtAnyPaceAndAReplayedStretchIsNotSent) {
+  constexpr uint64_t kMessages = 20'000;
+  Member a(pair_config()), b(pair_config());
+  book::SyntheticSource sa(flow(), kPackets), sb(flow(), kPackets);
+  feed::Pace slow, fast;
+  slow.max_burst = 7;
+  fast.max_burst = 256;
+  Always go;
+  Limited la{sa, kMessages}, lb{sb, kMessages};
+  (void)feed::run_paced(a, la, slow, go);
+  (void)feed::run_paced(b, lb, fast, go);
+  a.flush(monotonic_ns());
+  b.flush(monotonic_ns());
+  ASSERT_GT(a.wire.sent.size(), 100u);
+  ASSERT_EQ(a.wire.sent.size(), b.wire.sent.size());
+  EXPECT_GT(a.core().counters().fragments_sent.get(), 0u) << "no large message fragmented: nothing cut mid-message";
+  for (const auto& [seq, bytes] : a.wire.sent) ASSERT_EQ(bytes, b.wire.sent[seq]) << "sequence " << seq << " differs";
+
+  // A third member rejoins: its input again from the start, quietly through
+  // half of what the others sent, then on the wire.
+  Member c(pair_config());
+  book::SyntheticSource sc(flow(), kPackets);
+  const uint64_t through = a.wire.sent.size() / 2;
+  c.pub.replay_through(UINT64_MAX);
+  wire::Message m;
+  uint64_t messages = 0;
+  while (c.core().last_committed() < through) {
+    ASSERT_TRUE(sc.next(m));
+    ++messages;
+    ASSERT_EQ(c.publish(m, monotonic_ns()), feed::PublishResult::kOk);
+    if (sc.packet_end()) c.flush(monotonic_ns());
+  }
+  const uint64_t replayed = c.core().last_committed();
+  c.pub.replay_through(replayed);
+  Limited lc{sc, kMessages - messages};
+  (void)feed::run_paced(c, lc, fast, go);
+  c.flush(monotonic_ns());
+  EXPECT_EQ(c.core().counters().datagrams_replayed.get(), replayed);
+  ASSERT_FALSE(c.wire.sent.empty());
+  EXPECT_EQ(c.wire.sent.begin()->first, replayed + 1) << "a replayed datagram went on the wire";
+  for (const auto& [seq, bytes] : c.wire.sent) ASSERT_EQ(bytes, a.wire.sent[seq]) << "sequence " << seq << " differs";
 }
 
 }  // namespace

@@ -84,6 +84,9 @@ class PublisherChannels {
   void flush(uint64_t now) noexcept {
     for (auto& c : channels_) c.agent->flush(now);
   }
+  void seal(uint64_t now) noexcept {
+    for (auto& c : channels_) c.agent->seal(now);
+  }
   [[nodiscard]] bool has_open() const noexcept {
     for (const auto& c : channels_)
       if (c.agent->core().has_open()) return true;

@@ -16,6 +16,7 @@ namespace mdcast::feed {
   X(heartbeats_sent, "heartbeat datagrams sent")                                  \
   X(fragments_sent, "fragment messages sent")                                     \
   X(last_sequence, "last sequence committed")                                     \
+  X(datagrams_replayed, "datagrams a pair member rebuilt from its input and did not send: its peer had") \
   X(pacing_rate, "current pacing rate in messages/s (0 = unpaced)")
 
 #define MDCAST_CONTROL_COUNTERS(X)                                                 \

@@ -6,8 +6,15 @@
 // PublisherAgent::publish and do_work itself instead.
 //
 //   Source: bool next(wire::Message& m) noexcept     false: no more messages (the loop ends)
+//           bool packet_end() const noexcept          optional: the message next() gave last
+//                                                     ended an upstream packet
 //   Hooks:  bool on_round(uint64_t now, uint64_t published) noexcept
 //           called once per round, before the burst; false ends the loop
+//
+// A source with packets ends a datagram where each packet ends (seal, or
+// flush where the medium takes no batches), as a feed handler calls flush()
+// at the end of each exchange packet: with Boundaries::kInput nothing else
+// ends one early, so both members of a pair cut the same datagrams.
 //
 // Idle between bursts: spin never sleeps; any other mode sleeps until the
 // next message is due (or the open datagram must leave), so CPU time is
@@ -63,6 +70,20 @@ bool has_open(const Agent& a) noexcept {
   else
     return a.core().has_open();
 }
+template <class Source>
+bool packet_end(const Source& s) noexcept {
+  if constexpr (requires { s.packet_end(); })
+    return s.packet_end();
+  else
+    return false;
+}
+template <class Agent>
+void end_packet(Agent& a, uint64_t now) noexcept {
+  if constexpr (takes_batches<Agent>() && requires { a.seal(now); })
+    a.seal(now);
+  else
+    a.flush(now);
+}
 template <class Agent>
 uint64_t flush_interval_ns(const Agent& a) noexcept {
   if constexpr (requires { a.flush_interval_ns(); })
@@ -113,6 +134,7 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
       pending = false;
       ++r.published;
       worked = true;
+      if (detail::packet_end(source)) detail::end_packet(agent, now);
       if constexpr (takes_batches<Agent>())
         if (agent.unsent() >= kSendEvery) agent.send_committed(now);
     }

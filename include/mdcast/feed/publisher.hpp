@@ -5,6 +5,7 @@
 // offered again, in order, on the next publish()/poll().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -46,6 +47,16 @@ class Publisher {
     core_.commit_open(now);
     drain(now);
   }
+  // Seals the open datagram without sending: the end of an upstream packet
+  // in a burst on a medium that takes batches (send_committed sends it).
+  void seal(uint64_t now) noexcept { core_.commit_open(now); }
+
+  // A pair member catching up (runtime/pair_member.hpp): datagrams through
+  // `seq` are its peer's, already on the wire. They are committed to the
+  // ring as any (retransmits and snapshots serve them) but never handed to
+  // the medium; the peer's subscribers have them, and this member's rail
+  // joins the feed at the datagram after.
+  void replay_through(uint64_t seq) noexcept { replay_through_ = seq; }
 
   // Call from the duty loop: time-bound flush, retries, heartbeats when idle.
   void poll(uint64_t now) noexcept {
@@ -69,6 +80,10 @@ class Publisher {
 
  private:
   void drain(uint64_t now) noexcept {
+    if (replay_through_ >= core_.next_unsent()) [[unlikely]] {
+      const uint64_t last = std::min(replay_through_, core_.last_committed());
+      for (uint64_t s = core_.next_unsent(); s <= last; ++s) core_.mark_replayed(s);
+    }
     if constexpr (media::BatchSink<Sink>) {
       // Everything committed in one call where the medium takes batches.
       static constexpr size_t kBatch = 32;
@@ -107,6 +122,7 @@ class Publisher {
 
   PublisherCore core_;
   Sink& sink_;
+  uint64_t replay_through_ = 0;
 };
 
 }  // namespace mdcast::feed

@@ -90,6 +90,8 @@ class PublisherAgent {
   PublishResult publish(wire::Message& m, uint64_t now) noexcept { return pub_.publish(m, now); }
   // Seals the open datagram and hands everything committed to the medium.
   void flush(uint64_t now) noexcept { pub_.flush(now); }
+  // Seals the open datagram; send_committed (or the next publish) sends it.
+  void seal(uint64_t now) noexcept { pub_.seal(now); }
   // Bursts on a medium that takes batches (Publisher::stage): stage the
   // messages, then send_committed once.
   static constexpr bool kTakesBatches = media::BatchSink<Sink>;

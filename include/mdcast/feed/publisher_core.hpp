@@ -73,6 +73,11 @@ class PublisherCore {
   [[nodiscard]] uint64_t last_committed() const noexcept { return ring_.newest(); }
   [[nodiscard]] std::span<const std::byte> datagram(uint64_t seq) const noexcept { return ring_.get(seq); }
   void mark_sent(uint64_t seq, size_t bytes, uint64_t now) noexcept;
+  // A datagram a pair member rebuilt from its input, which its peer sent.
+  void mark_replayed(uint64_t seq) noexcept {
+    next_unsent_ = seq + 1;
+    counters_->datagrams_replayed.add();
+  }
   void mark_send_back_pressured() noexcept { counters_->send_back_pressured.add(); }
 
   // Busy or idle: heartbeats carry the book checksums that catch a silent

@@ -160,6 +160,8 @@ class SubscriberCore : public media::ControlEvents {
   // The current session came from the control plane (a subscription
   // acknowledgement or a session status), not only from data.
   [[nodiscard]] bool session_confirmed() const noexcept { return session_confirmed_; }
+  // The publisher's last sequence as its control plane last said it (0: not yet).
+  [[nodiscard]] uint64_t confirmed_last() const noexcept { return confirmed_last_; }
   [[nodiscard]] bool in_snapshot() const noexcept { return mode_ == Mode::kSnapshot; }
   [[nodiscard]] bool recovering() const noexcept {
     return mode_ == Mode::kSnapshot || next_seq_ <= highest_seen_ || active_irecs() > 0;

@@ -73,6 +73,10 @@ struct PublisherOptions {
   uint64_t seed = 1;
   size_t max_datagram = 0;           // 0: the medium's natural size
   uint64_t flush_interval_ns = 20 * kNsPerUs;
+  feed::Boundaries boundaries = feed::Boundaries::kTimer;  // kInput: the source's packets end datagrams, no timer
+  uint32_t packet_messages = 0;      // synthetic source: 1..N messages per upstream packet (0: none)
+  uint32_t large_every = 0;          // synthetic source: every Nth message opaque, large_bytes long (0: none)
+  uint32_t large_bytes = 3000;
   uint64_t heartbeat_interval_ns = 100 * kNsPerMs;
   size_t retransmit_bytes = 64u << 20;
   feed::PacingMode pacing = feed::PacingMode::kNone;
@@ -89,6 +93,12 @@ struct PublisherOptions {
   uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
   uint32_t threads = 0;              // publishing threads (0: one per CPU of `cpus`, else 1)
   std::vector<int> cpus;             // pin publishing thread t to cpus[t]
+};
+
+// A publisher pair's member (docs/architecture.md, "Publisher pairs").
+struct PairOptions {
+  std::string peer;                  // the other member's rail (udp: GROUP:PORT[@IFACE]); empty: not a rejoining member
+  uint64_t join_timeout_ns = 2 * kNsPerSec;  // no confirmed session from the peer by then: begin a session alone
 };
 
 struct SubscriberOptions {
@@ -171,6 +181,7 @@ struct DemoOptions {
 struct Settings {
   FeedOptions feed;
   PublisherOptions pub;
+  PairOptions pair;
   SubscriberOptions sub;
   ShmOptions shm;
   media::StreamServerConfig control_server;  // [control]: what the publisher's control transport allows one client

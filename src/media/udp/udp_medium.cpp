@@ -234,6 +234,7 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
     ep = &endpoints_.emplace_back(Endpoint{a.address, 0, 0, {}});
   }
   if (opts_.announce_public_key) ep->verified.assign(box.view().begin(), box.view().end());
+  ep->heard = now;
   if (a.address == control_) return;
   if (control_.empty()) {
     sub_counters_.announce_followed.add();
@@ -314,12 +315,15 @@ void SubscriberMedium::check_endpoint(ControlEvents& e, uint64_t now) {
     cur->held_until = now + (kHoldNs << std::min(cur->failures, kMaxHoldDoublings));
     ++cur->failures;
   }
-  // The next announced address after this one that is not held off.
-  const size_t n = endpoints_.size();
-  const size_t at = cur ? static_cast<size_t>(cur - endpoints_.data()) : n - 1;
-  for (size_t k = 1; k <= n; ++k) {
-    Endpoint& next = endpoints_[(at + k) % n];
-    if (next.address == control_ || next.held_until > now) continue;
+  // The announced address heard last that is not held off: a publisher
+  // announces for as long as it lives, so of the addresses a pair's members
+  // restarted on, the live ones were heard last, and the dead ones are not
+  // tried first.
+  Endpoint* best = nullptr;
+  for (Endpoint& ep : endpoints_)
+    if (ep.address != control_ && ep.held_until <= now && (!best || ep.heard > best->heard)) best = &ep;
+  if (best) {
+    Endpoint& next = *best;
     warn(opts_, fmt::format("control {} left: {}; following the announced {} ({} not taken again for {} s)", control_,
                             why, next.address, control_,
                             cur && cur->held_until > now ? (cur->held_until - now + kNsPerSec / 2) / kNsPerSec : 0));

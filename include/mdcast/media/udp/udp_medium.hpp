@@ -200,6 +200,7 @@ class SubscriberMedium {
     uint64_t held_until = 0;
     uint32_t failures = 0;
     std::vector<std::byte> verified;  // the signed announcement checked for it (udp.announce_public_key)
+    uint64_t heard = 0;               // its last announcement: a dead publisher's stops
   };
   static constexpr size_t kMaxEndpoints = 8;
 

@@ -69,6 +69,21 @@ struct UdpEntry {
   static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {
     use_stream_door(c, d, std::move(inbox));
   }
+  // A pair member's view of its peer (pair.peer: the peer's rail): a
+  // subscriber of that rail alone, following the peer's announcement, which
+  // the members sign with the key they share (udp.announce_key_file) - so
+  // the member follows only its peer's.
+  static Settings peer_settings(const Settings& s) {
+    Settings p = s;
+    const media::udp::Rail rail = media::udp::parse_rail(s.pair.peer);
+    p.udp.group = rail.group;
+    if (!rail.interface.empty()) p.udp.interface = rail.interface;
+    p.udp.rail_b.clear();
+    p.feed.control.clear();
+    if (!s.udp.announce_key_file.empty())
+      p.udp.announce_public_key = wire::format_public_key(announce_key(s.udp.announce_key_file)->public_key());
+    return p;
+  }
   // Channel index k: group address + k on each rail; the control endpoint is the feed's.
   static void to_channel(Settings& s, uint32_t index) {
     if (index == 0) return;
