@@ -135,7 +135,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
     // [pair]
     add("pair.peer", "RAIL",
         "the other member's rail (udp: GROUP:PORT[@IFACE]): join the session it publishes, catching up by replaying "
-        "the input quietly (docs/operations.md, 'Running a pair'); empty: begin a session",
+        "the input quietly (docs/operations.md, 'A publisher pair over UDP'); empty: begin a session",
         [](Settings& s, const std::string& v) {
           if (!v.empty()) UdpEntry::check_rail(v);
           s.pair.peer = v;
