@@ -25,7 +25,10 @@ namespace mdcast::app {
   X(generated, "synthetic messages generated")                             \
   X(control_clients, "connected control clients")                          \
   X(control_time_us, "time spent polling the control plane, microseconds") \
-  X(elapsed_ms, "milliseconds since publishing started")
+  X(elapsed_ms, "milliseconds since publishing started")                  \
+  X(pair_role, "in a publisher pair: 0 began its session, 1 catching up with its peer (pair.peer), 2 joined and publishing") \
+  X(pair_catch_up_ms, "how long a joining member took to replay its input to its peer's position, ms") \
+  X(pair_joined_at, "the first sequence a joining member sent itself (those before were its peer's)")
 
 MDCAST_DEFINE_COUNTER_STRUCT(AppSubCounters, MDCAST_APP_SUB_COUNTERS);
 // A subscriber's histograms, under "app" (CountersFile::publish): latency as

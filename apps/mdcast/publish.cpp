@@ -126,8 +126,15 @@ int publish(Settings& s) {
     book::SyntheticSource src(gc, synthetic);
     if (peer) {
       // Quietly to where the peer is, then on the timeline from there.
+      auto* app = rt.counters_file() ? rt.counters_file()->template section<AppPubCounters>(2) : nullptr;
+      if (app) app->pair_role.set(1);
       const runtime::CatchUp c = runtime::catch_up(lane.publisher().agent(0), src, *peer, &g_stop);
       peer->leave();
+      if (app) {
+        app->pair_catch_up_ms.set(c.ns / kNsPerMs);
+        app->pair_joined_at.set(c.through + 1);
+        app->pair_role.set(2);
+      }
       fmt::print(stderr,
                  "mdcast publish: pair member: caught up with the peer in {:.0f} ms: replayed {} messages, "
                  "sequences 1-{} (the peer's were at {}); publishing from {}\n",

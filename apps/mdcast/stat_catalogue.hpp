@@ -13,7 +13,7 @@
 namespace mdcast::app {
 
 inline constexpr std::string_view kAppSubGauges[] = {"latency_max_ns"};
-inline constexpr std::string_view kAppPubGauges[] = {"target_rate", "control_clients", "elapsed_ms"};
+inline constexpr std::string_view kAppPubGauges[] = {"target_rate", "control_clients", "elapsed_ms", "pair_role", "pair_catch_up_ms", "pair_joined_at"};
 
 inline stats::Catalogue stat_catalogue() {
   auto c = settings::counter_catalogue();

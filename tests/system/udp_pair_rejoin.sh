@@ -88,6 +88,15 @@ for i in 0 1 2; do
     fail "sub$i never counted rail $rail's last silence"
 done
 last=$((1 - victim))
+# Its end of session is confirmed to a subscriber over the control plane:
+# SIGTERM once every subscriber's control connection has moved to it (a
+# member that ends with nobody connected stops lingering at once).
+wait_stat "${PID[$last]}" ctl.clients_connected 3 60 || fail "the subscribers' control connections never all moved to the last member"
+# The member's own view of its role (mdcast stat; the Prometheus export has the same).
+role=$(stat_value "${PID[$last]}" app.pair_role) joined_at=$(stat_value "${PID[$last]}" app.pair_joined_at)
+[ "$role" = 2 ] || fail "the last member's app.pair_role is '$role', not 2 (joined and publishing)"
+[ "${joined_at:-0}" -gt 1 ] || fail "the last member's app.pair_joined_at is '$joined_at'"
+note "the last member: app.pair_role $role, joined at sequence $joined_at after a catch-up of $(stat_value "${PID[$last]}" app.pair_catch_up_ms) ms"
 kill -TERM "${PID[$last]}"
 final="$WORK/m${last}_${RUN[$last]}"
 wait_pid "${PID[$last]}" 60 || fail "the last member exited non-zero: $(tail -3 "$final.log")"
