@@ -24,7 +24,9 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "-- $*"; }
+# Each note says when, in seconds since the test began: a test that times out
+# under load shows which step took the time.
+note() { echo "-- [${SECONDS}s] $*"; }
 
 # start_bg LABEL ARGS...: runs mdcast ARGS in the background, logs to $WORK/LABEL.log
 start_bg() {
@@ -35,11 +37,13 @@ start_bg() {
 }
 
 # wait_pid PID SECONDS: waits for PID, fails on timeout; returns its exit status
+# Every wait below counts wall-clock seconds, not polls: on a loaded host (or
+# in the emulated VM) one `mdcast stat` can take longer than the poll interval.
 wait_pid() {
-  local pid=$1 t=$2 i=0
+  local pid=$1 t=$2 end=$((SECONDS + $2))
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-    if [ $i -gt $((t * 10)) ]; then fail "process $pid still running after ${t}s"; fi
+    sleep 0.1
+    if [ $SECONDS -gt $end ]; then fail "process $pid still running after ${t}s"; fi
   done
   wait "$pid"
 }
@@ -48,31 +52,31 @@ wait_pid() {
 toml_get() { grep -E "^\"?$2\"? = " "$1" | head -1 | sed -E 's/^[^=]+= //; s/"//g'; }
 
 wait_ring() {
-  local i=0
+  local end=$((SECONDS + 10))
   until [ -e "/dev/shm/mdcast-$NAME.ring" ] || [ -e "/dev/hugepages/mdcast-$NAME.ring" ]; do
-    sleep 0.05; i=$((i + 1))
-    if [ $i -gt 200 ]; then fail "ring of $NAME never appeared"; fi
+    sleep 0.05
+    if [ $SECONDS -gt $end ]; then fail "ring of $NAME never appeared in 10 s"; fi
   done
 }
 
 # wait_published PID N: until publisher PID has published N messages (read
 # through `mdcast stat`, as an operator would)
 wait_published() {
-  local pid=$1 want=$2 i=0 got=0
+  local pid=$1 want=$2 end=$((SECONDS + 30)) got=0
   while :; do
     got=$("$MDCAST" stat "$pid" 2>/dev/null | awk '$1 == "pub.messages_published" {print $2}')
     if [ "${got:-0}" -ge "$want" ]; then return 0; fi
-    sleep 0.05; i=$((i + 1))
-    if [ $i -gt 600 ]; then fail "publisher $pid published only ${got:-0} of $want messages in 30s"; fi
+    sleep 0.05
+    if [ $SECONDS -gt $end ]; then fail "publisher $pid published only ${got:-0} of $want messages in 30s"; fi
   done
 }
 
 # wait_rc PID SECONDS: PID's exit status; 124 (after SIGKILL) if it outlives SECONDS.
 wait_rc() {
-  local pid=$1 t=$2 i=0
+  local pid=$1 end=$((SECONDS + $2))
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-    if [ $i -gt $((t * 10)) ]; then
+    sleep 0.1
+    if [ $SECONDS -gt $end ]; then
       kill -9 "$pid" 2>/dev/null || true
       wait "$pid" 2>/dev/null || true
       return 124
@@ -84,15 +88,37 @@ wait_rc() {
 # stat_value PID KEY: one counter of a running (or dead) mdcast process, as `mdcast stat` shows it.
 stat_value() { "$MDCAST" stat -a "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2; exit}'; }
 
+# stat_each KEY PID...: "PID VALUE" for each PID that shows counter KEY, from
+# one `mdcast stat -a` of every process (in the emulated VM one run of mdcast
+# costs about a second: a wait over several processes reads them together).
+stat_each() {
+  local key=$1; shift
+  "$MDCAST" stat -a 2>/dev/null | awk -v k="$key" -v pids=" $* " '
+    $1 == "pid" {cur = $2; next}
+    $1 == k && index(pids, " " cur " ") {print cur, $2}'
+}
+
+# wait_stat_each KEY MIN SECONDS PID...: until counter KEY of every PID reaches
+# MIN; false on timeout or when one of them ended first.
+wait_stat_each() {
+  local key=$1 want=$2 end=$((SECONDS + $3)) p; shift 3
+  while :; do
+    [ "$(stat_each "$key" "$@" | awk -v m="$want" '$2 >= m' | wc -l)" -ge $# ] && return 0
+    for p in "$@"; do kill -0 "$p" 2>/dev/null || return 1; done
+    sleep 0.1
+    [ $SECONDS -le $end ] || return 1
+  done
+}
+
 # wait_stat PID KEY MIN SECONDS: until counter KEY of PID reaches MIN; false on timeout.
 wait_stat() {
-  local pid=$1 key=$2 want=$3 t=$4 i=0 got
+  local pid=$1 key=$2 want=$3 end=$((SECONDS + $4)) got
   while :; do
     got=$(stat_value "$pid" "$key")
     [ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
     kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.1; i=$((i + 1))
-    [ $i -le $((t * 10)) ] || return 1
+    sleep 0.1
+    [ $SECONDS -le $end ] || return 1
   done
 }
 
@@ -100,28 +126,28 @@ wait_stat() {
 # (grep -E), e.g. a publisher's start line; fails, with the log's last lines,
 # if the process started as LABEL ends first or SECONDS pass.
 wait_log() {
-  local label=$1 re=$2 t=$3 i=0 pid
+  local label=$1 re=$2 t=$3 end=$((SECONDS + $3)) pid
   pid=$(eval echo "\${PID_${label//-/_}:-}")
   until grep -qE -- "$re" "$WORK/$label.log" 2>/dev/null; do
     if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
       grep -qE -- "$re" "$WORK/$label.log" 2>/dev/null && return 0
       fail "$label (pid $pid) ended without printing /$re/: $(tail -3 "$WORK/$label.log" 2>/dev/null)"
     fi
-    sleep 0.05; i=$((i + 1))
-    [ $i -le $((t * 20)) ] || fail "$label printed no /$re/ in ${t}s: $(tail -3 "$WORK/$label.log" 2>/dev/null)"
+    sleep 0.05
+    [ $SECONDS -le $end ] || fail "$label printed no /$re/ in ${t}s: $(tail -3 "$WORK/$label.log" 2>/dev/null)"
   done
 }
 
 # wait_stopped PID: until every thread of PID is stopped (kill -STOP returns
 # before the signal has stopped anything); fails after 10 s.
 wait_stopped() {
-  local pid=$1 i=0 states
+  local pid=$1 end=$((SECONDS + 10)) states
   while :; do
     states=$(sed -E 's/^.*\) //' /proc/"$pid"/task/*/stat 2>/dev/null | cut -d' ' -f1 | sort -u | tr -d '\n' || true)
     [ "$states" = T ] && return 0
     [ -d "/proc/$pid" ] || fail "process $pid is gone: it cannot be stopped"
-    sleep 0.02; i=$((i + 1))
-    [ $i -le 500 ] || fail "process $pid not stopped 10 s after SIGSTOP (thread states: $states)"
+    sleep 0.02
+    [ $SECONDS -le $end ] || fail "process $pid not stopped 10 s after SIGSTOP (thread states: $states)"
   done
 }
 

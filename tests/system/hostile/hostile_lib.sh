@@ -244,10 +244,10 @@ attack_value() {
 }
 # wait_for_line LABEL REGEX SECONDS: until the attack's output has a matching line.
 wait_for_line() {
-  local i=0
+  local end=$((SECONDS + $3))
   until grep -qE "$2" "$WORK/$1.log" 2>/dev/null; do
     kill -0 "$(pid_of "$1")" 2>/dev/null || return 1
-    sleep 0.05; i=$((i + 1))
-    [ $i -le $(($3 * 20)) ] || return 1
+    sleep 0.05
+    [ $SECONDS -le $end ] || return 1
   done
 }
