@@ -63,6 +63,36 @@ std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follow_peer(const
   return nullptr;
 }
 
+// A pair member that was asked to stop leaves the session to its peer when
+// the peer publishes it on past this member (runtime::carries_on, within
+// pair.join_timeout); otherwise it ends the session, as a lone publisher does.
+template <class E, class Lane>
+bool hand_over(const Settings& s, uint64_t session, Lane& lane) {
+  auto& channels = lane.publisher();
+  const uint64_t mine = channels.agent(0).core().last_committed();
+  const Settings ps = E::peer_settings(s);
+  std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follower;
+  try {
+    follower = std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(E::subscriber(ps), subscriber_config(ps));
+  } catch (const std::exception& e) {  // the session still ends: one member stopping must not lose it
+    fmt::print(stderr, "mdcast publish: pair member: cannot follow the peer on {} ({}): ending the session\n",
+               s.pair.peer, e.what());
+    return false;
+  }
+  auto& peer = *follower;
+  const bool left = runtime::carries_on(peer, session, mine, monotonic_ns() + s.pair.join_timeout_ns, &g_stop,
+                                        [&](uint64_t now) { channels.do_work(now); });
+  if (left)
+    fmt::print(stderr, "mdcast publish: pair member: stopped at sequence {}; the peer on {} publishes session {:016x} "
+                       "on (at {}): left it to the peer, not ended\n",
+               mine, s.pair.peer, session, peer.peer_last(monotonic_ns()));
+  else
+    fmt::print(stderr, "mdcast publish: pair member: stopped at sequence {}; the peer on {} did not publish past it "
+                       "within {}: ending the session\n",
+               mine, s.pair.peer, format_duration(s.pair.join_timeout_ns));
+  return left;
+}
+
 template <class E>
 int publish(Settings& s) {
   using Runtime = runtime::PublisherRuntime<typename E::Publisher, typename E::Door>;
@@ -158,6 +188,9 @@ int publish(Settings& s) {
     lane.progress.store(src.produced(), std::memory_order_relaxed);
     return r;
   };
+  if constexpr (requires { E::peer_settings(s); }) {
+    if (!s.pair.peer.empty()) hooks.hand_over = [&](typename Runtime::Lane& lane) { return hand_over<E>(s, session, lane); };
+  }
   uint64_t t0 = 0;
   hooks.started = [&](Runtime& r) {
     const std::string cpus = format_cpu_list(plan.cpus);
@@ -198,7 +231,9 @@ int publish(Settings& s) {
              "snapshots served\n",
              r.messages, r.last_sequence, r.seconds, static_cast<double>(r.messages) / std::max(r.seconds, 1e-9),
              r.counter("ctl.retransmit_requests"), r.counter("ctl.snapshot_requests"));
-  if (out.cut)
+  if (out.handed_over)
+    fmt::print(stderr, "mdcast publish: stopped: the session goes on with the peer\n");
+  else if (out.cut)
     fmt::print(stderr, "mdcast publish: stopped twice: the end of the session and the recovery after it were cut short\n");
   else if (out.stopped)
     fmt::print(stderr, "mdcast publish: stopped: the session was ended and recovery served; subscribers that caught up "

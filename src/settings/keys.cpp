@@ -135,13 +135,15 @@ const std::map<std::string, SettingKey>& setting_keys() {
     // [pair]
     add("pair.peer", "RAIL",
         "the other member's rail (udp: GROUP:PORT[@IFACE]): join the session it publishes, catching up by replaying "
-        "the input quietly (docs/operations.md, 'A publisher pair over UDP'); empty: begin a session",
+        "the input quietly, and when stopped, leave the session to it while it publishes on (docs/operations.md, 'A "
+        "publisher pair over UDP'); empty: begin a session, end it when stopped",
         [](Settings& s, const std::string& v) {
           if (!v.empty()) UdpEntry::check_rail(v);
           s.pair.peer = v;
         },
         [](const Settings& s) { return s.pair.peer; });
-    add("pair.join_timeout", "DURATION", "with pair.peer: no session confirmed by the peer by then, begin one alone",
+    add("pair.join_timeout", "DURATION", "with pair.peer: no session confirmed by the peer by then, begin one alone; stopped, and the "
+        "peer did not publish past this member by then, end the session",
         [](Settings& s, const std::string& v) { s.pair.join_timeout_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.pair.join_timeout_ns); });
     add("publisher.heartbeat_interval", "DURATION", "idle time before a heartbeat", [](Settings& s, const std::string& v) {

@@ -97,9 +97,15 @@ role=$(stat_value "${PID[$last]}" app.pair_role) joined_at=$(stat_value "${PID[$
 [ "$role" = 2 ] || fail "the last member's app.pair_role is '$role', not 2 (joined and publishing)"
 [ "${joined_at:-0}" -gt 1 ] || fail "the last member's app.pair_joined_at is '$joined_at'"
 note "the last member: app.pair_role $role, joined at sequence $joined_at after a catch-up of $(stat_value "${PID[$last]}" app.pair_catch_up_ms) ms"
+# The longest time without data across the failovers (after this, the last
+# member's look for a peer that publishes on, pair.join_timeout, comes
+# before its end of session).
+for i in 0 1 2; do gap_us[$i]=$(( $(stat_value "$(sub_pid $i)" sub.longest_data_gap_ns) / 1000 )); done
 kill -TERM "${PID[$last]}"
 final="$WORK/m${last}_${RUN[$last]}"
 wait_pid "${PID[$last]}" 60 || fail "the last member exited non-zero: $(tail -3 "$final.log")"
+grep -q 'did not publish past it within .*: ending the session' "$final.log" ||
+  fail "the last member did not end the session: $(grep 'pair member' "$final.log" | tail -2)"
 for i in 0 1 2; do wait_pid "$(sub_pid $i)" 60 || fail "sub$i exited non-zero"; done
 
 "$MDCAST" verify "$final.toml" "$WORK/sub0.toml" "$WORK/sub1.toml" "$WORK/sub2.toml" | tee "$WORK/verify.log"
@@ -111,6 +117,6 @@ for i in 0 1 2; do
   [ "$(toml_get "$r" messages)" = "$published" ] || fail "sub$i delivered $(toml_get "$r" messages) of $published"
   [ "$(toml_get "$r" sub.session_changes)" = 0 ] || fail "sub$i changed session"
   [ "$(toml_get "$r" sub.snapshots_requested)" = 0 ] || fail "sub$i needed a snapshot"
-  note "sub$i: $published messages; rail A silent $(toml_get "$r" sub.rail_a_silences) times, rail B $(toml_get "$r" sub.rail_b_silences); longest time without data $(( $(toml_get "$r" sub.longest_data_gap_ns) / 1000 )) us; recovered $(toml_get "$r" sub.datagrams_recovered)"
+  note "sub$i: $published messages; rail A silent $(toml_get "$r" sub.rail_a_silences) times, rail B $(toml_get "$r" sub.rail_b_silences); longest time without data ${gap_us[$i]} us; recovered $(toml_get "$r" sub.datagrams_recovered)"
 done
 note "$((KILLS + 1)) failovers, $KILLS rejoins; the last member published $published messages, $replayed datagrams of them replayed quietly"

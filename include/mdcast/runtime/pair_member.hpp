@@ -63,13 +63,21 @@ class PeerFollower {
   uint64_t join(uint64_t deadline_ns, const StopFlag* stop) {
     while (agent_ && !(stop && stop->requested())) {
       const uint64_t now = monotonic_ns();
-      const auto& sub = agent_->subscriber();
-      if (sub.session_confirmed() && sub.session() != 0) return sub.session();
+      if (const uint64_t s = session()) return s;
       if (now >= deadline_ns) return 0;
       if (agent_->do_work(now) == 0) sleep_ns(100 * kNsPerUs);
     }
     return 0;
   }
+
+  // The session the peer's control plane confirmed so far; 0: none yet.
+  [[nodiscard]] uint64_t session() const noexcept {
+    if (!agent_) return 0;
+    const auto& sub = agent_->subscriber();
+    return sub.session_confirmed() ? sub.session() : 0;
+  }
+  // One round of following (what join does between its looks).
+  size_t do_work(uint64_t now) { return agent_ ? agent_->do_work(now) : 0; }
 
   // The peer's last sequence as far as this member knows: what its control
   // plane said, or what came from it since. Takes what has arrived first.
@@ -96,6 +104,29 @@ class PeerFollower {
   std::unique_ptr<Agent> agent_;
   uint64_t last_ = 0;
 };
+
+// Whether a member that stopped at sequence `mine` may leave `session` to
+// its peer (PublisherRuntime's Hooks::hand_over): the peer's control plane
+// confirms the same session and the peer publishes past `mine` before
+// `deadline_ns`. A peer that is itself stopping, or one as far as this member
+// and no further, does not count: were both to leave, nobody would end the
+// session. So when both members stop together, the one further on ends the
+// session and the other leaves it; where both stopped at one sequence, both
+// end it there. `serve(now)` keeps the member's own channels
+// answering meanwhile; a second stop request (`stop->urgent()`) gives up.
+template <class Peer, class Serve>
+bool carries_on(Peer& peer, uint64_t session, uint64_t mine, uint64_t deadline_ns, const StopFlag* stop,
+                Serve&& serve) {
+  for (;;) {
+    const uint64_t now = monotonic_ns();
+    if (now >= deadline_ns || (stop && stop->urgent())) return false;
+    serve(now);
+    const uint64_t s = peer.session();
+    if (s != 0 && s != session) return false;
+    if (s == session && peer.peer_last(now) > mine) return true;
+    if (peer.do_work(now) == 0) sleep_ns(100 * kNsPerUs);
+  }
+}
 
 struct CatchUp {
   uint64_t messages = 0;       // input messages replayed (the paced loop's `already`)

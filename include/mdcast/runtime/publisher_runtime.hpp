@@ -24,6 +24,8 @@
 // still ends the session cleanly: the end-of-session heartbeat goes out and
 // recovery is served as after a natural end, so subscribers that catch up
 // finish as they would have. A second request ends the linger at once.
+// A publisher pair's member (Hooks::hand_over) may instead leave the session
+// to a peer that carries it on: no end of session, no linger.
 //
 //   runtime::PublisherRuntime<media::shm::PublisherMedium, media::ControlFrontDoor> rt(plan, std::move(door),
 //       [&](uint32_t k, auto inbox) { return open_channel(k, std::move(inbox)); });
@@ -162,6 +164,7 @@ class PublisherRuntime {
     std::vector<std::vector<media::CounterGroup>> groups_;
     std::string error_;
     End end_;
+    bool handed_over_ = false;
   };
 
   struct Hooks {
@@ -174,11 +177,18 @@ class PublisherRuntime {
     std::function<void(stats::CountersFile* file, uint64_t now)> refresh;
     // Each thread, after its linger, before its channels are torn down.
     std::function<void(Lane&)> finished;
+    // Optional, a pair member's (runtime::carries_on): after a stop request
+    // ended publishing, before the session's end. True: a peer publishes the
+    // session on past this member, which leaves it unended, as a member that
+    // died would, but cleanly: ending it would end it for every subscriber.
+    // Runs on the lane's thread; it keeps lane.publisher() served meanwhile.
+    std::function<bool(Lane&)> hand_over;
   };
 
   struct Outcome {
     bool stopped = false;  // the StopFlag ended publishing (the session was still ended, unless `cut`)
     bool cut = false;      // asked twice: the session's end and the linger were cut short
+    bool handed_over = false;  // stopped, and every thread left the session to a peer (Hooks::hand_over)
     uint64_t t0 = 0;       // go
     uint64_t end_ns = 0;   // the last lane's end of publishing
     uint64_t published = 0;
@@ -257,6 +267,7 @@ class PublisherRuntime {
     if (file_) file_->set_state(stats::ProcessState::kFinished);
     o.stopped = plan_.stop && plan_.stop->requested();
     o.cut = plan_.stop && plan_.stop->urgent();
+    o.handed_over = std::all_of(lanes_.begin(), lanes_.end(), [](const auto& l) { return l->handed_over_; });
     o.end_ns = o.t0;
     for (auto& l : lanes_) {
       o.end_ns = std::max(o.end_ns, l->paced.end_ns);
@@ -466,15 +477,20 @@ class PublisherRuntime {
       // The end of session (a medium may hold it back a little: one second
       // at most), then recovery served until no channel of this publisher
       // has had a client for linger_quiet_ns, or linger_ns.
-      uint64_t t_end = monotonic_ns();
-      while (!channels.end_session(t_end) && !cutting() && monotonic_ns() - t_end < kNsPerSec) t_end = monotonic_ns();
-      auto stop = [&] { return cutting(); };
-      feed::linger_rounds(t_end + plan_.linger_ns, plan_.linger_quiet_ns, 200 * kNsPerUs, stop, [&](uint64_t now) {
-        lane.clients.store(channels.serve_recovery(now), std::memory_order_relaxed);
-        size_t all = 0;
-        for (const auto& l : lanes_) all += l->clients.load(std::memory_order_relaxed);
-        return all;
-      });
+      lane.handed_over_ = hooks_.hand_over && plan_.stop && plan_.stop->requested() && !cutting() &&
+                          hooks_.hand_over(lane);
+      if (!lane.handed_over_) {
+        uint64_t t_end = monotonic_ns();
+        while (!channels.end_session(t_end) && !cutting() && monotonic_ns() - t_end < kNsPerSec)
+          t_end = monotonic_ns();
+        auto stop = [&] { return cutting(); };
+        feed::linger_rounds(t_end + plan_.linger_ns, plan_.linger_quiet_ns, 200 * kNsPerUs, stop, [&](uint64_t now) {
+          lane.clients.store(channels.serve_recovery(now), std::memory_order_relaxed);
+          size_t all = 0;
+          for (const auto& l : lanes_) all += l->clients.load(std::memory_order_relaxed);
+          return all;
+        });
+      }
       lane.clients.store(0, std::memory_order_relaxed);
       record_end(lane);
       if (hooks_.finished) hooks_.finished(lane);

@@ -4,7 +4,8 @@
 // that the runtime waits for, the whole session delivered with the
 // publisher's books; a channel that cannot be built fails the run with its
 // name and stops the other thread; a stop request ends a run that waits for
-// subscribers who never come; plans that cannot run are refused. Then the
+// subscribers who never come, and a stopped pair member ends its session
+// unless its hand-over hook says a peer carries it on; plans that cannot run are refused. Then the
 // subscriber's side: runtime::SubscriberRuntime reads such a feed to its end,
 // and when a subscriber gives up.
 #include <gtest/gtest.h>
@@ -242,6 +243,50 @@ TEST(PublisherRuntime, AStopRequestEndsARunThatWaitsForSubscribers) {
   EXPECT_TRUE(out.stopped);
   EXPECT_EQ(seen_stopping, 1u);
   EXPECT_EQ(out.published, 0u);
+}
+
+// A pair member's way out (Hooks::hand_over): asked only after a stop
+// request, never at the input's end; true leaves every channel's session
+// unended, false ends it as without the hook.
+TEST(PublisherRuntime, AStoppedMemberLeavesTheSessionUnendedOnlyWhenItsHandOverSaysSo) {
+  for (const bool peer_carries_on : {true, false}) {
+    SCOPED_TRACE(peer_carries_on ? "the peer carries on" : "no peer");
+    StopFlag stop;
+    runtime::PublisherPlan p = plan(2);
+    p.stop = &stop;
+    Runtime rt = make(std::move(p), feed_name(peer_carries_on ? "handover" : "nohandover"));
+    Runtime::Hooks hooks;
+    std::atomic<int> asked{0}, ended{0}, channels{0};
+    std::once_flag signal;
+    hooks.publish = [&](Runtime::Lane& lane) {
+      std::call_once(signal, [&] { stop.request(); });  // as one SIGTERM would, while publishing
+      return publish_limited(lane, feed::ChannelMap(kChannels, kInstruments));
+    };
+    hooks.hand_over = [&](Runtime::Lane&) {
+      ++asked;
+      return peer_carries_on;
+    };
+    hooks.finished = [&](Runtime::Lane& lane) {
+      for (size_t i = 0; i < lane.publisher().size(); ++i, ++channels)
+        ended += lane.publisher().agent(i).core().ended();
+    };
+    const auto out = rt.run(std::move(hooks));
+    EXPECT_TRUE(out.stopped);
+    EXPECT_EQ(asked.load(), 2) << "each thread asks once";
+    EXPECT_EQ(out.handed_over, peer_carries_on);
+    EXPECT_EQ(channels.load(), static_cast<int>(kChannels));
+    EXPECT_EQ(ended.load(), peer_carries_on ? 0 : static_cast<int>(kChannels));
+  }
+  // The input's end is the session's end: nobody is asked.
+  Runtime rt = make(plan(1), feed_name("natural"));
+  Runtime::Hooks hooks;
+  std::atomic<int> asked{0};
+  hooks.publish = [&](Runtime::Lane& lane) { return publish_limited(lane, feed::ChannelMap(kChannels, kInstruments)); };
+  hooks.hand_over = [&](Runtime::Lane&) { return ++asked > 0; };
+  const auto out = rt.run(std::move(hooks));
+  EXPECT_FALSE(out.stopped);
+  EXPECT_FALSE(out.handed_over);
+  EXPECT_EQ(asked.load(), 0);
 }
 
 TEST(PublisherRuntime, RefusesAPlanThatCannotRun) {

@@ -33,6 +33,7 @@
 #include "mdcast/media/udp/udp_sink.hpp"
 #include "mdcast/media/udp/udp_socket.hpp"
 #include "mdcast/media/udp/udp_source.hpp"
+#include "mdcast/wire/control.hpp"
 
 namespace mdcast::media::udp {
 
@@ -158,11 +159,17 @@ class SubscriberMedium {
   class Channel final : public ControlChannel {
    public:
     bool send(std::span<const std::byte> frame) override {
-      ++sends;
+      // Reports are never answered: one sent on a quiet feed is no request
+      // left unanswered (that made a subscriber leave a live publisher).
+      const auto type = frame.size() > wire::ctl::kType ? static_cast<wire::CtlType>(frame[wire::ctl::kType])
+                                                        : wire::CtlType::kStatusReport;
+      if (type != wire::CtlType::kStatusReport && type != wire::CtlType::kLatencyReport &&
+          type != wire::CtlType::kUnsubscribe)
+        ++sends;
       return client && client->send(frame);
     }
     StreamControlClient* client = nullptr;
-    uint64_t sends = 0;  // frames the engine asked to send: a request the control plane owes an answer
+    uint64_t sends = 0;  // requests the engine asked to send: each owes an answer from the control plane
   };
   // What the link watch does to a rail of this subscriber.
   class Links final : public LinkWatch::Rail {
