@@ -264,7 +264,6 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   claims_ = 0;
   claim_ahead_ = 0;
   held_session_ = held_end_ = held_ahead_ = 0;
-  late_ahead_ = late_held_ahead_ = 0;
   n_reqs_ = 0;
   snap_sent_ = false;
   for (size_t i = 0; i < n_slots_; ++i)

@@ -52,13 +52,8 @@ bool SubscriberCore::plausible_ahead(uint64_t seq, bool sequenced) noexcept {
   // position (confirm_limit_), however gapless: a forged run is held there.
   if (!ctl_ || seq < confirmed_last_ + n_slots_ + cfg_.pair_lag) return true;
   if (sequenced) counters_->claims_held.add();  // a heartbeat is counted as one already
-  if (query_sent_) {
-    ++late_held_ahead_;
-    late_ahead_ = std::max(late_ahead_, seq);
-  } else {
-    ++held_ahead_;
-    claim_ahead_ = std::max(claim_ahead_, seq);
-  }
+  ++held_ahead_;
+  claim_ahead_ = std::max(claim_ahead_, seq);
   claim(kClaimAhead);
   return false;
 }
@@ -71,10 +66,6 @@ void SubscriberCore::send_query(uint64_t now) noexcept {
   // The subscription's acknowledgement answers too; a query waits for it.
   if (!subscribed_ || !ctl_) return;
   if (!query_sent_) query_since_ = now;
-  // A query sent now answers what was claimed before it.
-  held_ahead_ += late_held_ahead_;
-  claim_ahead_ = std::max(claim_ahead_, late_ahead_);
-  late_ahead_ = late_held_ahead_ = 0;
   query_sent_ = true;
   query_delivered_ = next_seq_ - 1;
   query_rid_ = next_rid_++;
@@ -94,8 +85,7 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
   const uint8_t claims = claims_;
   const uint64_t ahead = claim_ahead_;
   uint64_t refuted = 0;
-  const bool same_session = b.session == session_ && session_confirmed_;
-  if (!same_session) {
+  if (b.session != session_ || !session_confirmed_) {
     // The publisher runs another session than ours: whatever was claimed
     // about the old one is moot. The new one is recovered from its start.
     session_confirmed_by(b.session, b.last_seq, now);
@@ -145,22 +135,6 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
   claim_ahead_ = 0;
   held_session_ = held_end_ = held_ahead_ = 0;
   if (refuted) counters_->forged_datagrams.add(refuted);
-  if (late_ahead_ && same_session) {
-    if (late_ahead_ <= b.last_seq) {
-      counters_->claims_confirmed.add();
-      if (late_ahead_ > highest_seen_) {
-        highest_seen_ = late_ahead_;
-        counters_->highest_sequence.set(highest_seen_);
-        note_gap(now);
-        scan_needed_ = true;
-      }
-      late_ahead_ = late_held_ahead_ = 0;
-    } else {
-      claim(kClaimAhead);  // asked again at once (poll_query)
-    }
-  } else {
-    late_ahead_ = late_held_ahead_ = 0;
-  }
 }
 
 void SubscriberCore::session_confirmed_by(uint64_t session, uint64_t last_seq, uint64_t now) noexcept {

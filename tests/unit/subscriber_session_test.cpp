@@ -162,40 +162,6 @@ TEST_F(SubscriberSessionTest, DataThatOvertookTheAnswerIsNotCalledForged) {
   EXPECT_TRUE(sub_->recovering()) << "the gap it left is recovered";
 }
 
-// Data far ahead that came while a query was in flight: that query's answer
-// may have been written before the publisher sent it (an answer held up by a
-// TCP retransmission on a lossy link while data went on), so it does not
-// refute it: the next query does, or confirms it. Seen as one counted forgery
-// in netns.loss (5 % loss both ways) before.
-TEST_F(SubscriberSessionTest, AClaimMadeWhileAQueryWasInFlightIsJudgedByTheNextQuery) {
-  for (const bool real : {true, false}) {
-    SCOPED_TRACE(real ? "a real datagram" : "a forged one");
-    auto c = sub_config();
-    c.window_bytes = 16 * 512;  // 16 slots
-    feed_ = Feed{};
-    start(c);
-    publish_pairs(60);
-    rx_seq({1});
-    rx(feed_.dg(24));  // beyond the window and what was confirmed: a claim
-    const uint32_t first = query();
-    ctl_.clear();
-    Feed forger;  // same session, a sequence the publisher never reached
-    forger.session = feed_.session;
-    for (int i = 0; i < 1000; ++i) forger.publish({forger.add(1)});
-    rx(real ? feed_.dg(60) : forger.dg(1000));  // while the query is in flight
-    reply(encode_control(first, SessionStatus{feed_.session, 12, 1, false, 0}));  // written before 60 was sent
-    EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u) << "the answer predates the claim";
-    EXPECT_EQ(sub_->counters().claims_overtaken.get(), 1u) << "24: within a window of 12";
-    reply(encode_control(query(), SessionStatus{feed_.session, 60, 1, false, 0}));  // asked again at once
-    EXPECT_EQ(sub_->counters().forged_datagrams.get(), real ? 0u : 1u);
-    EXPECT_EQ(sub_->highest_sequence(), real ? 60u : 1u);
-    if (real) {
-      EXPECT_TRUE(sub_->recovering()) << "what 60 was dropped for is recovered as a gap";
-    }
-    ctl_.clear();
-  }
-}
-
 TEST_F(SubscriberSessionTest, ManyClaimsOneQueryInFlightRetriedOnTimeout) {
   start();
   publish_pairs(1);

@@ -435,11 +435,6 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t claimed_session_ = 0;  // the last other session a datagram claimed
   // Datagrams behind each kind of claim, counted as forged if refuted.
   uint64_t held_session_ = 0, held_end_ = 0, held_ahead_ = 0;
-  // Claimed ahead while a query was in flight: its answer may have been
-  // written before the publisher sent that datagram (an answer held up by a
-  // TCP retransmission while data went on), so it confirms them but never
-  // refutes them; the next query does.
-  uint64_t late_ahead_ = 0, late_held_ahead_ = 0;
   bool query_sent_ = false;  // false with claims_ set: a query is due
   uint64_t query_delivered_ = 0;  // the last sequence delivered when the query in flight was sent
   uint64_t query_since_ = 0;      // when the query in flight (or the first of its retries) was sent
