@@ -68,6 +68,7 @@ void SubscriberCore::send_query(uint64_t now) noexcept {
   if (!query_sent_) query_since_ = now;
   query_sent_ = true;
   query_delivered_ = next_seq_ - 1;
+  query_highest_ = highest_seen_;
   query_rid_ = next_rid_++;
   query_deadline_ = now + cfg_.request_timeout_ns;
   counters_->session_queries.add();
@@ -190,13 +191,16 @@ void SubscriberCore::end_confirmed(uint64_t end_seq, uint64_t now) noexcept {
 // control plane). The publisher's word bounds what we wait for; anything
 // buffered beyond it is dropped and, if real, asked for again later.
 void SubscriberCore::clamp_to(uint64_t last_seq, bool forged) noexcept {
-  if (highest_seen_ <= last_seq) return;
+  // Only what was seen when the question went out: datagrams that came
+  // while the answer was on its way were sent after it was written.
+  const uint64_t judged = std::min(highest_seen_, query_highest_);
+  if (judged <= last_seq) return;
   uint64_t dropped = 0;
   uint64_t high = std::max(last_seq, next_seq_ - 1);
   for (size_t i = 0; i < n_slots_; ++i) {
     Meta& m = meta_[i];
     if (m.seq == 0) continue;
-    if (m.seq > last_seq) {
+    if (m.seq > last_seq && m.seq <= judged) {
       m.seq = 0;
       counters_->window_discards.add();
       ++dropped;

@@ -142,6 +142,26 @@ TEST_F(SubscriberSessionTest, APairMemberBehindSayingNotYetIsNotCalledForged) {
   EXPECT_EQ(sub_->counters().session_changes.get(), 0u);
 }
 
+// A "not yet" is checked with a session query; data that arrived while the
+// answer was on its way (held up by a TCP retransmission on a lossy link)
+// was sent after the answer was written, so the answer does not judge it
+// (netns.loss, 5 % loss both ways, counted such datagrams as forged before).
+TEST_F(SubscriberSessionTest, DataThatArrivedWhileTheAnswerWasOnItsWayIsNotJudgedByIt) {
+  start();
+  publish_pairs(12);
+  rx_seq({1, 2});
+  rx(feed_.heartbeat({}, 6));
+  poll();
+  ASSERT_EQ(requests(), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 4}}));
+  reply(feed_.retransmit_reply(rid_of(3), 3, 4, RetransmitStatus::kNotYet));
+  const uint32_t q = query();
+  rx(feed_.dg(9));  // after the query went out
+  reply(encode_control(q, SessionStatus{feed_.session, 6, 1, false, 0}));
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u);
+  EXPECT_EQ(sub_->counters().window_discards.get(), 0u);
+  EXPECT_EQ(sub_->highest_sequence(), 9u) << "9 kept";
+}
+
 // A control connection slower than the data (a TCP retransmission on a lossy
 // link): the answer says where the publisher was when it left, and data sent
 // since has overtaken it. That is not forgery: not counted as forged, and

@@ -437,6 +437,10 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t held_session_ = 0, held_end_ = 0, held_ahead_ = 0;
   bool query_sent_ = false;  // false with claims_ set: a query is due
   uint64_t query_delivered_ = 0;  // the last sequence delivered when the query in flight was sent
+  // The highest sequence seen when the query in flight was sent: its answer
+  // judges what came before it, not what arrived while an answer held up by
+  // a TCP retransmission was on its way (the publisher sent that later).
+  uint64_t query_highest_ = 0;
   uint64_t query_since_ = 0;      // when the query in flight (or the first of its retries) was sent
   uint32_t query_rid_ = 0;
   uint64_t query_deadline_ = 0;
