@@ -22,6 +22,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   subscribe_refused_ = false;
   peer_failed_ = false;
   query_sent_ = false;
+  confirm_limit_ = UINT64_MAX;  // nothing confirms until the subscription is acknowledged: the data decides
   auth_ = {};  // a new connection proves both sides again
   key_this_connection_ = false;  // the last key still checks data until the new one arrives
   mark_unsent();  // also when no disconnect was reported: a new connection is a new conversation
@@ -32,6 +33,9 @@ void SubscriberCore::on_control_disconnected() noexcept {
   connected_ = false;
   subscribed_ = false;
   query_sent_ = false;
+  // A control plane gone (a cut path, a publisher restarting) must not hold
+  // the data it cannot confirm, any more than one that does not answer.
+  confirm_limit_ = UINT64_MAX;
   mark_unsent();
 }
 
