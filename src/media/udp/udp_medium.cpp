@@ -225,6 +225,7 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
   // subscriber whose control plane fails it has another to go to: an
   // impostor on the group does not drown out the publisher's announcements.
   Endpoint* ep = endpoint(a.address);
+  const bool first_heard = !ep;
   if (!ep) {
     if (endpoints_.size() == kMaxEndpoints) {
       const auto old = std::find_if(endpoints_.begin(), endpoints_.end(),
@@ -244,8 +245,9 @@ void SubscriberMedium::heard_announcement(uint64_t now) {
   // Another address than the one in use: a publisher restarted elsewhere, or
   // someone else on the group. Moved to only once ours has failed (check_endpoint).
   sub_counters_.announce_conflicts.add();
-  if (a.address != refused_) {
-    refused_ = a.address;
+  // Said once per address remembered: the two members of a pair announce in
+  // turn, and each turn is no news.
+  if (first_heard) {
     warn(opts_, fmt::format("an announcement on {} names control {}, not {} (in use): remembered, taken only if {} "
                             "fails; set feed.control if two publishers share this group",
                             rails_.group[0].text, a.address, control_, control_));

@@ -227,7 +227,6 @@ class SubscriberMedium {
   std::unique_ptr<StreamControlClient> client_;
   Channel channel_;
   std::string control_;
-  std::string refused_;            // the last conflicting address reported
   std::string forged_;             // the last address reported as announced without the publisher's signature
   uint64_t next_verify_ = 0;       // a new signed announcement is verified from then
   uint64_t announcements_seen_ = 0;
