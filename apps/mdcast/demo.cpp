@@ -379,8 +379,15 @@ int run_verify(const std::string& publisher_result, const std::vector<std::strin
     const BookVerdict v = compare_books(pub, r, content ? runtime::BookMatch::kContent : runtime::BookMatch::kSameSession);
     const bool good = v.identical && r.outcome == "ok";
     ok &= good;
+    // Books that match a subscriber that never saw the session's end are
+    // not a match of the feed: it may have stopped short.
+    const std::string why = !v.identical ? v.detail
+                            : good       ? fmt::format("{} instruments compared", v.compared)
+                                         : fmt::format("books identical ({} instruments compared), but it ended '{}', "
+                                                       "not at the end of the session",
+                                                       v.compared, r.outcome);
     fmt::print("{}: {} ({}; {} messages, {} gaps, {} recovered, {} snapshots)\n", path,
-               good ? "identical" : "DIFFERENT", v.identical ? fmt::format("{} instruments compared", v.compared) : v.detail,
+               good ? "identical" : v.identical ? "INCOMPLETE" : "DIFFERENT", why,
                r.messages, r.counter("sub.gaps"), r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"));
   }
   return ok ? exit_code::kOk : exit_code::kDataLost;
