@@ -2,13 +2,18 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
+#include <utility>
 
 #include "mdcast/core/error.hpp"
 
@@ -96,5 +101,63 @@ void reserve_file(int fd, uint64_t bytes, const std::string& path, const std::st
          format_bytes(bytes), room, advice);
   fail("cannot reserve {} for {}{}: {} (errno {})", format_bytes(bytes), path, room, std::strerror(rc), rc);
 }
+
+namespace {
+
+std::atomic<size_t> g_claimed{0};
+
+// Descriptors open now (rings, sockets, epoll and io_uring instances, files).
+size_t open_descriptors() {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+// Room for what a process opens after setup: a stat file, a recording, a
+// reconnecting client's socket.
+constexpr size_t kHeadroom = 64;
+
+}  // namespace
+
+OpenFilesClaim::OpenFilesClaim(size_t descriptors, std::string what) : descriptors_(descriptors) {
+  const size_t all = g_claimed.fetch_add(descriptors) + descriptors;
+  const size_t open_now = open_descriptors();
+  const size_t want = open_now + all + kHeadroom;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min<rlim_t>(want, rl.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want) return;
+  const size_t room = rl.rlim_cur > open_now + kHeadroom ? rl.rlim_cur - open_now - kHeadroom : 0;
+  shortfall_ = fmt::format(
+      "the open-files limit is {} (hard {}), below the {} descriptors this process may need ({} open now, {} for {}{}, "
+      "{} spare): past about {} connections new ones are turned away (control.refused_descriptors); raise the hard "
+      "limit (ulimit -Hn, systemd LimitNOFILE=) or lower the setting",
+      rl.rlim_cur, rl.rlim_max, want, open_now, descriptors, what,
+      all > descriptors ? fmt::format(", {} for the process's other servers", all - descriptors) : std::string(),
+      kHeadroom, room > all - descriptors ? room - (all - descriptors) : 0);
+}
+
+OpenFilesClaim::OpenFilesClaim(OpenFilesClaim&& o) noexcept
+    : descriptors_(std::exchange(o.descriptors_, 0)), shortfall_(std::move(o.shortfall_)) {}
+
+OpenFilesClaim& OpenFilesClaim::operator=(OpenFilesClaim&& o) noexcept {
+  if (this != &o) {
+    g_claimed.fetch_sub(descriptors_);
+    descriptors_ = std::exchange(o.descriptors_, 0);
+    shortfall_ = std::move(o.shortfall_);
+  }
+  return *this;
+}
+
+OpenFilesClaim::~OpenFilesClaim() { g_claimed.fetch_sub(descriptors_); }
+
+size_t OpenFilesClaim::claimed() noexcept { return g_claimed.load(); }
 
 }  // namespace mdcast

@@ -7,8 +7,11 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "mdcast/core/error.hpp"
+#include "mdcast/core/resources.hpp"
 #include "stream_server_support.hpp"
 
 namespace mdcast::media::test {
@@ -307,6 +310,52 @@ TEST(StreamServerTimeouts, AnAdmittedClientSilentForThirtySecondsIsClosed) {
   server.poll(h, clk.now = t0 + 60 * kNsPerSec);
   EXPECT_EQ(server.clients(), 0u);
   EXPECT_EQ(server.stats().timeouts_idle.get(), 2u);
+}
+
+// A server claims the descriptors its settings let it hold: Debian's default
+// soft limit (1024) would turn clients away below control.max_clients.
+TEST(StreamServerConnections, TheSoftOpenFilesLimitIsRaisedToWhatTheSettingsHold) {
+  rlimit rl{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  StreamServerConfig c;
+  c.max_clients = 1500;
+  const rlim_t need = c.max_clients + c.max_unadmitted;
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need + 200)
+    GTEST_SKIP() << "needs a hard open-files limit of " << need + 200 << ", it is " << rl.rlim_max;
+  rl.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &rl), 0);
+  {
+    StreamControlServer server(address_of(unique_name("nofile")), c);
+    EXPECT_EQ(server.open_files_shortfall(), "");
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+    EXPECT_GE(rl.rlim_cur, need);
+    EXPECT_EQ(OpenFilesClaim::claimed(), need);
+    // A second server in the process (another channel) adds its own.
+    StreamControlServer other(address_of(unique_name("nofile2")), c);
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+    EXPECT_GE(rl.rlim_cur, 2 * need);
+  }
+  EXPECT_EQ(OpenFilesClaim::claimed(), 0u);
+}
+
+// Where the hard limit is below it, the server still runs (past the limit it
+// turns connections away, counted) and says so with the numbers.
+TEST(StreamServerConnections, AHardLimitBelowTheSettingsIsExplained) {
+  EXPECT_EXIT(
+      {
+        rlimit rl{};
+        if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) std::_Exit(2);
+        rl.rlim_cur = rl.rlim_max = 300;
+        if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) std::_Exit(3);
+        StreamControlServer server(address_of(unique_name("lowhard")));  // 1024 + 64
+        const std::string& why = server.open_files_shortfall();
+        std::fprintf(stderr, "%s\n", why.c_str());
+        const bool named = why.find("open-files limit is 300 (hard 300)") != std::string::npos &&
+                           why.find("control.max_clients 1024 + control.max_unadmitted 64") != std::string::npos &&
+                           why.find("ulimit -Hn") != std::string::npos;
+        std::_Exit(named ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "open-files limit is 300");
 }
 
 TEST(StreamServerConfig, SettingsThatCannotWorkAreExplained) {

@@ -8,6 +8,7 @@
 //   reserve_file(fd, bytes, path);                                     // fallocate, throws Error
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,5 +53,37 @@ void check_memory(uint64_t bytes, const std::string& what, const std::string& ad
 // full (ENOSPC, ending with `advice`: what the operator can do) or refuses.
 void reserve_file(int fd, uint64_t bytes, const std::string& path,
                   const std::string& advice = "free space there or make it smaller");
+
+// Descriptors a server may hold at once (its connections), claimed at setup.
+// Debian's default soft open-files limit (1024) is below what a control
+// server admitting 1024 clients holds, and past the limit accept() fails:
+// the server still works (it turns connections away, counted), but short of
+// what it was configured for. A claim raises the soft RLIMIT_NOFILE to what
+// the process has open now plus every live claim, up to the hard limit, and
+// says when that is not enough. Move-only; the claim ends with its owner (the
+// limit stays raised).
+class OpenFilesClaim {
+ public:
+  OpenFilesClaim() = default;
+  // `what` names the claimant and its settings ("control server unix:@x
+  // (control.max_clients 1024 + control.max_unadmitted 64)").
+  OpenFilesClaim(size_t descriptors, std::string what);
+  OpenFilesClaim(OpenFilesClaim&& o) noexcept;
+  OpenFilesClaim& operator=(OpenFilesClaim&& o) noexcept;
+  OpenFilesClaim(const OpenFilesClaim&) = delete;
+  OpenFilesClaim& operator=(const OpenFilesClaim&) = delete;
+  ~OpenFilesClaim();
+
+  // Empty, or for the operator: "the open-files limit is 1024 (hard 1024),
+  // below the 1150 descriptors ... needs: ... raise the hard limit ...".
+  [[nodiscard]] const std::string& shortfall() const noexcept { return shortfall_; }
+  [[nodiscard]] size_t descriptors() const noexcept { return descriptors_; }
+  // Every live claim of this process together.
+  [[nodiscard]] static size_t claimed() noexcept;
+
+ private:
+  size_t descriptors_ = 0;
+  std::string shortfall_;
+};
 
 }  // namespace mdcast

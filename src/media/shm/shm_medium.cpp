@@ -129,8 +129,9 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("shm ring {} ({} pages, packed records), control {} (idle polls: {})", ring_.path(),
-                     ring_.huge_pages() ? "2 MiB huge" : "4 KiB", server_.address(), server_.readiness_mode());
+  return fmt::format("shm ring {} ({} pages, packed records), control {} (idle polls: {}){}{}", ring_.path(),
+                     ring_.huge_pages() ? "2 MiB huge" : "4 KiB", server_.address(), server_.readiness_mode(),
+                     server_.open_files_shortfall().empty() ? "" : "; warning: ", server_.open_files_shortfall());
 }
 
 std::vector<CounterGroup> PublisherMedium::counter_groups() const {

@@ -56,6 +56,8 @@ void FrontDoorConfig::validate() const {
 
 ControlFrontDoor::ControlFrontDoor(const std::string& address, const FrontDoorConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
+  files_ = OpenFilesClaim(cfg_.max_pending, fmt::format("shared control endpoint {} (connections not yet named: {})",
+                                                        address, cfg_.max_pending));
   listener_ = StreamListener(address, "shared control endpoint");
   listener_.admit_only(cfg_.peers);
   epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));

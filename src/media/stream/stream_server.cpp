@@ -81,6 +81,12 @@ StreamControlServer::StreamControlServer(const std::string& address, const Strea
                                          std::shared_ptr<ConnectionInbox> shared)
     : cfg_(cfg), address_(address), inbox_(std::move(shared)), rbuf_(64u << 10) {
   cfg_.validate();
+  // Admitted clients, and (when it accepts itself) connections not yet admitted.
+  files_ = OpenFilesClaim(
+      cfg_.max_clients + (inbox_ ? 0 : cfg_.max_unadmitted),
+      inbox_ ? fmt::format("control server {} (control.max_clients {})", address, cfg_.max_clients)
+             : fmt::format("control server {} (control.max_clients {} + control.max_unadmitted {})", address,
+                           cfg_.max_clients, cfg_.max_unadmitted));
   if (!inbox_) {
     listen_ = StreamListener(address, "control server");
     listen_.admit_only(cfg_.peers);

@@ -146,8 +146,9 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("UDP multicast {}{}, control {} (idle polls: {})", rails_.describe(), sink_.gso() ? ", GSO" : "",
-                     server_.address(), server_.readiness_mode());
+  return fmt::format("UDP multicast {}{}, control {} (idle polls: {}){}{}", rails_.describe(), sink_.gso() ? ", GSO" : "",
+                     server_.address(), server_.readiness_mode(),
+                     server_.open_files_shortfall().empty() ? "" : "; warning: ", server_.open_files_shortfall());
 }
 
 std::vector<CounterGroup> PublisherMedium::counter_groups() const {

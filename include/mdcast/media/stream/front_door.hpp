@@ -41,6 +41,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/counter.hpp"
 #include "mdcast/core/fd.hpp"
+#include "mdcast/core/resources.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/listener.hpp"
 #include "mdcast/media/peer.hpp"
@@ -142,6 +143,7 @@ class ControlFrontDoor {
   [[nodiscard]] std::string channel_list() const;
 
   FrontDoorConfig cfg_;
+  OpenFilesClaim files_;  // connections not yet named (the channels' servers claim the rest)
   StreamListener listener_;
   UniqueFd epoll_;
   bool listening_ = true;       // the listener is in the epoll set (not paused)

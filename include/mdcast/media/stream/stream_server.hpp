@@ -71,6 +71,7 @@
 #include "mdcast/core/counter.hpp"
 #include "mdcast/core/fd.hpp"
 #include "mdcast/core/readiness.hpp"
+#include "mdcast/core/resources.hpp"
 #include "mdcast/media/medium.hpp"
 #include "mdcast/media/stream/front_door.hpp"
 #include "mdcast/media/stream/listener.hpp"
@@ -185,6 +186,9 @@ class StreamControlServer final : public ReplySink {
   // How the server learns of readiness: "io_uring", or "epoll_wait per poll
   // (why io_uring is not used)".
   [[nodiscard]] std::string readiness_mode() const;
+  // Empty, or why the open-files limit leaves room for fewer clients than
+  // configured (OpenFilesClaim): for the start-up line.
+  [[nodiscard]] const std::string& open_files_shortfall() const noexcept { return files_.shortfall(); }
 
  private:
   struct Conn {
@@ -239,6 +243,7 @@ class StreamControlServer final : public ReplySink {
 
   StreamServerConfig cfg_;
   std::string address_;
+  OpenFilesClaim files_;
   StreamListener listen_;                  // none when shared
   std::shared_ptr<ConnectionInbox> inbox_;  // shared: where connections come from
   UniqueFd epoll_;
