@@ -14,7 +14,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 carry="$root/.bench-carry"
 case "${1:-}" in
   prepare)
-    make -C "$root" release >/dev/null
+    make -C "$root" deps >/dev/null
+    cmake --preset release >/dev/null
+    cmake --build "$root/build/release" -j "$(nproc)" --target mdcast >/dev/null  # only what travels
     rm -rf "$carry"; mkdir -p "$carry/lib"
     cp "$root/build/release/apps/mdcast/mdcast" "$root/scripts/scale-shm.sh" "$carry/"
     # Every shared library but the C runtime's own, which any Linux has.
@@ -35,15 +37,15 @@ case "${1:-}" in
       echo "$name: exit $rc in $((SECONDS - t0)) s" | tee -a "$out/steps.txt"
     }
     # 1024 subscriber processes on one host, then at the default footprint.
-    SCALE_TAG=-small step 150 scale-1024-small "$carry/scale-shm.sh" "$m" 1024 2k 10s -- \
+    SCALE_TAG=-small step 120 scale-1024-small "$carry/scale-shm.sh" "$m" 1024 2k 10s -- \
       --max-orders 65536 --max-instruments 256 --set subscriber.window_bytes=1MiB
     avail=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
     n=$((avail >= 100 ? 1024 : 256))
-    SCALE_TAG=-default step 150 "scale-$n-default" "$carry/scale-shm.sh" "$m" "$n" 2k 10s
+    SCALE_TAG=-default step 120 "scale-$n-default" "$carry/scale-shm.sh" "$m" "$n" 2k 10s
     # 1 publisher + up to 15 subscribers, each pinned to its own core.
-    step 220 bench-shm "$m" bench --repeat 3 --sections c2c,latency,fanout --fanout 1,2,4,8,15 --progress false \
+    step 200 bench-shm "$m" bench --repeat 3 --sections c2c,latency,fanout --fanout 1,2,4,8,15 --progress false \
       --json "$out/bench16.json" | tee "$out/bench16.txt"
-    step 70 bench-udp "$m" bench --medium udp --sections fanout --fanout 1,2,4,8,15 --progress false \
+    step 60 bench-udp "$m" bench --medium udp --sections fanout --fanout 1,2,4,8,15 --progress false \
       --json "$out/bench16-udp.json" | tee "$out/bench16-udp.txt"
     ;;
   *) echo "usage: $0 prepare|run" >&2; exit 2 ;;

@@ -116,7 +116,8 @@ fi
   if [ "$peak_n" -gt 0 ]; then
     echo "  memory at peak ($peak_n running): Pss total $((peak_pss / 1024)) MiB, per subscriber $((peak_pss / peak_n)) KiB Pss, $((peak_rss / peak_n)) KiB Rss; publisher Rss $((pub_rss / 1024)) MiB"
   fi
-  grep -E 'control|clients' "$WORK/pub.log" | tail -3 | sed 's/^/  pub: /'
+  # What N subscribers cost the publisher's control plane.
+  echo "  publisher control: $(grep -E '^"(ctl.client_connects|control.evicted_unadmitted|ctl.subscribes|ctl.longest_poll_ns|control.refused_descriptors)"' "$WORK/pub.toml" | tr -d '"' | tr '\n' ' ')"
   tail -2 "$WORK/verify.log" | sed 's/^/  verify: /'
   if [ "$pub_rc" != 0 ] || [ "$failed" != 0 ]; then tail -15 "$WORK/pub.log" | sed 's/^/  pub.log: /'; fi
 } | tee ${OUT:+"$OUT/scale-$N${SCALE_TAG:-}.txt"}
