@@ -74,7 +74,8 @@ void SubscriberCore::on_control_frame(std::span<const std::byte> frame, uint64_t
 }
 
 void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b, uint64_t now) noexcept {
-  if (rid != subscribe_rid_) return;
+  if (rid != subscribe_rid_ || rid == subscribe_acked_rid_) return;
+  subscribe_acked_rid_ = rid;
   if (tags_required_ && (!key_this_connection_ || data_key_session_ != b.session)) {
     // Nothing this publisher sends could be checked: say so rather than drop it all.
     subscribe_refused_ = true;
@@ -129,7 +130,7 @@ void SubscriberCore::poll(uint64_t now) noexcept {
   }
   watch_rails(now);
   if (gap_rec_.ordinal) poll_loss(now);
-  if (connected_ && !subscribed_ && !subscribe_refused_ && now >= subscribe_deadline_) send_subscribe(now);
+  if (connected_ && !subscribed_ && !subscribe_refused_ && now >= subscribe_deadline_) send_subscribe(now, true);
   if (!subscribed_) return;
   poll_requests(now);
   poll_query(now);
@@ -151,7 +152,7 @@ void SubscriberCore::poll(uint64_t now) noexcept {
   if (now - last_status_ >= cfg_.status_interval_ns) send_status(now);
 }
 
-void SubscriberCore::send_subscribe(uint64_t now) noexcept {
+void SubscriberCore::send_subscribe(uint64_t now, bool again) noexcept {
   if (auth_pending()) {
     // The subscription waits for the handshake; a hello unanswered by its
     // deadline is sent again (with a fresh nonce).
@@ -168,8 +169,10 @@ void SubscriberCore::send_subscribe(uint64_t now) noexcept {
     if (!cfg_.all_instruments)
       for (uint32_t i = 0; i < n_inst_; ++i)
         if (filter_[i]) s.instruments.ids.push_back(i);
-    subscribe_rid_ = next_rid_++;
-    subscribe_deadline_ = now + cfg_.request_timeout_ns;
+    again = again && subscribe_rid_ != 0 && subscribe_rid_ != subscribe_acked_rid_;
+    subscribe_tries_ = again ? subscribe_tries_ + 1 : 0;
+    if (!again) subscribe_rid_ = next_rid_++;
+    subscribe_deadline_ = now + (cfg_.request_timeout_ns << std::min<uint32_t>(subscribe_tries_, 3));
     send(wire::encode_control(subscribe_rid_, s));
   } catch (...) {
     // Out of memory building a control frame: the deadline retries it.

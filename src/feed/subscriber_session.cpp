@@ -65,12 +65,17 @@ void SubscriberCore::claim(Claim c) noexcept { claims_ |= c; }
 void SubscriberCore::send_query(uint64_t now) noexcept {
   // The subscription's acknowledgement answers too; a query waits for it.
   if (!subscribed_ || !ctl_) return;
-  if (!query_sent_) query_since_ = now;
+  if (!query_sent_) {
+    query_since_ = now;
+    query_delivered_ = next_seq_ - 1;
+    query_highest_ = highest_seen_;
+    query_rid_ = next_rid_++;
+    query_tries_ = 0;
+  } else {
+    ++query_tries_;  // the same question again (see query_rid_)
+  }
   query_sent_ = true;
-  query_delivered_ = next_seq_ - 1;
-  query_highest_ = highest_seen_;
-  query_rid_ = next_rid_++;
-  query_deadline_ = now + cfg_.request_timeout_ns;
+  query_deadline_ = now + (cfg_.request_timeout_ns << std::min<uint32_t>(query_tries_, 3));
   counters_->session_queries.add();
   send_encoded(wire::encode_control(query_rid_, wire::SessionQuery{}, frame_buffer()));
 }

@@ -197,9 +197,57 @@ TEST_F(SubscriberSessionTest, ManyClaimsOneQueryInFlightRetriedOnTimeout) {
   now_ += sub_config().request_timeout_ns;
   poll();
   EXPECT_EQ(ctl_.all<SessionQuery>().size(), 2u) << "an unanswered query is asked again";
+  EXPECT_EQ(ctl_.all<SessionQuery>().front().first, ctl_.all<SessionQuery>().back().first) << "the same question";
   status(ctl_.all<SessionQuery>().back().first);
   EXPECT_EQ(sub_->counters().forged_datagrams.get(), 100u);
   EXPECT_EQ(sub_->session(), kSession);
+}
+
+// A publisher slower to answer than the timeout (a thousand subscribers
+// asking at once): the answer to the first asking settles the question, and
+// each retry waits longer, so that retries do not keep the publisher slow.
+TEST_F(SubscriberSessionTest, AnAnswerSlowerThanTheTimeoutStillSettlesTheQuery) {
+  start();
+  publish_pairs(3);
+  const Bytes end = feed_.heartbeat({}, 3, {}, kFlagEndOfSession);
+  rx_seq({1, 2, 3});
+  rx(end);
+  const uint32_t q = query();
+  const uint64_t t = sub_config().request_timeout_ns;
+  now_ += t;
+  poll();
+  ASSERT_EQ(ctl_.all<SessionQuery>().size(), 2u);
+  now_ += t;  // the retry waits twice as long
+  poll();
+  EXPECT_EQ(ctl_.all<SessionQuery>().size(), 2u);
+  now_ += t;
+  poll();
+  EXPECT_EQ(ctl_.all<SessionQuery>().size(), 3u);
+  for (const auto& [rid, body] : ctl_.all<SessionQuery>()) EXPECT_EQ(rid, q);
+  status(q, true, 3);  // the answer to the first asking, arriving now
+  EXPECT_TRUE(sub_->session_ended());
+  EXPECT_TRUE(sub_->delivered_to_end());
+  status(q, true, 3);  // and the answers to the retries after it: nothing more
+  EXPECT_EQ(sub_->counters().claims_confirmed.get(), 1u);
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u);
+}
+
+TEST_F(SubscriberSessionTest, AnAcknowledgementSlowerThanTheTimeoutStillSubscribes) {
+  sub_ = std::make_unique<Subscriber<Handler>>(sub_config(), h_, &ctl_);
+  sub_->on_control_connected(now_);
+  const uint64_t t = sub_config().request_timeout_ns;
+  for (int i = 0; i < 3; ++i) {
+    now_ += t << i;
+    poll();
+  }
+  const auto subs = ctl_.all<Subscribe>();
+  ASSERT_EQ(subs.size(), 4u) << "asked again at 1, 2 and 4 timeouts";
+  for (const auto& [rid, body] : subs) EXPECT_EQ(rid, subs[0].first) << "the same Subscribe each time";
+  reply(encode_control(subs[0].first, SubscribeAck{feed_.session, 0, 1, ctl::kAll}));
+  EXPECT_TRUE(sub_->subscribed()) << "the first asking's acknowledgement, late, counts";
+  reply(encode_control(subs[0].first, SubscribeAck{feed_.session, 0, 1, ctl::kAll}));
+  EXPECT_TRUE(sub_->subscribed());
+  EXPECT_EQ(sub_->counters().control_errors.get(), 0u);
 }
 
 TEST_F(SubscriberSessionTest, AReusedSessionIdIsANewRunWhenThePublisherWentBack) {

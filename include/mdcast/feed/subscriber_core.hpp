@@ -389,7 +389,9 @@ class SubscriberCore : public media::ControlEvents {
   // subscriber_control.cpp: the subscription and the control plane
   void on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b, uint64_t now) noexcept;
   void on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept;
-  void send_subscribe(uint64_t now) noexcept;
+  // again: the deadline passed; the same Subscribe (rid) is sent again, and
+  // waits twice as long (up to 8x): an acknowledgement that comes late still counts.
+  void send_subscribe(uint64_t now, bool again = false) noexcept;
   void send_status(uint64_t now) noexcept;
   // The channel's refusal (false) or failure to queue (an exception) drops
   // the frame: its request's deadline asks again.
@@ -442,7 +444,12 @@ class SubscriberCore : public media::ControlEvents {
   // a TCP retransmission was on its way (the publisher sent that later).
   uint64_t query_highest_ = 0;
   uint64_t query_since_ = 0;      // when the query in flight (or the first of its retries) was sent
+  // A retry repeats the question (its rid and what it judges): an answer
+  // slower than the timeout still settles it. A new rid per retry threw
+  // every answer away once answers took longer than the timeout, and 1024
+  // subscribers asking five times a second kept them that slow.
   uint32_t query_rid_ = 0;
+  uint32_t query_tries_ = 0;      // retries of the query in flight: each waits twice as long
   uint64_t query_deadline_ = 0;
 
   std::array<Request, 64> reqs_{};
@@ -470,6 +477,8 @@ class SubscriberCore : public media::ControlEvents {
   bool peer_failed_ = false;
   uint64_t peer_unproven_since_ = 0;
   uint32_t subscribe_rid_ = 0;
+  uint32_t subscribe_acked_rid_ = 0;  // a repeated Subscribe is acknowledged twice: the second is ignored
+  uint32_t subscribe_tries_ = 0;
   uint64_t subscribe_deadline_ = 0;
   uint64_t last_status_ = 0;
   uint32_t next_rid_ = 1;
