@@ -42,7 +42,7 @@ fi
 say "$N subscribers, $RATE msg/s for $DUR; open-files limit $(ulimit -Sn); $(nproc) cpus; $(awk '/MemAvailable/ {printf "%.1f GiB available", $2/1048576}' /proc/meminfo)"
 
 "$MDCAST" publish --medium shm --name "$NAME" --rate "$RATE" --duration "$DUR" --instrument-count 200 \
-  --idle block --wait-subscribers "$N" --linger 60s --result "$WORK/pub.toml" \
+  --idle block --wait-subscribers "$N" --linger "${SCALE_LINGER:-60s}" --result "$WORK/pub.toml" \
   --set control.max_clients="$((N > 1024 ? N : 1024))" --set shm.readers="$((N > 1024 ? N : 1024))" \
   >"$WORK/pub.log" 2>&1 &
 PUB=$!
@@ -56,7 +56,7 @@ done
 
 SUBS=()
 for i in $(seq "$N"); do
-  "$MDCAST" subscribe --medium shm --name "$NAME" --idle block --wait 120s --give-up 30s \
+  "$MDCAST" subscribe --medium shm --name "$NAME" --idle block --wait 120s --give-up "${SCALE_GIVE_UP:-30s}" \
     --result "$WORK/sub/$i.toml" "${SUB_ARGS[@]}" >"$WORK/sub/$i.log" 2>&1 &
   SUBS+=($!)
   PIDS+=($!)
@@ -121,4 +121,9 @@ fi
   tail -2 "$WORK/verify.log" | sed 's/^/  verify: /'
   if [ "$pub_rc" != 0 ] || [ "$failed" != 0 ]; then tail -15 "$WORK/pub.log" | sed 's/^/  pub.log: /'; fi
 } | tee ${OUT:+"$OUT/scale-$N${SCALE_TAG:-}.txt"}
+if [ -n "${OUT:-}" ] && { [ "$pub_rc" != 0 ] || [ "$failed" != 0 ]; }; then
+  # What explains it: the publisher's and two subscribers' results and logs.
+  tar czf "$OUT/scale-$N${SCALE_TAG:-}-diag.tgz" -C "$WORK" pub.toml pub.log verify.log sub/1.toml sub/1.log \
+    "sub/$N.toml" "sub/$N.log" 2>/dev/null
+fi
 [ "$failed" = 0 ] && [ "$short" = 0 ] && [ "$verify_rc" = 0 ] && [ "$pub_rc" = 0 ] && [ "$results" = "$N" ]
