@@ -20,6 +20,7 @@
 // beyond recovery.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -125,9 +126,22 @@ class SubscriberAgent {
     if (n) {
       idle_.reset();
       quiet_rounds_ = 0;
-    } else if (!(opts_.idle == IdleMode::kBlock && ++quiet_rounds_ > 64 && medium_.source().block(kNsPerMs))) {
+      block_ns_ = kNsPerMs;
+    } else if (!(opts_.idle == IdleMode::kBlock && ++quiet_rounds_ > 64 && medium_.source().block(nap()))) {
       idle_.idle();
     }
+  }
+
+  // kBlock: how long to sleep in the medium. 1 ms while the control plane
+  // owes an answer (it comes over a socket the sleep does not watch);
+  // otherwise each quiet sleep doubles, up to 16 ms: an idle subscriber
+  // wakes ~60 times a second, not 1000 (1024 of them cost 17 cores at 1 ms),
+  // and a status report or timer is at most 16 ms late.
+  [[nodiscard]] uint64_t nap() noexcept {
+    if (sub_.awaiting_control()) return block_ns_ = kNsPerMs;
+    const uint64_t ns = block_ns_;
+    block_ns_ = std::min<uint64_t>(block_ns_ * 2, 16 * kNsPerMs);
+    return ns;
   }
 
   // do_work/idle until the session ended and everything was delivered, or
@@ -186,6 +200,7 @@ class SubscriberAgent {
   bool data_since_control_ = false;
   uint32_t busy_rounds_ = 0;  // control_poll_ns 0: a control round every 16th busy one
   uint32_t quiet_rounds_ = 0;
+  uint64_t block_ns_ = kNsPerMs;  // kBlock: the next sleep in the medium
 };
 
 }  // namespace mdcast::feed

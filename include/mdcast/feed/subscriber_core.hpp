@@ -168,6 +168,13 @@ class SubscriberCore : public media::ControlEvents {
   }
   // True once everything the publisher announced has been delivered.
   [[nodiscard]] bool caught_up() const noexcept { return session_ != 0 && !recovering(); }
+  // An answer from the control plane is expected: subscribing, a query, a
+  // retransmit or a snapshot outstanding, a gap being recovered. A medium's
+  // sleep (a futex on the shm ring) does not watch the control socket, so a
+  // blocking idle loop naps briefly then, and longer when nothing is owed.
+  [[nodiscard]] bool awaiting_control() const noexcept {
+    return (ctl_ != nullptr && !subscribed_) || query_sent_ || claims_ != 0 || n_reqs_ != 0 || recovering();
+  }
   [[nodiscard]] bool wants(uint32_t inst) const noexcept { return inst < n_inst_ && filter_[inst]; }
   [[nodiscard]] uint32_t instrument_seq(uint32_t inst) const noexcept { return last_iseq_[inst]; }
   [[nodiscard]] size_t buffered() const noexcept;
