@@ -11,17 +11,17 @@
 
 namespace mdcast::app {
 
-// --set KEY=VALUE, repeatable: each pair to `take`, in command-line order,
-// for apply_setting() once the command line is parsed.
+// --set KEY=VALUE (or another `name`), repeatable: each pair to `take`, in
+// command-line order, for apply_setting() once the command line is parsed.
 inline CLI::Option* add_set_option(CLI::App* app, std::function<void(std::string key, std::string value)> take,
-                                   const std::string& help) {
+                                   const std::string& help, const std::string& name = "--set") {
   return app
       ->add_option_function<std::vector<std::string>>(
-          "--set",
-          [take = std::move(take)](const std::vector<std::string>& vs) {
+          name,
+          [take = std::move(take), name](const std::vector<std::string>& vs) {
             for (const auto& kv : vs) {
               const auto eq = kv.find('=');
-              if (eq == std::string::npos) throw CLI::ValidationError("--set", "expected KEY=VALUE, got '" + kv + "'");
+              if (eq == std::string::npos) throw CLI::ValidationError(name, "expected KEY=VALUE, got '" + kv + "'");
               take(kv.substr(0, eq), kv.substr(eq + 1));
             }
           },

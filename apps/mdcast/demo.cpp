@@ -367,13 +367,14 @@ int run_demo(Settings& s, const DemoArgs& a) {
 
 int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results, bool content) {
   const RunResult pub = read_result(publisher_result);
-  if (pub.role != "publisher")
+  // A relay publishes what it subscribed to: it stands on either side.
+  if (pub.role != "publisher" && pub.role != "relay")
     fail_usage("{} is a {}'s result file, not a publisher's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...",
                publisher_result, pub.role);
   bool ok = true;
   for (const auto& path : subscriber_results) {
     const RunResult r = read_result(path);
-    if (r.role != "subscriber")
+    if (r.role != "subscriber" && r.role != "relay")
       fail_usage("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
                  r.role);
     const BookVerdict v = compare_books(pub, r, content ? runtime::BookMatch::kContent : runtime::BookMatch::kSameSession);

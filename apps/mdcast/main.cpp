@@ -10,6 +10,7 @@
 //   doctor     the host, RDMA devices and interfaces judged against the settings
 //   record     a subscriber writing what it is delivered into pcap files
 //   replay     a publisher of a recording
+//   relay      a subscriber of a feed republishing it, same session and sequences, on another medium
 // Settings come from defaults, then --config FILE (TOML), then flags.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -290,6 +291,35 @@ int main(int argc, char** argv) {
   flag(rep, f, "--result", "publisher.result", "write a result file at the end");
   flag(rep, f, "--wait-subscribers", "publisher.wait_subscribers", "hold the replay until this many have subscribed");
 
+  // The relay's own flags are its downstream side (a publisher's); --from-*
+  // describe the feed it subscribes to, as a subscriber's would.
+  Flags up;
+  std::string up_config;
+  auto* rel = app.add_subcommand("relay", "subscribe to a feed and publish it again on another medium, with the "
+                                          "origin's session and sequence numbers (docs/operations.md)");
+  feed_flags(rel, f);
+  flag(rel, f, "--max-datagram", "publisher.max_datagram", "datagram size limit (at least the upstream's)");
+  flag(rel, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
+  flag(rel, f, "--linger", "publisher.linger", "serve recovery this long after the end");
+  flag(rel, f, "--secrets", "publisher.secrets", "secrets file: downstream clients must prove an identity (chmod 600; default: none, an open feed)");
+  flag(rel, f, "--result", "publisher.result", "write a result file (the relay's books) at the end");
+  flag(rel, f, "--cpu", "publisher.cpus", "CPU for the relay's thread (default: not pinned)");
+  flag(rel, f, "--wait-subscribers", "publisher.wait_subscribers",
+       "subscribe upstream once this many have subscribed downstream (what came before is recovered from the origin)");
+  rel->add_option("--from-config", up_config, "TOML settings of the upstream feed (default: none)")->check(CLI::ExistingFile);
+  add_set_option(
+      rel, [&up](std::string k, std::string v) { up.set.push_back({k, std::move(v), "--from-set " + k}); },
+      "set any setting of the upstream side: --from-set udp.group=239.1.1.1:7000", "--from-set");
+  flag(rel, up, "--from-medium", "feed.medium", "the upstream's medium: shm | udp | verbs");
+  flag(rel, up, "--from-name", "feed.name", "the upstream feed's name");
+  flag(rel, up, "--from-udp-group", "udp.group", "udp: the upstream's rail A GROUP:PORT");
+  flag(rel, up, "--from-interface", "udp.interface", "udp: interface the upstream is received on");
+  flag(rel, up, "--from-control", "feed.control", "the upstream's control address (default: derived as a subscriber's)");
+  flag(rel, up, "--from-identity", "subscriber.identity", "identity proven to the upstream");
+  flag(rel, up, "--from-secret-file", "subscriber.secret_file", "file with that identity's secret");
+  flag(rel, up, "--wait", "subscriber.wait", "how long to wait for the upstream's session");
+  flag(rel, up, "--give-up", "subscriber.give_up", "stop after the upstream is silent this long");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError& e) {
@@ -303,7 +333,7 @@ int main(int argc, char** argv) {
 
   if (!help_config && app.get_subcommands().empty()) {
     fmt::print(stderr, "mdcast: a subcommand is required (publish, subscribe, demo, stat, verify, secret, bench, "
-                       "doctor, record, replay); "
+                       "doctor, record, replay, relay); "
                        "mdcast --help lists them, mdcast --help-config every setting\n");
     return exit_code::kUsage;
   }
@@ -350,6 +380,13 @@ int main(int argc, char** argv) {
     if (doc->parsed()) return run_doctor(s, doctor_args);
     if (rec->parsed()) return run_record(s, record_args);
     if (rep->parsed()) return run_replay(s, replay_args);
+    if (rel->parsed()) {
+      Settings u;
+      if (!up_config.empty()) load_config(u, up_config);
+      for (const Given& g : up.set) apply_setting(u, g.key, g.value, g.where);
+      u.feed.stop = &g_stop;
+      return run_relay(s, u);
+    }
   } catch (const UsageError& e) {
     report_noexcept(e.what());
     return exit_code::kUsage;

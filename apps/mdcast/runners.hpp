@@ -29,6 +29,8 @@ void install_signal_handlers();
 
 int run_publish(Settings& s);
 int run_subscribe(Settings& s);
+// `mdcast relay` (relay.cpp): s is its downstream (a publisher's settings), upstream the feed it subscribes to.
+int run_relay(Settings& s, const Settings& upstream);
 
 // When a subscriber gives up (subscriber.duration, .wait, .give_up; the stop flag).
 inline runtime::SubscriberLimits subscriber_limits(const Settings& s) {

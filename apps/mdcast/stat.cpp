@@ -42,6 +42,13 @@ const std::vector<std::string> kMainSub = {"sub.messages_delivered", "sub.datagr
                                            "sub.rail_a_silences", "sub.rail_b_silences", "sub.silence_gap_ns",
                                            "sub.longest_data_gap_ns", "udp.announce_left"};
 
+// A relay: what it forwards, what its upstream subscriber recovered, what
+// its downstream subscribers asked of it.
+const std::vector<std::string> kMainRelay = {"relay.messages", "relay.datagrams", "relay.upstream_sequence",
+                                             "relay.sequence_mismatches", "sub.gaps", "sub.datagrams_recovered",
+                                             "pub.datagrams_sent", "pub.last_sequence", "ctl.clients_connected",
+                                             "ctl.retransmit_requests", "ctl.snapshot_requests"};
+
 // Anyone can write a counters file (or name a feed): what one says reaches
 // the operator's terminal without its control bytes (no escape sequences).
 std::string printable(std::string_view s) {
@@ -128,7 +135,7 @@ void show(const std::vector<stats::CountersSnapshot>& snaps, const std::map<std:
       show_losses(s, monotonic_ns());
       continue;
     }
-    const auto& main = s.role == "publisher" ? kMainPub : kMainSub;
+    const auto& main = s.role == "publisher" ? kMainPub : s.role == "relay" ? kMainRelay : kMainSub;
     for (const auto& [k, v] : s.values) {
       // A feed over channels: each channel's main counters too ("pub@3.datagrams_sent").
       const std::string plain = stats::split_channel(k).label;

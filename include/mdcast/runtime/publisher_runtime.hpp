@@ -129,6 +129,12 @@ class PublisherRuntime {
       reported_ = now;
       store_report();
     }
+    // From Hooks::publish, before it returns: this thread's session is not
+    // ended (no end-of-session heartbeat, no linger) because its input
+    // failed - a relay whose upstream was lost. Its subscribers then see the
+    // publisher fall silent, as they would had it died, never a clean end
+    // that would pass a cut-short feed off as complete.
+    void abandon() noexcept { abandoned_ = true; }
     // The application's own count (messages generated, say), for its refresh.
     std::atomic<uint64_t> progress{0};
     std::atomic<uint64_t> control_ns{0};
@@ -165,6 +171,7 @@ class PublisherRuntime {
     std::string error_;
     End end_;
     bool handed_over_ = false;
+    bool abandoned_ = false;
   };
 
   struct Hooks {
@@ -189,6 +196,7 @@ class PublisherRuntime {
     bool stopped = false;  // the StopFlag ended publishing (the session was still ended, unless `cut`)
     bool cut = false;      // asked twice: the session's end and the linger were cut short
     bool handed_over = false;  // stopped, and every thread left the session to a peer (Hooks::hand_over)
+    bool abandoned = false;    // some thread left its session unended (Lane::abandon)
     uint64_t t0 = 0;       // go
     uint64_t end_ns = 0;   // the last lane's end of publishing
     uint64_t published = 0;
@@ -268,6 +276,7 @@ class PublisherRuntime {
     o.stopped = plan_.stop && plan_.stop->requested();
     o.cut = plan_.stop && plan_.stop->urgent();
     o.handed_over = std::all_of(lanes_.begin(), lanes_.end(), [](const auto& l) { return l->handed_over_; });
+    o.abandoned = std::any_of(lanes_.begin(), lanes_.end(), [](const auto& l) { return l->abandoned_; });
     o.end_ns = o.t0;
     for (auto& l : lanes_) {
       o.end_ns = std::max(o.end_ns, l->paced.end_ns);
@@ -479,7 +488,7 @@ class PublisherRuntime {
       // has had a client for linger_quiet_ns, or linger_ns.
       lane.handed_over_ = hooks_.hand_over && plan_.stop && plan_.stop->requested() && !cutting() &&
                           hooks_.hand_over(lane);
-      if (!lane.handed_over_) {
+      if (!lane.handed_over_ && !lane.abandoned_) {
         uint64_t t_end = monotonic_ns();
         while (!channels.end_session(t_end) && !cutting() && monotonic_ns() - t_end < kNsPerSec)
           t_end = monotonic_ns();

@@ -1,0 +1,111 @@
+// `mdcast relay`: the library's relay (runtime/relay.hpp) from the medium the
+// upstream settings name to the one the relay's own settings name. This file
+// maps the settings onto the plan, and prints.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exit_codes.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
+#include "mdcast/runtime/publisher_runtime.hpp"
+#include "mdcast/runtime/relay.hpp"
+#include "mdcast/stats/mirror.hpp"
+#include "runners.hpp"
+#include "settings.hpp"
+
+namespace mdcast::app {
+namespace {
+
+template <class Up, class Down>
+int relay(Settings& s, const Settings& up_s) {
+  using Runtime = runtime::PublisherRuntime<typename Down::Publisher, typename Down::Door>;
+  if (s.feed.channels != 1 || up_s.feed.channels != 1)
+    fail_usage("relay: one channel each side (feed.channels {} downstream, {} upstream): relay each channel with its "
+               "own relay", s.feed.channels, up_s.feed.channels);
+  const feed::SubscriberConfig sub_cfg = subscriber_config(up_s);
+  fmt::print(stderr, "mdcast relay: waiting up to {} for the upstream's session on {}\n",
+             format_duration(up_s.sub.wait_ns), Up::waiting_for(up_s));
+  const uint64_t session =
+      runtime::upstream_session(Up::subscriber(up_s), sub_cfg, monotonic_ns() + up_s.sub.wait_ns, &g_stop);
+  if (!session) {
+    if (g_stop.requested()) return exit_code::kInterrupted;
+    fmt::print(stderr, "mdcast relay: no upstream control plane confirmed a session within {} on {}\n",
+               format_duration(up_s.sub.wait_ns), Up::waiting_for(up_s));
+    return exit_code::kSetup;
+  }
+
+  runtime::PublisherPlan plan;
+  plan.map = channel_map(s);
+  plan.threads = 1;
+  plan.cpus = s.pub.cpus;
+  plan.engine = runtime::relay_engine(publisher_config(s, session), session);
+  plan.control = control_config(s);
+  plan.agent = {s.feed.control_poll_ns};
+  // Held until this many subscribed downstream: the upstream subscription
+  // begins then, and recovers from the session's start what came before.
+  plan.wait_subscribers = s.pub.wait_subscribers;
+  plan.linger_ns = s.pub.linger_ns;
+  plan.stop = &g_stop;
+  plan.counters = {"relay", s.feed.name, std::string(Down::kName),
+                   {{"sub", feed::SubscriberCounters::kInfo}, {"relay", runtime::RelayCounters::kInfo}}};
+  Runtime rt(plan, nullptr, [&](uint32_t k, auto) { return Down::publisher(channel_settings<Down>(s, k), session); });
+
+  runtime::RelayOutcome outcome;
+  runtime::RelayCounters own;
+  std::vector<std::pair<std::string, uint64_t>> upstream_counters;  // for the result file
+  typename Runtime::Hooks hooks;
+  hooks.publish = [&](typename Runtime::Lane& lane) {
+    stats::CountersFile* cf = rt.counters_file();
+    auto inner = Up::subscriber(up_s);  // on the relay's thread, after pinning
+    // Through the fault injector, as `mdcast subscribe` is: the tests drop
+    // upstream datagrams to show that they are recovered before forwarding.
+    media::fault::FaultyMedium<typename Up::Subscriber> up(*inner, injected_faults(up_s, static_cast<uint64_t>(::getpid())));
+    feed::SubscriberAgentOptions opts{up_s.feed.control_poll_ns, s.feed.idle};
+    opts.idle_params = s.feed.idle_params;
+    auto* rc = cf ? cf->section<runtime::RelayCounters>(3) : &own;
+    outcome = runtime::relay_lane(lane, up, sub_cfg, opts, subscriber_limits(up_s), *rc,
+                                  cf ? cf->section<feed::SubscriberCounters>(2) : nullptr, [&](uint64_t now) {
+                                    lane.report(now);
+                                    lane.progress.store(rc->messages.get(), std::memory_order_relaxed);
+                                    return true;
+                                  });
+    stats::dump_counters(*rc, "relay.", upstream_counters);
+    // The upstream medium's (and fault injector's), apart from the downstream's of the same name.
+    stats::MirroredCounters(up.counter_groups(), "@up").dump(upstream_counters);
+    if (cf) stats::dump_counters(*cf->section<feed::SubscriberCounters>(2), "sub.", upstream_counters);
+    return outcome.paced;
+  };
+  hooks.started = [&](Runtime& r) {
+    fmt::print(stderr, "mdcast relay: session {:016x} from {} to {}\n", session, Up::waiting_for(up_s), r.described(0));
+  };
+  const auto out = rt.run(std::move(hooks));
+  runtime::RunResult r = rt.result(out);
+  r.counters.insert(r.counters.end(), upstream_counters.begin(), upstream_counters.end());
+  r.outcome = outcome.ending == runtime::RelayEnding::kEnded ? "ok" : std::string(to_string(outcome.ending));
+  if (!s.pub.result.empty()) write_result(s.pub.result, r);
+  fmt::print(stderr, "mdcast relay: {}: {} messages in {} datagrams forwarded; {} retransmit requests and {} snapshots "
+                     "served downstream\n",
+             r.outcome, r.messages, r.last_sequence, r.counter("ctl.retransmit_requests"),
+             r.counter("ctl.snapshot_requests"));
+  if (!outcome.error.empty()) fmt::print(stderr, "mdcast relay: {}\n", outcome.error);
+  switch (outcome.ending) {
+    case runtime::RelayEnding::kEnded: return exit_code::kOk;
+    case runtime::RelayEnding::kStopped: return out.cut ? exit_code::kInterrupted : exit_code::kOk;
+    case runtime::RelayEnding::kRefused: return exit_code::kSetup;
+    default: return exit_code::kDataLost;
+  }
+}
+
+}  // namespace
+
+int run_relay(Settings& s, const Settings& up) {
+  return with_medium(up.feed.medium, [&](auto up_entry) {
+    return with_medium(s.feed.medium, [&](auto entry) { return relay<decltype(up_entry), decltype(entry)>(s, up); });
+  });
+}
+
+}  // namespace mdcast::app

@@ -1,0 +1,270 @@
+// A relay: a subscriber of a feed on one medium and a publisher of the same
+// feed on another, joined on one thread - what `mdcast relay` runs. Its
+// downstream carries the upstream's session and sequence numbers, so a
+// subscriber downstream sees the feed the origin published (`mdcast verify`
+// compares them) and recovers from the relay, which serves retransmits and
+// snapshots from its own ring and books: the origin sees one client per
+// relay, however many subscribers a host runs.
+//
+//   const uint64_t session = runtime::upstream_session(open_up(), sub_cfg, deadline, &stop);
+//   plan.engine = runtime::relay_engine(plan.engine, session);   // the downstream's engine
+//   runtime::PublisherRuntime<Down, Door> rt(plan, door, open_down);
+//   hooks.publish = [&](auto& lane) {
+//     auto up = open_up();
+//     return runtime::relay_lane(lane, *up, sub_cfg, opts, limits, counters, sub_counters, outcome).paced;
+//   };
+//
+// How the sequence numbers stay the origin's. The relay's engine cuts
+// datagrams only where the input says (feed::Boundaries::kInput): a message
+// delivered from upstream datagram n goes into the relay's open datagram,
+// which is sealed as soon as a message of another datagram comes, and after
+// every round of the upstream agent (which delivers datagrams whole). The
+// relay's books assign each message the instrument sequence the origin's
+// did, since they saw the same messages from the start of the session. What
+// the relay checks, per message: the datagram it went into has the
+// upstream's sequence, and the instrument sequence is the origin's
+// (RelayCounters: a mismatch is counted, never silent). It holds where the
+// relay's datagrams hold at least what the upstream's do (a downstream
+// medium with a smaller datagram would cut them elsewhere) and where a
+// fragmented message is cut into as many pieces (the same payload size).
+//
+// What a relay cannot forward, it does not pretend to. Its upstream
+// subscriber recovers gaps by retransmission before anything is forwarded,
+// so downstream never sees a hole the origin could fill; where the upstream
+// falls back to a snapshot (a gap beyond its window or the origin's ring) or
+// begins a new session, what the snapshot skipped has no datagrams to
+// forward: the relay stops and leaves its session unended (Lane::abandon),
+// and its subscribers see a publisher lost, as they would had it died.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mdcast/core/clock.hpp"
+#include "mdcast/core/counter.hpp"
+#include "mdcast/core/stop.hpp"
+#include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/runtime/pair_member.hpp"
+#include "mdcast/runtime/subscriber_runtime.hpp"
+
+namespace mdcast::runtime {
+
+#define MDCAST_RELAY_COUNTERS(X)                                                                                  \
+  X(messages, "messages forwarded downstream")                                                                    \
+  X(datagrams, "upstream datagrams forwarded (each one datagram downstream, under the same sequence)")            \
+  X(upstream_sequence, "the last upstream sequence forwarded")                                                     \
+  X(sequence_mismatches, "forwarded messages whose downstream datagram has another sequence than upstream")        \
+  X(instrument_mismatches, "forwarded messages the relay's books gave another instrument sequence than the origin") \
+  X(refused, "upstream messages the relay's own books refused (it stops: its books are not the origin's)")         \
+  X(waits, "forwarded messages that waited for the downstream medium (back-pressure)")
+
+MDCAST_DEFINE_COUNTER_STRUCT(RelayCounters, MDCAST_RELAY_COUNTERS);
+
+// Why a relay stopped forwarding.
+enum class RelayEnding : uint8_t {
+  kEnded,          // the upstream ended its session and everything through it was forwarded
+  kStopped,        // a stop request (the downstream session is then ended cleanly)
+  kRefused,        // the upstream refused the subscription
+  kPublisherLost,  // the upstream fell silent past give_up
+  kCannotForward,  // a snapshot, a new session, a refused message or a stalled medium: see error
+};
+constexpr std::string_view to_string(RelayEnding e) noexcept {
+  switch (e) {
+    case RelayEnding::kEnded: return "ok";
+    case RelayEnding::kStopped: return "interrupted";
+    case RelayEnding::kRefused: return "error";
+    case RelayEnding::kPublisherLost: return "publisher-lost";
+    case RelayEnding::kCannotForward: return "cannot-forward";
+  }
+  return "?";
+}
+
+struct RelayOutcome {
+  RelayEnding ending = RelayEnding::kEnded;
+  std::string error;
+  feed::PaceResult paced;  // for PublisherRuntime: messages forwarded, when it ended
+};
+
+// The session the upstream's control plane confirms, joined as any
+// subscriber joins (never a datagram's claim); 0: none by `deadline_ns`, or
+// a stop request.
+template <media::SubscriberMedium Up>
+uint64_t upstream_session(std::unique_ptr<Up> medium, const feed::SubscriberConfig& cfg, uint64_t deadline_ns,
+                          const StopFlag* stop) {
+  PeerFollower<Up> probe(std::move(medium), cfg);
+  return probe.join(deadline_ns, stop);
+}
+
+// The downstream engine of a relay of `session`: datagrams end where the
+// upstream's did, never on a timer, and nothing paces what the origin
+// already paced.
+[[nodiscard]] inline feed::PublisherConfig relay_engine(feed::PublisherConfig c, uint64_t session) {
+  c.session = session;
+  c.boundaries = feed::Boundaries::kInput;
+  c.flush_interval_ns = 0;
+  c.pacing.mode = feed::PacingMode::kNone;
+  return c;
+}
+
+// The upstream subscriber's handler: each delivered message into the
+// downstream agent (a feed::PublisherAgent), in the upstream's datagrams.
+template <class Down>
+class Forwarder {
+ public:
+  // Longest a message waits for a downstream medium that pushes back before
+  // the relay gives up (kCannotForward): a medium stalled this long is not
+  // coming back within anything a live feed tolerates.
+  static constexpr uint64_t kStallNs = 2 * kNsPerSec;
+
+  Forwarder(Down& down, RelayCounters& c) noexcept : down_(down), c_(c) {}
+
+  void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
+    if (failure_ != Failure::kNone) return;
+    feed::PublisherCore& core = down_.core();
+    const uint64_t now = d.receive_time_ns;
+    if (core.has_open() && core.last_committed() + 1 != d.sequence) down_.seal(now);
+    if (d.sequence != last_seq_) {
+      last_seq_ = d.sequence;
+      c_.datagrams.add();
+      c_.upstream_sequence.set(d.sequence);
+    }
+    wire::Message copy = m;
+    feed::PublishResult r = down_.stage(copy, now);
+    for (uint64_t since = 0; r == feed::PublishResult::kBackPressured;) {
+      const uint64_t t = monotonic_ns();
+      if (!since) {
+        since = t;
+        c_.waits.add();
+      } else if (t - since > kStallNs) {
+        return fail(Failure::kStalled, d.sequence, m.instrument);
+      }
+      down_.send_committed(t);
+      r = down_.stage(copy, t);
+    }
+    if (r != feed::PublishResult::kOk) {
+      c_.refused.add();
+      return fail(Failure::kRefused, d.sequence, m.instrument);
+    }
+    staged_ = true;
+    c_.messages.add();
+    const uint64_t at = core.has_open() ? core.last_committed() + 1 : core.last_committed();
+    if (at != d.sequence) c_.sequence_mismatches.add();
+    if (copy.instrument_seq != m.instrument_seq) c_.instrument_mismatches.add();
+  }
+  void on_snapshot(uint32_t instrument, const book::BookSet*) noexcept {
+    fail(Failure::kSnapshot, last_seq_, instrument);
+  }
+  // The engine resets as it adopts a session, the relay's among them.
+  void on_reset(uint64_t session) noexcept {
+    if (session != down_.core().session()) fail(Failure::kNewSession, session, 0);
+  }
+
+  // After each round of the upstream agent: it delivers datagrams whole, so
+  // the one still open ends here, and everything staged goes out.
+  void end_round(uint64_t now) noexcept {
+    if (!staged_) return;
+    staged_ = false;
+    down_.flush(now);
+  }
+
+  [[nodiscard]] bool failed() const noexcept { return failure_ != Failure::kNone; }
+  // What went wrong, for an operator (setup-time text: allocates).
+  [[nodiscard]] std::string failure_text() const {
+    switch (failure_) {
+      case Failure::kNone: return {};
+      case Failure::kSnapshot:
+        return fmt::format("the upstream subscriber recovered instrument {} by snapshot after sequence {}: what the "
+                           "snapshot skipped has no datagrams to forward (a gap beyond the relay's window or the "
+                           "origin's ring; raise subscriber.window_bytes upstream, or start the relay sooner)",
+                           detail_, at_);
+      case Failure::kNewSession:
+        return fmt::format("the upstream began a new session ({:016x}): a relay forwards one session; restart it "
+                           "to relay the new one", at_);
+      case Failure::kRefused:
+        return fmt::format("the relay's books refused a message of instrument {} in upstream datagram {} ({}): they "
+                           "no longer match the origin's", detail_, at_, to_string(down_.core().last_reject()));
+      case Failure::kStalled:
+        return fmt::format("the downstream medium took nothing for {} s (upstream datagram {})", kStallNs / kNsPerSec,
+                           at_);
+    }
+    return {};
+  }
+
+ private:
+  enum class Failure : uint8_t { kNone, kSnapshot, kNewSession, kRefused, kStalled };
+  void fail(Failure f, uint64_t at, uint32_t detail) noexcept {
+    if (failure_ != Failure::kNone) return;
+    failure_ = f;
+    at_ = at;
+    detail_ = detail;
+  }
+
+  Down& down_;
+  RelayCounters& c_;
+  uint64_t last_seq_ = 0;
+  bool staged_ = false;
+  Failure failure_ = Failure::kNone;
+  uint64_t at_ = 0;
+  uint32_t detail_ = 0;
+};
+
+// One relay on a PublisherRuntime lane (its Hooks::publish): subscribes
+// over `up` and forwards into the lane's one channel until the upstream
+// session ends, a stop request, or a failure; leaves the downstream session
+// unended (Lane::abandon) where the upstream was lost or could not be
+// forwarded. `on_round(now)` runs after each control round of the upstream
+// subscriber (false: stop).
+template <class Lane, media::SubscriberMedium Up, class Round>
+RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, const feed::SubscriberAgentOptions& opts,
+                        const SubscriberLimits& limits, RelayCounters& counters, feed::SubscriberCounters* sub_counters,
+                        Round&& on_round) {
+  auto& down = lane.publisher().agent(0);
+  using Down = std::remove_reference_t<decltype(down)>;
+  Forwarder<Down> fwd(down, counters);
+  feed::SubscriberConfig c = cfg;
+  c.all_instruments = true;  // a relay forwards the whole feed
+  c.instruments.clear();
+  feed::SubscriberAgent<Up, Forwarder<Down>> agent(up, c, fwd, sub_counters, opts);
+  agent.start();
+  RelayOutcome out;
+  const uint64_t t0 = monotonic_ns();
+  uint64_t seen = agent.control_rounds();
+  FirstSubscription first;
+  for (;;) {
+    const uint64_t now = monotonic_ns();
+    const size_t n = agent.do_work(now);
+    fwd.end_round(now);
+    down.do_work(now);
+    if (fwd.failed()) {
+      out.ending = RelayEnding::kCannotForward;
+      out.error = fwd.failure_text();
+      break;
+    }
+    if (agent.control_rounds() != seen) {
+      seen = agent.control_rounds();
+      if (agent.finished()) break;
+      SubscriberEnding why{};
+      if (subscriber_should_end(agent, limits, t0, now, why, out.error, &first)) {
+        out.ending = why == SubscriberEnding::kRefused         ? RelayEnding::kRefused
+                     : why == SubscriberEnding::kPublisherLost ? RelayEnding::kPublisherLost
+                                                               : RelayEnding::kStopped;
+        break;
+      }
+      if (!on_round(now) || lane.stopping()) {
+        out.ending = RelayEnding::kStopped;
+        break;
+      }
+    }
+    agent.idle(n);
+  }
+  fwd.end_round(monotonic_ns());
+  if (out.ending != RelayEnding::kEnded && out.ending != RelayEnding::kStopped) lane.abandon();
+  out.paced = {counters.messages.get(), monotonic_ns()};
+  return out;
+}
+
+}  // namespace mdcast::runtime
