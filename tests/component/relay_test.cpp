@@ -1,0 +1,264 @@
+// A relay over the in-memory medium (runtime/relay.hpp): the origin's
+// PublisherAgent on one bus; the relay's upstream SubscriberAgent, behind a
+// fault injector (loss, reordering), forwarding through runtime::Forwarder
+// into a PublisherAgent of the origin's session on a second bus; downstream
+// subscribers on that bus, one of them lossy. Driven on one thread in real
+// time, as an application drives agents. What must hold: every datagram the
+// relay committed is the origin's datagram of that sequence (header and
+// messages; only the send time and the check differ), fragmented messages
+// included; downstream subscribers deliver exactly what the origin
+// published, with its books, recovering from the relay; and a relay whose
+// upstream has to take a snapshot forwards nothing past it and says why.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delivery_check.hpp"
+#include "feed_drive.hpp"
+#include "mdcast/book/synthetic_source.hpp"
+#include "mdcast/core/clock.hpp"
+#include "mdcast/feed/paced_loop.hpp"
+#include "mdcast/feed/publisher_agent.hpp"
+#include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/media/fault/fault.hpp"
+#include "mdcast/media/mem/mem_medium.hpp"
+#include "mdcast/runtime/relay.hpp"
+#include "mdcast/wire/datagram.hpp"
+#include "recorder.hpp"
+
+namespace mdcast::test {
+namespace {
+
+using media::fault::FaultProfile;
+using media::fault::FaultyMedium;
+using PubAgent = feed::PublisherAgent<media::mem::PublisherMedium>;
+using SubMedium = FaultyMedium<media::mem::SubscriberMedium>;
+using SubAgent = feed::SubscriberAgent<SubMedium, Recorder>;
+using Forwarder = runtime::Forwarder<PubAgent>;
+
+constexpr uint32_t kInstruments = 32;
+constexpr uint64_t kMessages = 6000;
+constexpr uint64_t kDeadlineNs = 60 * kNsPerSec;  // real time: a sanitizer build is slow
+constexpr feed::PublisherAgentOptions kPubOpts{0};
+constexpr feed::SubscriberAgentOptions kSubOpts{0, IdleMode::kSpin, 64};
+
+feed::PublisherConfig pub_config(size_t retransmit_bytes = 8u << 20) {
+  feed::PublisherConfig c;
+  c.max_datagram = 1472;
+  c.flush_interval_ns = 5 * kNsPerUs;
+  c.heartbeat_interval_ns = kNsPerMs;
+  c.retransmit_bytes = retransmit_bytes;
+  c.crc = true;
+  c.max_message = 8192;  // the source's large messages are fragmented
+  c.books = {kInstruments, 1u << 14, 256};
+  return c;
+}
+
+feed::SubscriberConfig sub_config(size_t window_bytes = 4u << 20) {
+  feed::SubscriberConfig c;
+  c.books = {kInstruments, 1u << 14, 256};
+  c.window_bytes = window_bytes;
+  c.reorder_wait_ns = 200 * kNsPerUs;
+  c.request_timeout_ns = 20 * kNsPerMs;
+  c.max_message = 8192;
+  return c;
+}
+
+// `left` messages of the synthetic flow, every 50th a 3000-byte opaque one.
+struct Source {
+  book::SyntheticSource src;
+  uint64_t left;
+  bool next(wire::Message& m) noexcept { return left != 0 && (--left, src.next(m)); }
+};
+Source source(uint64_t seed, uint64_t n) {
+  book::GeneratorConfig g;
+  g.seed = seed;
+  g.instruments = kInstruments;
+  return {book::SyntheticSource(g, {0, 50, 3000}), n};
+}
+
+// A relay: its upstream subscriber (behind `faults`) forwarding into its own
+// publisher of `session`. Members in teardown order: the agent first, the
+// downstream medium last.
+struct Relay {
+  Relay(media::mem::PublisherMedium& origin, uint64_t session, const FaultProfile& faults,
+        size_t window_bytes = 4u << 20)
+      : down(down_medium, runtime::relay_engine(pub_config(), session), {}, {}, kPubOpts),
+        fwd(down, counters),
+        up_medium(origin),
+        faulty(up_medium, faults),
+        agent(faulty, sub_config(window_bytes), fwd, nullptr, kSubOpts) {
+    agent.start();
+  }
+  // One round, as runtime::relay_lane runs it; the downstream session ends
+  // once the upstream's did and everything was forwarded.
+  size_t do_work(uint64_t now) {
+    const size_t n = agent.do_work(now);
+    fwd.end_round(now);
+    down.do_work(now);
+    if (agent.finished() && !ended) ended = down.end_session(now);
+    return n;
+  }
+  [[nodiscard]] bool finished() const { return ended; }
+
+  media::mem::PublisherMedium down_medium;
+  PubAgent down;
+  runtime::RelayCounters counters;
+  Forwarder fwd;
+  media::mem::SubscriberMedium up_medium;
+  SubMedium faulty;
+  feed::SubscriberAgent<SubMedium, Forwarder> agent;
+  bool ended = false;
+};
+
+struct Sub {
+  Sub(media::mem::PublisherMedium& pub, const FaultProfile& f, std::string n)
+      : name(std::move(n)), medium(pub), faulty(medium, f), rec(kInstruments),
+        agent(faulty, sub_config(), rec, nullptr, kSubOpts) {
+    agent.start();
+  }
+  std::string name;
+  media::mem::SubscriberMedium medium;
+  SubMedium faulty;
+  Recorder rec;
+  SubAgent agent;
+};
+
+FaultProfile lossy(uint64_t seed) {
+  FaultProfile f;
+  f.seed = seed;
+  f.loss = 0.05;
+  f.reorder = 0.1;
+  f.reorder_depth = 6;
+  return f;
+}
+
+// The relay's datagram n against the origin's: the same header fields but
+// the send time, the same message bytes.
+void expect_same_datagrams(const feed::PublisherCore& origin, const feed::PublisherCore& relay) {
+  ASSERT_EQ(relay.last_committed(), origin.last_committed());
+  ASSERT_GE(origin.ring().oldest(), 1u);
+  ASSERT_LE(origin.ring().oldest(), 1u) << "the origin's ring no longer holds the run";
+  for (uint64_t s = 1; s <= origin.last_committed(); ++s) {
+    const auto a = origin.datagram(s), b = relay.datagram(s);
+    ASSERT_FALSE(a.empty());
+    ASSERT_FALSE(b.empty()) << "sequence " << s;
+    const wire::DatagramHeader ha = wire::read_header(a.data()), hb = wire::read_header(b.data());
+    ASSERT_EQ(ha.sequence, hb.sequence);
+    ASSERT_EQ(ha.session, hb.session);
+    ASSERT_EQ(ha.channel, hb.channel);
+    ASSERT_EQ(ha.message_count, hb.message_count) << "sequence " << s;
+    ASSERT_EQ(a.size(), b.size()) << "sequence " << s;
+    const size_t n = wire::payload_size(a);
+    ASSERT_EQ(std::memcmp(a.data() + wire::dgram::kHeaderSize, b.data() + wire::dgram::kHeaderSize, n), 0)
+        << "sequence " << s << ": other messages";
+  }
+}
+
+class RelayOverMem : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(RelayOverMem, ForwardsTheOriginsDatagramsUnderTheirSequences) {
+  const uint64_t seed = GetParam();
+  media::mem::PublisherMedium origin_medium;
+  PubAgent origin(origin_medium, pub_config(), {}, {}, kPubOpts);
+  Relay relay(origin_medium, origin.core().session(), lossy(seed));
+  Sub clean(relay.down_medium, FaultProfile{}, "clean");
+  Sub faulty(relay.down_medium, lossy(seed + 1), "lossy");
+
+  PublishedLog log(kInstruments);
+  Logged<PubAgent> logged{origin, log};
+  Source src = source(seed, kMessages);
+  struct Drive {
+    Relay& relay;
+    std::vector<Sub*> subs;
+    bool on_round(uint64_t now, uint64_t) noexcept {
+      relay.do_work(now);
+      for (Sub* s : subs) s->agent.do_work(now);
+      return true;
+    }
+  } drive{relay, {&clean, &faulty}};
+  feed::Pace pace;
+  pace.rate = 200'000;
+  pace.start_ns = monotonic_ns();
+  const auto paced = feed::run_paced(logged, src, pace, drive);
+  ASSERT_EQ(paced.refused, feed::PublishResult::kOk);
+  ASSERT_EQ(paced.published, kMessages);
+
+  uint64_t now = monotonic_ns();
+  const uint64_t deadline = now + kDeadlineNs;
+  while (!origin.end_session(now)) origin.do_work(now = monotonic_ns());
+  auto report = [&] {
+    return fmt::format("relay:{}{}{}\n  clean:{}\n  lossy:{}\n", nonzero(relay.counters, "relay."),
+                       nonzero(relay.agent.subscriber().counters(), "sub."), nonzero(relay.faulty.counters(), "fault."),
+                       nonzero(clean.agent.subscriber().counters()), nonzero(faulty.agent.subscriber().counters()));
+  };
+  for (bool done = false; !done;) {
+    now = monotonic_ns();
+    ASSERT_LT(now, deadline) << "did not converge\n" << report();
+    origin.do_work(now);
+    relay.do_work(now);
+    done = relay.finished();
+    for (Sub* s : {&clean, &faulty}) {
+      s->agent.do_work(now);
+      done &= s->agent.finished();
+    }
+  }
+  const std::string r = report();
+  ASSERT_FALSE(relay.fwd.failed()) << relay.fwd.failure_text();
+  EXPECT_EQ(relay.counters.sequence_mismatches.get(), 0u) << r;
+  EXPECT_EQ(relay.counters.instrument_mismatches.get(), 0u) << r;
+  EXPECT_EQ(relay.counters.messages.get(), kMessages) << r;
+  EXPECT_GT(relay.agent.subscriber().counters().datagrams_recovered.get(), 0u) << r;
+  EXPECT_GT(relay.faulty.counters().lost.get(), 0u) << r;
+  EXPECT_GT(origin.core().counters().messages_published.get(), 0u);
+  expect_same_datagrams(origin.core(), relay.down.core());
+  for (Sub* s : {&clean, &faulty}) {
+    SCOPED_TRACE(s->name);
+    expect_exact_delivery(log, origin.core(), s->agent.subscriber(), s->rec, r);
+    EXPECT_EQ(s->rec.delivered, kMessages);
+    EXPECT_EQ(s->agent.subscriber().session(), origin.core().session());
+  }
+  EXPECT_GT(faulty.agent.subscriber().counters().datagrams_recovered.get(), 0u) << "recovered from the relay\n" << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, RelayOverMem, ::testing::Values(1, 2, 3));
+
+TEST(RelayOverMemLimits, AnUpstreamSnapshotStopsTheRelayBeforeItForwardsPastIt) {
+  media::mem::PublisherMedium origin_medium;
+  // A ring of ~700 datagrams: a relay that starts after 40,000 messages
+  // cannot have them retransmitted and must take a snapshot.
+  PubAgent origin(origin_medium, pub_config(1u << 20), {}, {}, kPubOpts);
+  PublishedLog log(kInstruments);
+  Logged<PubAgent> logged{origin, log};
+  Source src = source(7, 40'000);
+  struct Nothing {
+    bool on_round(uint64_t, uint64_t) noexcept { return true; }
+  } nothing;
+  feed::Pace pace;
+  pace.rate = 0;  // as fast as it goes
+  pace.start_ns = monotonic_ns();
+  ASSERT_EQ(feed::run_paced(logged, src, pace, nothing).published, 40'000u);
+  ASSERT_GT(origin.core().ring().oldest(), 1u) << "the ring still holds the start";
+
+  // The origin goes on with heartbeats alone: the relay hears of the
+  // sequences it missed from them.
+  Relay relay(origin_medium, origin.core().session(), FaultProfile{}, 64u << 10);
+  const uint64_t deadline = monotonic_ns() + kDeadlineNs;
+  while (!relay.fwd.failed()) {
+    const uint64_t now = monotonic_ns();
+    ASSERT_LT(now, deadline) << "the relay neither failed nor forwarded:" << nonzero(relay.agent.subscriber().counters());
+    origin.do_work(now);
+    relay.do_work(now);
+  }
+  EXPECT_NE(relay.fwd.failure_text().find("snapshot"), std::string::npos) << relay.fwd.failure_text();
+  EXPECT_EQ(relay.down.core().last_committed(), 0u) << "nothing was forwarded past the snapshot";
+  EXPECT_FALSE(relay.down.core().ended());
+}
+
+}  // namespace
+}  // namespace mdcast::test
