@@ -347,6 +347,24 @@ void BookSet::clear(uint32_t inst) noexcept {
   set_checksum(b, status_hash(inst, b.status_));
 }
 
+ApplyResult BookSet::assign(const BookSet& other) noexcept {
+  clear_all();
+  for (uint32_t i = 0; i < other.cfg_.max_instruments; ++i) {
+    const OrderBook& b = other.books_[i];
+    if (!b.defined_ && b.head_ == kNil && b.iseq_ == 0 && b.status_ == wire::TradingStatus::kPreOpen) continue;
+    if (!valid_instrument(i)) return ApplyResult::kBadInstrument;
+    if (b.defined_) set_definition(i, b.def_);
+    // Orders while the book is pre-open (as a snapshot is applied), then its status.
+    for (uint32_t k = b.head_; k != kNil; k = other.links_[k].next) {
+      const Order& o = other.pool_[k];
+      if (const ApplyResult r = add_order(i, o.id, o.price, o.quantity, o.side); r != ApplyResult::kOk) return r;
+    }
+    set_status(i, b.status_);
+    set_instrument_seq(i, b.iseq_);
+  }
+  return ApplyResult::kOk;
+}
+
 ApplyResult BookSet::add_order(uint32_t inst, uint64_t id, int64_t price, uint32_t qty, wire::Side side) noexcept {
   return apply(wire::Message::make_add(inst, id, price, qty, side));
 }

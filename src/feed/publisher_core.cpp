@@ -82,6 +82,15 @@ void PublisherCore::open(uint64_t now) noexcept {
   open_since_ = now;
 }
 
+bool PublisherCore::begin_at(uint64_t next, const book::BookSet& books) noexcept {
+  if (next == 0 || open_count_ != 0 || ring_.newest() + 1 != first_seq_ || next_unsent_ != first_seq_) return false;
+  if (books_.assign(books) != book::ApplyResult::kOk) return false;
+  ring_.begin_at(next);
+  first_seq_ = next_unsent_ = next;
+  counters_->last_sequence.set(next - 1);
+  return true;
+}
+
 void PublisherCore::tag_with(const DataKey& key) {
   if (ring_.newest() != 0 || open_count_ != 0)
     fail("data authentication must be set up before the first message (sequence {} is already committed)",

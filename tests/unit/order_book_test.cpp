@@ -342,5 +342,38 @@ TEST(OrderBook, ToStringCoversEveryResult) {
     EXPECT_NE(book::to_string(static_cast<ApplyResult>(r)), "?") << r;
 }
 
+// A relay that begins from its upstream's snapshot takes the books over
+// whole: orders, levels, definitions, statuses, sequences, checksums.
+TEST(OrderBook, AssignCopiesEverythingIntoTheCapacitiesItHas) {
+  BookSet a(kSmall);
+  wire::InstrumentDefinition def{};
+  def.lot_size = 25;
+  a.set_definition(1, def);
+  ASSERT_EQ(a.apply(Message::make_add(1, 10, 100, 5, Side::kBuy)), ApplyResult::kOk);
+  ASSERT_EQ(a.apply(Message::make_add(1, 11, 100, 7, Side::kBuy)), ApplyResult::kOk);
+  ASSERT_EQ(a.apply(Message::make_add(1, 12, 104, 3, Side::kSell)), ApplyResult::kOk);
+  ASSERT_EQ(a.apply(Message::make_add(3, 13, 90, 1, Side::kSell)), ApplyResult::kOk);
+  a.set_status(3, TradingStatus::kHalted);
+  a.set_instrument_seq(1, 41);
+  a.set_instrument_seq(3, 7);
+
+  BookSet b(kSmall);
+  ASSERT_EQ(b.apply(Message::make_add(2, 99, 50, 1, Side::kBuy)), ApplyResult::kOk);  // what b held goes
+  ASSERT_EQ(b.assign(a), ApplyResult::kOk);
+  for (uint32_t i = 0; i < kSmall.max_instruments; ++i) {
+    EXPECT_EQ(a.diff(i, b), "") << "instrument " << i;
+    EXPECT_EQ(a.book(i).checksum(), b.book(i).checksum()) << "instrument " << i;
+    EXPECT_EQ(a.book(i).defined(), b.book(i).defined()) << "instrument " << i;
+  }
+  EXPECT_EQ(b.book(1).definition().lot_size, 25u);
+  EXPECT_EQ(b.global_checksum(), a.global_checksum());
+  EXPECT_EQ(b.order_count(), 4u);
+  EXPECT_EQ(b.find(99), nullptr);
+  expect_consistent(b);
+
+  BookSet tiny({4, 2, 4});  // two orders' room
+  EXPECT_EQ(tiny.assign(a), ApplyResult::kOrdersFull);
+}
+
 }  // namespace
 }  // namespace mdcast::test

@@ -500,5 +500,37 @@ TEST_F(PublisherCoreTest, AcceptedMessagesAlwaysValidate) {
   }
 }
 
+// A relay that joined from a snapshot: the log begins at the sequence after
+// it, with the snapshot's books; nothing before is held.
+TEST_F(PublisherCoreTest, BeginAtGoesOnFromASequenceWithTheBooksGiven) {
+  PublisherConfig c = config();
+  c.boundaries = feed::Boundaries::kInput;
+  c.flush_interval_ns = 0;
+  book::BookSet books(c.books);
+  ASSERT_EQ(books.apply(Message::make_add(2, 900, 100, 4, Side::kBuy)), book::ApplyResult::kOk);
+  books.set_instrument_seq(2, 17);
+
+  PublisherCore p(c);
+  ASSERT_TRUE(p.begin_at(500, books));
+  EXPECT_EQ(p.first_sequence(), 500u);
+  EXPECT_EQ(p.last_committed(), 499u);
+  EXPECT_EQ(p.next_unsent(), 500u);
+  EXPECT_EQ(p.books().book(2).checksum(), books.book(2).checksum());
+  Message m = Message::make_delete(2, 900);  // an order only the books given hold
+  ASSERT_EQ(stage(p, m), PublishResult::kOk);
+  EXPECT_EQ(m.instrument_seq, 18u) << "instrument sequences go on from the snapshot's";
+  p.commit_open(now_);
+  EXPECT_EQ(p.last_committed(), 500u);
+  EXPECT_EQ(decoded(p.datagram(500)).h.sequence, 500u);
+  EXPECT_TRUE(p.datagram(499).empty());
+  EXPECT_TRUE(p.datagram(1).empty());
+  EXPECT_EQ(p.ring().oldest(), 500u);
+  EXPECT_FALSE(p.begin_at(900, books)) << "a datagram was committed";
+
+  PublisherCore q(c);
+  ASSERT_EQ(stage(q, add(1)), PublishResult::kOk);
+  EXPECT_FALSE(q.begin_at(10, books)) << "a datagram is open";
+}
+
 }  // namespace
 }  // namespace mdcast::test

@@ -128,6 +128,13 @@ class BookSet {
   // Records the instrument sequence of the last message applied to inst.
   void set_instrument_seq(uint32_t inst, uint32_t iseq) noexcept { books_[inst].iseq_ = iseq; }
 
+  // This set becomes a copy of `other` (orders, definitions, statuses,
+  // instrument sequences, so its checksums too), without allocating: what a
+  // relay that begins from its upstream's snapshot takes over. kOk, or why
+  // `other` does not fit this set's capacities (kBadInstrument, kOrdersFull,
+  // kLevelsFull; the set is then partly copied and must not be used).
+  ApplyResult assign(const BookSet& other) noexcept;
+
   // Snapshot support: drop every order of inst and reset its status.
   void clear(uint32_t inst) noexcept;
   void clear_all() noexcept;

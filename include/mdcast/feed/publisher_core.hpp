@@ -68,6 +68,19 @@ class PublisherCore {
   // each upstream packet.
   [[nodiscard]] bool may_seal() const noexcept { return open_count_ == 0 || cfg_.boundaries == Boundaries::kTimer; }
 
+  // Before any datagram of this engine: the session goes on from sequence
+  // `next` with `books` (a copy is taken) - what a relay does that joined
+  // its upstream from a snapshot. Nothing below `next` is held: a
+  // subscriber that asks for it is told it is too old and takes a snapshot.
+  // False (and nothing changes unless the books did not fit) once a
+  // datagram was committed or opened, or where the books do not fit.
+  [[nodiscard]] bool begin_at(uint64_t next, const book::BookSet& books) noexcept;
+  [[nodiscard]] uint64_t first_sequence() const noexcept { return first_seq_; }
+  // The id the next fragmented message is cut under (fragments carry it):
+  // a relay gives the upstream's, so its fragments are the origin's bytes
+  // however late it began.
+  void next_fragment_id(uint32_t id) noexcept { next_message_id_ = id; }
+
   // Committed datagrams not yet handed to the medium: [next_unsent, last_committed].
   [[nodiscard]] uint64_t next_unsent() const noexcept { return next_unsent_; }
   [[nodiscard]] uint64_t last_committed() const noexcept { return ring_.newest(); }
@@ -154,6 +167,7 @@ class PublisherCore {
   uint64_t open_since_ = 0;
 
   uint64_t next_unsent_ = 1;
+  uint64_t first_seq_ = 1;  // begin_at's, else 1
   uint64_t last_send_ = 0;
   uint64_t last_heartbeat_ = 0;
   bool ended_ = false;

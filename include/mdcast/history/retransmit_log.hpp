@@ -85,6 +85,10 @@ class RetransmitLog {
       slots_.commit(seq, len);
     newest_ = seq;  // as either log does
   }
+  // Before anything is committed: the log begins at `next` (claim(next) is
+  // the first), holding nothing before it. Either log takes a first claim
+  // ahead of 1; what lies below stays empty (get() returns nothing).
+  void begin_at(uint64_t next) noexcept { newest_ = next - 1; }
   [[nodiscard]] std::span<const std::byte> get(uint64_t seq) const noexcept {
     return term() ? term_.get(seq) : slots_.get(seq);
   }

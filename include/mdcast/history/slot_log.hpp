@@ -73,7 +73,9 @@ class SlotLog {
     // Both stores above before any byte of the new datagram (RDMA READ
     // validation relies on it).
     record::claim_fence();
-    if (seq > slots_) oldest_ = seq - slots_ + 1;
+    // The slot held seq - slots(). Never below the first commit: a log
+    // that began past 1 (RetransmitLog::begin_at) holds nothing before it.
+    if (seq > slots_ && oldest_ != 0 && seq - slots_ + 1 > oldest_) oldest_ = seq - slots_ + 1;
     return s + kSlotHeader;
   }
   void commit(uint64_t seq, uint16_t len) noexcept {

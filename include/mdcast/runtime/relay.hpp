@@ -26,21 +26,32 @@
 // (RelayCounters: a mismatch is counted, never silent). It holds where the
 // relay's datagrams hold at least what the upstream's do (a downstream
 // medium with a smaller datagram would cut them elsewhere) and where a
-// fragmented message is cut into as many pieces (the same payload size).
+// fragmented message is cut into as many pieces (the same payload size);
+// a fragmented message's id is the origin's, taken from its first piece.
+//
+// A relay that starts late. Where its upstream subscriber joins with a
+// snapshot (the session's start is beyond its window or the origin's ring),
+// and nothing was forwarded yet, the relay begins there: its engine takes
+// the snapshot's books and goes on from the sequence after it
+// (PublisherCore::begin_at), holding nothing before; its own subscribers
+// take their snapshot from the relay, as they would from an origin whose
+// ring no longer holds the start.
 //
 // What a relay cannot forward, it does not pretend to. Its upstream
 // subscriber recovers gaps by retransmission before anything is forwarded,
 // so downstream never sees a hole the origin could fill; where the upstream
-// falls back to a snapshot (a gap beyond its window or the origin's ring) or
-// begins a new session, what the snapshot skipped has no datagrams to
-// forward: the relay stops and leaves its session unended (Lane::abandon),
-// and its subscribers see a publisher lost, as they would had it died.
+// falls back to a snapshot once the relay has forwarded (a gap beyond its
+// window or the origin's ring), or begins a new session, what the snapshot
+// skipped has no datagrams to forward: the relay stops and leaves its
+// session unended (Lane::abandon), and its subscribers see a publisher
+// lost, as they would had it died.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "mdcast/core/clock.hpp"
@@ -50,6 +61,8 @@
 #include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/runtime/pair_member.hpp"
 #include "mdcast/runtime/subscriber_runtime.hpp"
+#include "mdcast/wire/datagram.hpp"
+#include "mdcast/wire/messages.hpp"
 
 namespace mdcast::runtime {
 
@@ -60,7 +73,8 @@ namespace mdcast::runtime {
   X(sequence_mismatches, "forwarded messages whose downstream datagram has another sequence than upstream")        \
   X(instrument_mismatches, "forwarded messages the relay's books gave another instrument sequence than the origin") \
   X(refused, "upstream messages the relay's own books refused (it stops: its books are not the origin's)")         \
-  X(waits, "forwarded messages that waited for the downstream medium (back-pressure)")
+  X(waits, "forwarded messages that waited for the downstream medium (back-pressure)")                          \
+  X(first_sequence, "the first sequence forwarded: 1, or where a snapshot upstream let a late relay begin")
 
 MDCAST_DEFINE_COUNTER_STRUCT(RelayCounters, MDCAST_RELAY_COUNTERS);
 
@@ -122,6 +136,10 @@ class Forwarder {
 
   Forwarder(Down& down, RelayCounters& c) noexcept : down_(down), c_(c) {}
 
+  // The upstream engine this handler is given to: a snapshot it took is
+  // told apart (a whole one, or one instrument's) and located through it.
+  void watch(const feed::SubscriberCore& upstream) noexcept { up_ = &upstream; }
+
   void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
     if (failure_ != Failure::kNone) return;
     feed::PublisherCore& core = down_.core();
@@ -150,12 +168,43 @@ class Forwarder {
       return fail(Failure::kRefused, d.sequence, m.instrument);
     }
     staged_ = true;
+    if (!c_.first_sequence.get()) c_.first_sequence.set(down_.core().first_sequence());
     c_.messages.add();
     const uint64_t at = core.has_open() ? core.last_committed() + 1 : core.last_committed();
     if (at != d.sequence) c_.sequence_mismatches.add();
     if (copy.instrument_seq != m.instrument_seq) c_.instrument_mismatches.add();
   }
-  void on_snapshot(uint32_t instrument, const book::BookSet*) noexcept {
+  // Each upstream datagram as it is delivered, before its messages: the
+  // first piece of a fragmented message names the id the origin cut it
+  // under, which the relay's engine cuts it under too (the message itself
+  // comes to on_message whole, after its last piece).
+  void on_datagram_delivered(std::span<const std::byte> d, const feed::Delivery&) noexcept {
+    wire::MessageCursor cur = wire::MessageCursor::payload_of(d);
+    wire::MessageView v;
+    if (cur.next(v) && v.type() == wire::MsgType::kFragment) {
+      const wire::FragmentView f(v);
+      if (f.index() == 0) down_.core().next_fragment_id(f.message_id());
+    }
+  }
+
+  // A whole snapshot before anything was forwarded: the relay begins after
+  // it (called once per instrument; the first call does it). Anything else
+  // skipped datagrams the relay's subscribers would never get.
+  void on_snapshot(uint32_t instrument, const book::BookSet* books) noexcept {
+    if (failure_ != Failure::kNone) return;
+    if (up_ && books && !c_.messages.get() &&
+        up_->counters().instrument_recovered.get() == begun_irecs_) {  // not one instrument's
+      const uint64_t whole = up_->counters().snapshots_applied.get();
+      const uint64_t next = up_->next_sequence();
+      if (begun_snapshots_ && whole == begun_snapshots_ && next == down_.core().first_sequence())
+        return;  // the same snapshot, its next instrument
+      if (whole != begun_snapshots_ && down_.core().begin_at(next, *books)) {
+        begun_snapshots_ = whole;
+        last_seq_ = next - 1;
+        c_.first_sequence.set(next);
+        return;
+      }
+    }
     fail(Failure::kSnapshot, last_seq_, instrument);
   }
   // The engine resets as it adopts a session, the relay's among them.
@@ -177,10 +226,10 @@ class Forwarder {
     switch (failure_) {
       case Failure::kNone: return {};
       case Failure::kSnapshot:
-        return fmt::format("the upstream subscriber recovered instrument {} by snapshot after sequence {}: what the "
-                           "snapshot skipped has no datagrams to forward (a gap beyond the relay's window or the "
-                           "origin's ring; raise subscriber.window_bytes upstream, or start the relay sooner)",
-                           detail_, at_);
+        return fmt::format("the upstream subscriber recovered instrument {} by snapshot after sequence {}, which the "
+                           "relay had forwarded: what the snapshot skipped has no datagrams to forward (a gap beyond "
+                           "the relay's window or the origin's ring: its upstream link or core; raise "
+                           "subscriber.window_bytes upstream)", detail_, at_);
       case Failure::kNewSession:
         return fmt::format("the upstream began a new session ({:016x}): a relay forwards one session; restart it "
                            "to relay the new one", at_);
@@ -205,6 +254,9 @@ class Forwarder {
 
   Down& down_;
   RelayCounters& c_;
+  const feed::SubscriberCore* up_ = nullptr;
+  uint64_t begun_snapshots_ = 0;  // the upstream's snapshots_applied when the relay began from one
+  uint64_t begun_irecs_ = 0;      // its instrument_recovered then: any since is one instrument's snapshot
   uint64_t last_seq_ = 0;
   bool staged_ = false;
   Failure failure_ = Failure::kNone;
@@ -229,6 +281,7 @@ RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, c
   c.all_instruments = true;  // a relay forwards the whole feed
   c.instruments.clear();
   feed::SubscriberAgent<Up, Forwarder<Down>> agent(up, c, fwd, sub_counters, opts);
+  fwd.watch(agent.subscriber());
   agent.start();
   RelayOutcome out;
   const uint64_t t0 = monotonic_ns();
