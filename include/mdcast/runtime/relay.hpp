@@ -143,7 +143,11 @@ class Forwarder {
   void on_message(const wire::Message& m, const feed::Delivery& d) noexcept {
     if (failure_ != Failure::kNone) return;
     feed::PublisherCore& core = down_.core();
-    const uint64_t now = d.receive_time_ns;
+    // The engine stamps a datagram with the time its first message was
+    // staged: the upstream's stamp makes the relay's datagram the origin's,
+    // byte for byte (the check over it included, where both seal alike),
+    // and latency measured downstream the origin's to there.
+    const uint64_t now = d.send_time_ns;
     if (core.has_open() && core.last_committed() + 1 != d.sequence) down_.seal(now);
     if (d.sequence != last_seq_) {
       last_seq_ = d.sequence;
