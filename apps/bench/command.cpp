@@ -62,8 +62,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   b->add_option("--fanout", a.fanout, "subscriber counts of the fan-out runs (default 1,2,4,8; udp 1,2,4; --quick 1,2; Soft-RoCE 1,2,4)");
   b->add_option("--fanout-rate", a.fanout_rate, "offered rate of the fan-out runs (default 1M; udp 2M; --quick 200k; Soft-RoCE 50k, --quick 20k)");
   b->add_option("--sections", a.sections,
-                "run only these: c2c,raw,latency,throughput,fanout,control (default: all, control only with "
-                "--control-clients)");
+                "run only these: c2c,raw,latency,throughput,fanout,control,relay (default: all but relay, control "
+                "only with --control-clients)");
   b->add_option("--control-clients", a.control_clients,
                 "control section: publish latency and CPU with 0 and with N real control connections (subscribe, "
                 "status every 100 ms, some retransmits and snapshots) from one load process; default 1024 when "

@@ -37,6 +37,7 @@
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/feed/publisher_agent.hpp"
 #include "mdcast/feed/subscriber_agent.hpp"
+#include "mdcast/runtime/relay.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
 
@@ -50,6 +51,7 @@ struct RunBoard {
   std::atomic<uint64_t> deadline{0};  // everyone gives up here
   ProcBoard pub;
   ProcBoard subs[kMaxSubscribers];
+  ProcBoard relay;  // RunSpec::relay: between the publisher and the last subscriber
   // With control clients: the load process, what it saw, what the
   // publisher's control plane counted, and where the publisher listens.
   ProcBoard load;
@@ -422,6 +424,101 @@ int bench_subscriber(const Settings& s, Medium& medium, const RunSpec& spec, Run
   me.set_outcome(hooks.outcome);
   me.finish(hooks.outcome == "ok" ? ProcState::kDone : ProcState::kFailed);
   return hooks.outcome == "ok" ? 0 : 1;
+}
+
+// -------------------------------------------------------------------- relay --
+
+// A relay between the publisher and the last subscriber (RunSpec::relay):
+// runtime::relay_lane's round (the upstream agent, the forwarder, the
+// downstream agent) on one thread, spinning as a subscriber does. Its
+// window is the publisher's: the CPU time and the messages forwarded
+// between the timeline's warm-up end and the window's end, to a round.
+template <class Up, class Down>
+int bench_relay(const Settings& up_s, const Settings& down_s, Up& up, Down& down, const RunSpec& spec, RunBoard& b,
+                ProcBoard& me) {
+  using Agent = feed::PublisherAgent<Down>;
+  Agent agent(down, runtime::relay_engine(publisher_config(down_s, down_s.pub.session), down_s.pub.session), control_config(down_s),
+              {}, {spec.control_poll_ns});
+  runtime::RelayCounters rc;
+  runtime::Forwarder<Agent> fwd(agent, rc);
+  feed::SubscriberConfig sc = subscriber_config(up_s);
+  sc.maintain_books = spec.books;
+  sc.verify_checksums = spec.books;
+  feed::SubscriberAgent<Up, runtime::Forwarder<Agent>> sub(up, sc, fwd, nullptr, {spec.control_poll_ns, spec.sub_idle});
+  fwd.watch(sub.subscriber());
+  sub.start();
+  auto round = [&](uint64_t now) {
+    const size_t n = sub.do_work(now);
+    fwd.end_round(now);
+    agent.do_work(now);
+    return n;
+  };
+  const uint64_t subscribe_by = monotonic_ns() + 15 * kNsPerSec;
+  while (!sub.subscriber().subscribed()) {
+    const uint64_t now = monotonic_ns();
+    if (b.stopping()) return me.fail("aborted before the start");
+    if (now > subscribe_by) return me.fail("no subscription acknowledgement upstream within 15 s");
+    round(now);
+    sub.poll_control(now);
+    agent.poll_control(now);
+    sleep_ns(kNsPerMs);
+  }
+  me.finish(ProcState::kReady);
+  if (!b.await_go([&](uint64_t now) {
+        round(now);
+        agent.poll_control(now);
+      }))
+    return me.fail("aborted before the start");
+  const uint64_t deadline = b.deadline.load();
+  uint64_t lo = 0, hi = 0, m0 = 0, m1 = 0;
+  std::optional<UsageMark> u0, u1;
+  std::string_view outcome = "ok";
+  for (uint32_t i = 0; !sub.finished(); ++i) {
+    const uint64_t now = monotonic_ns();
+    const size_t n = round(now);
+    if (fwd.failed()) break;
+    if ((i & 63) == 0) {
+      me.progress.store(rc.messages.get(), std::memory_order_relaxed);
+      if (!lo) {
+        if (const uint64_t t0 = b.t0.load(std::memory_order_acquire)) {
+          lo = t0 + spec.window.warmup_ns;
+          hi = lo + spec.window.duration_ns;
+        }
+      }
+      if (lo && !u0 && now >= lo) u0 = usage_mark(nullptr), m0 = rc.messages.get();
+      if (u0 && !u1 && now >= hi) u1 = usage_mark(nullptr), m1 = rc.messages.get();
+      if (now > deadline) {
+        outcome = "timed out";
+        break;
+      }
+      if (b.stopping()) {
+        outcome = "aborted";
+        break;
+      }
+    }
+    sub.idle(n);
+  }
+  if (fwd.failed()) return me.fail(fwd.failure_text());
+  // The downstream session ends where the upstream's did; its subscriber's
+  // last requests are served until it leaves.
+  uint64_t now = monotonic_ns();
+  while (!agent.end_session(now) && now < deadline) now = monotonic_ns();
+  agent.linger(deadline, 300 * kNsPerMs, 200 * kNsPerUs, [&] { return b.stopping(); });
+  if (u0) {
+    const UsageMark end = u1 ? *u1 : usage_mark(nullptr);
+    me.usage = Usage::between(*u0, end);
+    me.window_cpu_ns = end.cpu_ns - u0->cpu_ns;
+    me.window_ns = end.wall_ns - u0->wall_ns;
+    me.window_messages = (u1 ? m1 : rc.messages.get()) - m0;
+  }
+  me.total = rc.messages.get();
+  me.gaps = sub.subscriber().counters().gaps.get();
+  me.recovered = sub.subscriber().counters().datagrams_recovered.get();
+  me.malformed = rc.sequence_mismatches.get() + rc.instrument_mismatches.get();  // the relay's own figure: numbers changed
+  me.progress.store(me.total, std::memory_order_relaxed);
+  me.set_outcome(outcome);
+  me.finish(outcome == "ok" ? ProcState::kDone : ProcState::kFailed);
+  return outcome == "ok" ? 0 : 1;
 }
 
 }  // namespace mdcast::app::bench

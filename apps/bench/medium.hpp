@@ -93,6 +93,22 @@ struct RunSpec {
   // Report the publisher's control figures (RunResult::control) even
   // without clients: the control section's run to compare with.
   bool control_figures = false;
+  // The last subscriber reads the feed through a relay (runtime/relay.hpp)
+  // on the same medium, in a process of its own: the others read the
+  // publisher. RunResult::relay has the relay's figures.
+  bool relay = false;
+};
+
+// What a relay between the publisher and the last subscriber did.
+struct RelayFigures {
+  bool ok = false;
+  std::string outcome;
+  uint64_t forwarded = 0;         // messages, whole run
+  uint64_t window_messages = 0;   // forwarded inside the window
+  uint64_t window_cpu_ns = 0;     // the relay process's CPU time inside the window
+  uint64_t renumbered = 0;        // relay.sequence_mismatches + instrument_mismatches (0: the origin's numbers)
+  uint64_t gaps = 0, recovered = 0;  // upstream
+  double cpu_s = 0;               // whole life of the process
 };
 
 struct SubscriberResult {
@@ -138,10 +154,11 @@ struct RunResult {
   std::vector<SubscriberResult> subs;
   uint32_t busy_processes = 0;   // processes that spin (for the crowding warning)
   std::optional<ControlRunFigures> control;  // RunSpec::control_clients > 0
+  std::optional<RelayFigures> relay;         // RunSpec::relay
 
   // Every subscriber got every message, none was ever lapped, no snapshot.
   [[nodiscard]] bool lossless() const noexcept {
-    if (!completed || !pub.ok) return false;
+    if (!completed || !pub.ok || (relay && (!relay->ok || relay->renumbered))) return false;
     for (const auto& s : subs)
       if (!s.ok || s.lapped || s.snapshots || s.gaps || s.delivered != pub.published) return false;
     return true;

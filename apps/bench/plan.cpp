@@ -36,7 +36,8 @@ Plan make_plan(const Settings& s, const BenchArgs& a, const PlanDefaults& d) {
       else if (x == "throughput") p.throughput = true;
       else if (x == "fanout") p.fanout = true;
       else if (x == "control") p.control = true;
-      else fail("--sections: '{}' is not one of c2c, raw, latency, throughput, fanout, control", x);
+      else if (x == "relay") p.relay = true;
+      else fail("--sections: '{}' is not one of c2c, raw, latency, throughput, fanout, control, relay", x);
     }
   }
   if (a.control_clients > kMaxControlClients)

@@ -20,6 +20,9 @@ struct Plan {
   // control_clients control clients (control_bench.hpp); on when
   // --control-clients is given or --sections names it.
   bool control = false;
+  // The relay section (--sections relay): at each latency rate, one-way
+  // latency straight from the publisher and through a relay, in one run.
+  bool relay = false;
   uint32_t control_clients = 0;
   double control_rate = 100e3;
   std::vector<double> rates;

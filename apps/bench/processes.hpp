@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,21 @@ inline Settings run_settings(const Settings& base, uint32_t run) {
   s.pub.session = 0;
   s.pub.session = pick_session(s);
   return s;
+}
+
+// Where a relay of the run republishes (RunSpec::relay): a feed name of its
+// own (its shm ring and control socket), the group of the feed's channel
+// index 1 (UDP, verbs) and a control port beside the publisher's; the wire
+// channel is the publisher's.
+template <class Entry>
+Settings relay_settings(const Settings& s) {
+  Settings r = channel_settings<Entry>(s, 1);
+  r.feed.channel = s.feed.channel;
+  r.feed.channel_index = 0;
+  r.feed.name = s.feed.name + "-relay";
+  r.udp.control_port = 0;  // any free one: subscribers follow the relay's announcement
+  if (r.verbs.control_port) r.verbs.control_port = static_cast<uint16_t>(r.verbs.control_port + 1);
+  return r;
 }
 
 // s: the run's settings (run_settings()).
@@ -100,16 +116,35 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
     res.error = setup_failed(b->pub, kids[0]);
     return res;
   }
-  for (uint32_t i = 0; i < spec.subscribers; ++i) {
-    kids.push_back(ChildProcess::spawn(fmt::format("subscriber {}", i + 1), where.cpu_for(i + 1), [&, i] {
-      auto medium = Entry::subscriber(s);
-      return bench_subscriber(s, *medium, spec, *b, b->subs[i]);
+  // A relay (its own CPU, after the subscribers'), ready before its subscriber starts.
+  const Settings rs = spec.relay ? relay_settings<Entry>(s) : s;
+  std::optional<size_t> relay_kid;
+  if (spec.relay) {
+    relay_kid = kids.size();
+    kids.push_back(ChildProcess::spawn("relay", where.cpu_for(spec.subscribers + 1), [&] {
+      auto up = Entry::subscriber(s);
+      auto down = Entry::publisher(rs, rs.pub.session);
+      return bench_relay(s, rs, *up, *down, spec, *b, b->relay);
     }));
+    if (!await_ready(b->relay, kids.back())) {
+      b->abort = 1;
+      res.error = setup_failed(b->relay, kids.back());
+      return res;
+    }
+  }
+  const size_t first_sub = kids.size();
+  for (uint32_t i = 0; i < spec.subscribers; ++i) {
+    const bool relayed = spec.relay && i + 1 == spec.subscribers;
+    kids.push_back(ChildProcess::spawn(fmt::format("subscriber {}{}", i + 1, relayed ? " (through the relay)" : ""),
+                                       where.cpu_for(i + 1), [&, i, relayed] {
+                                         auto medium = Entry::subscriber(relayed ? rs : s);
+                                         return bench_subscriber(relayed ? rs : s, *medium, spec, *b, b->subs[i]);
+                                       }));
   }
   for (uint32_t i = 0; i < spec.subscribers; ++i)
-    if (!await_ready(b->subs[i], kids[i + 1])) {
+    if (!await_ready(b->subs[i], kids[first_sub + i])) {
       b->abort = 1;
-      res.error = setup_failed(b->subs[i], kids[i + 1]);
+      res.error = setup_failed(b->subs[i], kids[first_sub + i]);
       return res;
     }
   if (spec.control_clients) {
@@ -165,7 +200,7 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
     SubscriberResult r;
     r.ok = sb.get() == ProcState::kDone;
     r.outcome = sb.get() == ProcState::kStarting || sb.get() == ProcState::kReady
-                    ? fmt::format("ended without a result (status {})", kids[i + 1].status())
+                    ? fmt::format("ended without a result (status {})", kids[first_sub + i].status())
                     : std::string(sb.outcome);
     r.delivered = sb.total;
     r.rx_window = sb.window_messages;
@@ -179,11 +214,25 @@ RunResult run_feed_processes(const Settings& run_s, const RunSpec& spec, const P
     r.snapshots = sb.snapshots;
     r.malformed = sb.malformed;
     r.duplicates = sb.duplicates;
-    r.preempted = kids[i + 1].usage().ru_nivcsw;
-    r.cpu_s = cpu_seconds(kids[i + 1].usage());
+    r.preempted = kids[first_sub + i].usage().ru_nivcsw;
+    r.cpu_s = cpu_seconds(kids[first_sub + i].usage());
     r.usage = sb.usage;
     r.perf_why = sb.perf_why;
     res.subs.push_back(std::move(r));
+  }
+  if (relay_kid) {
+    const ProcBoard& rb = b->relay;
+    RelayFigures f;
+    f.ok = rb.get() == ProcState::kDone;
+    f.outcome = rb.outcome;
+    f.forwarded = rb.total;
+    f.window_messages = rb.window_messages;
+    f.window_cpu_ns = rb.window_cpu_ns;
+    f.renumbered = rb.malformed;
+    f.gaps = rb.gaps;
+    f.recovered = rb.recovered;
+    f.cpu_s = cpu_seconds(kids[*relay_kid].usage());
+    res.relay = f;
   }
   if (res.control) {
     res.control->load_ok = spec.control_clients == 0 || b->load.get() == ProcState::kDone;

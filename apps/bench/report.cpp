@@ -449,6 +449,33 @@ void print_report(const Summary& S, const std::vector<Rep>& reps, const Plan& pl
                format_duration(plan.flush_interval_ns));
   }
   if (plan.control) print_control(S, reps, plan);
+  if (plan.relay) {
+    fmt::print("one hop through a relay (a process of its own, same medium), {}-byte messages, one per datagram\n",
+               plan.message_bytes);
+    fmt::print("  {:>8} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>14}\n", "rate", "direct p50", "p99",
+               "relayed p50", "p99", "added p50", "p99", "relay CPU/msg");
+    for (double rate : plan.rates) {
+      const std::string k = "relay." + rate_key(rate);
+      fmt::print("  {:>8} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>14}  {}\n", rate_key(rate),
+                 ns_str(S.median(k + ".direct_ns.p50")), ns_str(S.median(k + ".direct_ns.p99")),
+                 ns_str(S.median(k + ".relayed_ns.p50")), ns_str(S.median(k + ".relayed_ns.p99")),
+                 ns_str(S.median(k + ".added_ns.p50")), ns_str(S.median(k + ".added_ns.p99")),
+                 ns_str(S.median(k + ".relay_cpu_ns_per_msg")), S.range(k + ".added_ns.p50", ns_str));
+    }
+    bool crowded = false;
+    for (const auto& r : reps)
+      for (const auto& x : r.relay) {
+        crowded |= x.crowded;
+        for (const RunResult* run : {&x.r, &x.cost})
+          if (run->relay && (!run->relay->ok || run->relay->renumbered))
+            fmt::print("  ! relay @ {}: {}{}\n", rate_key(x.rate), run->relay->outcome,
+                       run->relay->renumbered ? fmt::format(", {} messages renumbered", run->relay->renumbered) : "");
+      }
+    fmt::print("  (latency from the publisher's send to delivery, both subscribers in the same run, every process "
+               "spinning; the relay keeps the origin's send time. CPU/msg: a second run, publishing in 1 ms bursts, the "
+               "relay sleeping when idle){}\n\n",
+               crowded ? ". CROWDED: 4 spinning processes on fewer CPUs, the latencies are the scheduler's" : "");
+  }
   print_usage(S, reps, plan, m);
   fmt::print("targets (2-core build VM, idle, median of 3)                   target                          measured\n");
   for (const auto& t : targets(S, plan, m))

@@ -15,7 +15,8 @@ Runner::Runner(MediumBench& medium, const Plan& plan, size_t ncpus, Progress& pr
   steps_ = (plan.c2c ? 1 : 0) +
            (plan.latency ? plan.rates.size() * (plan.raw ? 2 : 1) : 0) +
            (plan.throughput ? (plan.raw ? 1 : 0) + 2 + static_cast<size_t>(plan.probe_steps) : 0) +
-           (plan.fanout ? plan.fanout_counts.size() : 0) + (plan.control ? 4 : 0);
+           (plan.fanout ? plan.fanout_counts.size() : 0) + (plan.control ? 4 : 0) +
+           (plan.relay ? 2 * plan.rates.size() : 0);
 }
 
 Rep Runner::run_once(unsigned rep_index, const std::vector<int>& cpus) {
@@ -85,6 +86,25 @@ Rep Runner::run_once(unsigned rep_index, const std::vector<int>& cpus) {
       spec.burst_ns = kNsPerMs;
       cp.cost = m_.run(spec, progress_);
       rep.ctl.push_back(std::move(cp));
+    }
+  }
+  if (plan_.relay) {
+    for (double rate : plan_.rates) {
+      RelayPoint x;
+      x.rate = rate;
+      x.crowded = 4 > ncpus_;  // publisher, relay, two subscribers
+      phase(fmt::format("mdcast over {}: one-way latency @ {} msg/s, straight and through a relay{}", m_.name(),
+                        rate_key(rate), x.crowded ? " (more processes than CPUs)" : ""));
+      RunSpec spec = run_spec("relay", 2, rate, plan_.lat_window);
+      spec.relay = true;
+      spec.flush_interval_ns = 0;
+      x.r = m_.run(spec, progress_);
+      phase(fmt::format("mdcast over {}: the relay's CPU per message @ {} msg/s (1 ms bursts, sleeping when idle)",
+                        m_.name(), rate_key(rate)));
+      spec.pub_idle = spec.sub_idle = IdleMode::kBackoff;
+      spec.burst_ns = kNsPerMs;
+      x.cost = m_.run(spec, progress_);
+      rep.relay.push_back(std::move(x));
     }
   }
   collect_metrics(rep);

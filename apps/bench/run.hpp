@@ -54,6 +54,16 @@ struct ControlPoint {
   RunResult lat, cost;
 };
 
+// The relay section at `rate`: subscriber 1 reads the publisher, subscriber
+// 2 the same feed through a relay process (one hop). Twice, as the control
+// section does: every process spinning (one-way latency), then sleeping when
+// idle with the publisher in 1 ms bursts (the relay's CPU time is its cost).
+struct RelayPoint {
+  double rate = 0;
+  RunResult r, cost;
+  bool crowded = false;  // more processes than CPUs: the latency run's spinners share cores
+};
+
 struct Rep {
   std::optional<CoreToCoreResult> c2c;
   std::string c2c_error;
@@ -61,6 +71,7 @@ struct Rep {
   std::optional<Throughput> tp;
   std::vector<FanoutPoint> fan;
   std::vector<ControlPoint> ctl;
+  std::vector<RelayPoint> relay;
   std::vector<std::pair<std::string, double>> metrics;  // flat, for the summary
 };
 

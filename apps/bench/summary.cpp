@@ -65,6 +65,22 @@ void collect_metrics(Rep& rep) {
       add_usage(m, k, *l.md);
     }
   }
+  for (const auto& x : rep.relay) {
+    const std::string k = "relay." + rate_key(x.rate);
+    if (!x.r.completed || x.r.subs.size() != 2 || !x.r.relay) continue;
+    const Histogram& direct = x.r.subs[0].latency;
+    const Histogram& relayed = x.r.subs[1].latency;
+    add_percentiles(m, k + ".direct_ns", direct);
+    add_percentiles(m, k + ".relayed_ns", relayed);
+    if (direct.count() && relayed.count()) {
+      for (const double q : {50.0, 99.0})
+        m.emplace_back(fmt::format("{}.added_ns.p{:.0f}", k, q),
+                       static_cast<double>(relayed.percentile(q)) - static_cast<double>(direct.percentile(q)));
+    }
+    if (x.cost.completed && x.cost.relay && x.cost.relay->window_messages)
+      m.emplace_back(k + ".relay_cpu_ns_per_msg", static_cast<double>(x.cost.relay->window_cpu_ns) /
+                                                      static_cast<double>(x.cost.relay->window_messages));
+  }
   if (rep.tp) {
     const Throughput& t = *rep.tp;
     if (t.raw && t.raw->ok) {
