@@ -47,6 +47,9 @@ case "${1:-}" in
       --json "$out/bench16.json" | tee "$out/bench16.txt"
     step 60 bench-udp "$m" bench --medium udp --sections fanout --fanout 1,2,4,8,15 --progress false \
       --json "$out/bench16-udp.json" | tee "$out/bench16-udp.txt"
+    # One relay hop against the direct path, each process on a core of its own.
+    step 60 bench-relay "$m" bench --repeat 3 --sections relay --rates 100k,1M --progress false \
+      --json "$out/bench16-relay.json" | tee "$out/bench16-relay.txt"
     ;;
   *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
 esac
