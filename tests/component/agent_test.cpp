@@ -22,6 +22,7 @@
 #include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/mem/mem_medium.hpp"
+#include "mem_sub.hpp"
 #include "recorder.hpp"
 
 namespace mdcast::test {
@@ -31,7 +32,7 @@ using media::fault::FaultProfile;
 using media::fault::FaultyMedium;
 using PubAgent = feed::PublisherAgent<media::mem::PublisherMedium>;
 using SubMedium = FaultyMedium<media::mem::SubscriberMedium>;
-using SubAgent = feed::SubscriberAgent<SubMedium, Recorder>;
+using SubAgent = MemSubAgent;
 
 constexpr uint32_t kInstruments = 32;
 constexpr uint64_t kMessages = 5000;
@@ -63,17 +64,9 @@ constexpr feed::PublisherAgentOptions kPubOpts{0};
 constexpr feed::SubscriberAgentOptions kSubOpts{0, IdleMode::kSpin, 64};
 
 // One subscriber: medium, interceptor, recorder and agent, in teardown order.
-struct Sub {
+struct Sub : MemSub {
   Sub(media::mem::PublisherMedium& pub, const FaultProfile& f, std::string n)
-      : name(std::move(n)), medium(pub), faulty(medium, f), rec(kInstruments),
-        agent(faulty, sub_config(), rec, nullptr, kSubOpts) {
-    agent.start();
-  }
-  std::string name;
-  media::mem::SubscriberMedium medium;
-  SubMedium faulty;
-  Recorder rec;
-  SubAgent agent;
+      : MemSub(pub, f, std::move(n), sub_config(), kInstruments, kSubOpts) {}
 };
 
 std::string report(const std::vector<Sub*>& subs) {

@@ -31,6 +31,7 @@
 #include "mdcast/media/mem/mem_medium.hpp"
 #include "mdcast/runtime/relay.hpp"
 #include "mdcast/wire/datagram.hpp"
+#include "mem_sub.hpp"
 #include "recorder.hpp"
 
 namespace mdcast::test {
@@ -40,7 +41,7 @@ using media::fault::FaultProfile;
 using media::fault::FaultyMedium;
 using PubAgent = feed::PublisherAgent<media::mem::PublisherMedium>;
 using SubMedium = FaultyMedium<media::mem::SubscriberMedium>;
-using SubAgent = feed::SubscriberAgent<SubMedium, Recorder>;
+using SubAgent = MemSubAgent;
 using Forwarder = runtime::Forwarder<PubAgent>;
 
 constexpr uint32_t kInstruments = 32;
@@ -119,17 +120,9 @@ struct Relay {
   bool ended = false;
 };
 
-struct Sub {
+struct Sub : MemSub {
   Sub(media::mem::PublisherMedium& pub, const FaultProfile& f, std::string n)
-      : name(std::move(n)), medium(pub), faulty(medium, f), rec(kInstruments),
-        agent(faulty, sub_config(), rec, nullptr, kSubOpts) {
-    agent.start();
-  }
-  std::string name;
-  media::mem::SubscriberMedium medium;
-  SubMedium faulty;
-  Recorder rec;
-  SubAgent agent;
+      : MemSub(pub, f, std::move(n), sub_config(), kInstruments, kSubOpts) {}
 };
 
 FaultProfile lossy(uint64_t seed) {

@@ -165,7 +165,7 @@ class Forwarder {
         return fail(Failure::kStalled, d.sequence, m.instrument);
       }
       down_.send_committed(t);
-      r = down_.stage(copy, t);
+      r = down_.stage(copy, now);  // the upstream's stamp still: the wait is the relay's, not the feed's
     }
     if (r != feed::PublishResult::kOk) {
       c_.refused.add();
