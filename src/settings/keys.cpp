@@ -3,6 +3,8 @@
 // --help and --help-config come from a default Settings through it).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/feed/auth.hpp"
 #include "mdcast/settings/media.hpp"
@@ -383,7 +385,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
     },
         [](const Settings& s) { return format_rate(s.verbs.rate); });
     // [udp]
-    add("udp.group", "GROUP:PORT", "rail A's multicast group and port, GROUP:PORT", [](Settings& s, const std::string& v) {
+    add("udp.group", "GROUP:PORT", "rail A's multicast group and port, GROUP:PORT (a unicast ADDR:PORT: a unicast leg, received at that address)", [](Settings& s, const std::string& v) {
       UdpEntry::check_group(v);
       s.udp.group = v;
     },
@@ -397,6 +399,23 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.udp.rail_b = v;
     },
         [](const Settings& s) { return s.udp.rail_b; });
+    add("udp.also_to", "ADDR:PORT,...", "publisher: also send every datagram to these (unicast legs to hosts multicast does not reach, each host's relay binds its ADDR:PORT as udp.group); \"\" = none", [](Settings& s, const std::string& v) {
+      std::vector<std::string> to;
+      for (size_t i = 0; i <= v.size();) {
+        const size_t comma = std::min(v.find(',', i), v.size());
+        if (comma > i) {
+          to.push_back(v.substr(i, comma - i));
+          UdpEntry::check_group(to.back());
+        }
+        i = comma + 1;
+      }
+      s.udp.also_to = std::move(to);
+    },
+        [](const Settings& s) {
+          std::string out;
+          for (const auto& t : s.udp.also_to) out += (out.empty() ? "" : ",") + t;
+          return out;
+        });
     add("udp.ttl", "N", "multicast TTL (1: this subnet)", [](Settings& s, const std::string& v) { s.udp.ttl = parse_uint<uint8_t>(v, 1, 255); },
         [](const Settings& s) { return std::to_string(s.udp.ttl); });
     add("udp.loop", "BOOL", "multicast loop (subscribers on the sender's host)", [](Settings& s, const std::string& v) { s.udp.loop = parse_bool(v); },

@@ -155,6 +155,7 @@ struct UdpSettings {
   std::string group = "239.77.1.1:7470";
   std::string interface = "lo";      // nothing leaves this host unless an interface is named
   std::string rail_b;                // GROUP:PORT[@IFACE]
+  std::vector<std::string> also_to;  // publisher: further destinations ADDR:PORT (unicast legs)
   uint8_t ttl = 1;
   bool loop = true;
   uint32_t mtu = 0;

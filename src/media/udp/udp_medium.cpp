@@ -68,7 +68,8 @@ Rails Rails::resolve(const Options& o) {
 }
 
 std::string Rails::describe() const {
-  std::string s = fmt::format("{} on {} ({})", group[0].text, iface[0].name, iface[0].address_text());
+  std::string s = fmt::format("{} {} on {} ({})", group[0].multicast ? "multicast" : "unicast", group[0].text,
+                              iface[0].name, iface[0].address_text());
   if (two) s += fmt::format(", rail B {} on {} ({})", group[1].text, iface[1].name, iface[1].address_text());
   return s + fmt::format(", {} B datagrams", payload);
 }
@@ -88,6 +89,14 @@ PublisherMedium::PublisherMedium(const Options& o, uint64_t session)
       sink_(fd_[0].get(), fd_[1].get(), o.gso && kernel_has_gso(), counters_),
       session_(session),
       link_(rails_.iface, rails_.two ? 2 : 1, opts_, "publisher", false) {
+  if (o.also_to.size() > kMaxAlsoTo)
+    fail("udp.also_to: {} destinations; a publisher sends to {} at most (a relay on each host fans out further)",
+         o.also_to.size(), kMaxAlsoTo);
+  for (const std::string& to : o.also_to) {
+    also_to_.push_back(with_context("udp.also_to", [&] { return GroupAddress::parse(to); }));
+    also_.push_back(open_sender(rails_.iface[0], also_to_.back(), o, rails_.payload));
+    (void)sink_.add_destination(also_.back().get());
+  }
   announcement_ = encode_announcement({o.channel, session, announced_address(server_.address(), rails_.iface[0])},
                                       o.announce_key.get());
 }
@@ -134,7 +143,9 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
     next_error_report_ = now + kErrorReportNs;
     // ENETDOWN/ENETUNREACH while the interface is down: the engine goes on,
     // the datagrams count as lost and the subscribers ask for them once it is back.
-    warn(opts_, fmt::format("sending to {}: {} datagrams refused ({}){}{}", rails_.describe(),
+    std::string to = rails_.describe();
+    for (const GroupAddress& g : also_to_) to += ", " + g.text;
+    warn(opts_, fmt::format("sending to {}: {} datagrams refused ({}){}{}", to,
                             errors - errors_reported_, std::strerror(sink_.last_error()),
                             counters_.gso_fallbacks.get() ? "; GSO turned off" : "",
                             link_.counters().rails_down.get() ? "; the interface is down: subscribers recover them "
@@ -146,7 +157,9 @@ size_t PublisherMedium::poll_control(ControlHandler& h, uint64_t now) {
 }
 
 std::string PublisherMedium::describe() const {
-  return fmt::format("UDP multicast {}{}, control {} (idle polls: {}){}{}", rails_.describe(), sink_.gso() ? ", GSO" : "",
+  std::string also;
+  for (const GroupAddress& g : also_to_) also += (also.empty() ? ", also to " : ", ") + g.text;
+  return fmt::format("UDP {}{}{}, control {} (idle polls: {}){}{}", rails_.describe(), also, sink_.gso() ? ", GSO" : "",
                      server_.address(), server_.readiness_mode(),
                      server_.open_files_shortfall().empty() ? "" : "; warning: ", server_.open_files_shortfall());
 }
@@ -367,7 +380,7 @@ size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
 }
 
 std::string SubscriberMedium::describe() const {
-  return fmt::format("UDP multicast {}{}, control {}", rails_.describe(), gro_[0] ? ", GRO" : "",
+  return fmt::format("UDP {}{}, control {}", rails_.describe(), gro_[0] ? ", GRO" : "",
                      control_.empty() ? "as announced" : control_);
 }
 

@@ -21,7 +21,7 @@ bool transient(int e) noexcept { return e == EAGAIN || e == EWOULDBLOCK || e == 
 }  // namespace
 
 SendResult UdpSink::send_unsequenced(std::span<const std::byte> d) noexcept {
-  for (size_t r = 0; r < fd_.size(); ++r) {
+  for (size_t r = 0; r < n_; ++r) {
     if (fd_[r] < 0) continue;
     counters_->syscalls.add();
     if (::send(fd_[r], d.data(), d.size(), MSG_DONTWAIT) >= 0) {
@@ -29,7 +29,7 @@ SendResult UdpSink::send_unsequenced(std::span<const std::byte> d) noexcept {
       continue;
     }
     const int e = errno;
-    // Rail A decides: a heartbeat rail B could not take is one it lost.
+    // Rail A decides: a heartbeat another could not take is one it lost.
     if (transient(e)) {
       if (r == 0) {
         counters_->back_pressured.add();
@@ -46,7 +46,8 @@ SendResult UdpSink::send_unsequenced(std::span<const std::byte> d) noexcept {
 size_t UdpSink::send_batch(std::span<const Outgoing> batch) noexcept {
   batch = batch.first(std::min(batch.size(), kMaxMessages));
   size_t taken = send_rail(fd_[0], batch);
-  if (fd_[1] >= 0 && taken) taken = std::min(taken, send_rail(fd_[1], batch.first(taken)));
+  for (size_t r = 1; r < n_ && taken; ++r)
+    if (fd_[r] >= 0) taken = std::min(taken, send_rail(fd_[r], batch.first(taken)));
   return taken;
 }
 

@@ -148,13 +148,15 @@ UniqueFd open_sender(const Interface& iface, const GroupAddress& group, const Op
   const std::string where = fmt::format("sending to {} on {}", group.text, iface.name);
   UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) fail_errno("udp: {}: socket", where);
-  ip_mreqn m{};
-  m.imr_address.s_addr = iface.address_be;
-  m.imr_ifindex = iface.index;
-  if (::setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof m) != 0)
-    fail_errno("udp: {}: IP_MULTICAST_IF", where);
-  set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_TTL, o.ttl, "IP_MULTICAST_TTL", where);
-  set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_LOOP, o.loop ? 1 : 0, "IP_MULTICAST_LOOP", where);
+  if (group.multicast) {  // a unicast leg is routed as any unicast datagram
+    ip_mreqn m{};
+    m.imr_address.s_addr = iface.address_be;
+    m.imr_ifindex = iface.index;
+    if (::setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof m) != 0)
+      fail_errno("udp: {}: IP_MULTICAST_IF", where);
+    set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_TTL, o.ttl, "IP_MULTICAST_TTL", where);
+    set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_LOOP, o.loop ? 1 : 0, "IP_MULTICAST_LOOP", where);
+  }
   sockaddr_in local{};
   local.sin_family = AF_INET;
   local.sin_addr.s_addr = iface.address_be;  // the source address the subscribers see
@@ -172,7 +174,9 @@ UniqueFd open_sender(const Interface& iface, const GroupAddress& group, const Op
 
 UniqueFd open_receiver(const Interface& iface, const GroupAddress& group, const Options& o, size_t datagram_bytes,
                        bool* gro) {
-  const std::string where = fmt::format("joining {} on {} ({})", group.text, iface.name, iface.address_text());
+  const std::string where = group.multicast
+                                ? fmt::format("joining {} on {} ({})", group.text, iface.name, iface.address_text())
+                                : fmt::format("receiving unicast at {} on {}", group.text, iface.name);
   UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) fail_errno("udp: {}: socket", where);
   // Every subscriber on a host binds the same group and port.
@@ -182,15 +186,18 @@ UniqueFd open_receiver(const Interface& iface, const GroupAddress& group, const 
   local.sin_addr.s_addr = group.group_be;  // only this group's datagrams, not every one to the port
   local.sin_port = htons(group.port);
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0)
-    fail_errno("udp: {}: bind to {}", where, group.text);
-  ip_mreqn m{};
-  m.imr_multiaddr.s_addr = group.group_be;
-  m.imr_address.s_addr = iface.address_be;
-  m.imr_ifindex = iface.index;
-  if (::setsockopt(fd.get(), IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) != 0)
-    fail_errno("udp: {}: IP_ADD_MEMBERSHIP", where);
-  // Without this a socket hears every group any socket of the host joined on that port.
-  set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_ALL, 0, "IP_MULTICAST_ALL", where);
+    fail_errno("udp: {}: bind to {}{}", where, group.text,
+               group.multicast ? "" : " (a unicast leg is received at an address of this host)");
+  if (group.multicast) {
+    ip_mreqn m{};
+    m.imr_multiaddr.s_addr = group.group_be;
+    m.imr_address.s_addr = iface.address_be;
+    m.imr_ifindex = iface.index;
+    if (::setsockopt(fd.get(), IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) != 0)
+      fail_errno("udp: {}: IP_ADD_MEMBERSHIP", where);
+    // Without this a socket hears every group any socket of the host joined on that port.
+    set_int(fd.get(), IPPROTO_IP, IP_MULTICAST_ALL, 0, "IP_MULTICAST_ALL", where);
+  }
   set_int(fd.get(), SOL_SOCKET, SO_RXQ_OVFL, 1, "SO_RXQ_OVFL", where);
   *gro = false;
   if (o.gro && kernel_has_gro()) {
@@ -209,6 +216,7 @@ UniqueFd open_receiver(const Interface& iface, const GroupAddress& group, const 
 }
 
 int rejoin_group(int fd, int old_index, const Interface& iface, const GroupAddress& group) noexcept {
+  if (!group.multicast) return 0;  // a unicast leg has no membership to renew
   ip_mreqn m{};
   m.imr_multiaddr.s_addr = group.group_be;
   m.imr_address.s_addr = iface.address_be;
@@ -236,7 +244,10 @@ GroupAddress GroupAddress::parse(const std::string& s) {
   in_addr a{};
   const std::string host = s.substr(0, colon);
   if (::inet_pton(AF_INET, host.c_str(), &a) != 1) fail("udp: '{}' in '{}' is not an IPv4 address", host, s);
-  if (!IN_MULTICAST(ntohl(a.s_addr))) fail("udp: {} is not a multicast group (224.0.0.0/4)", host);
+  const uint32_t h = ntohl(a.s_addr);
+  if (h == INADDR_ANY || h == INADDR_BROADCAST)
+    fail("udp: {} is neither a multicast group (224.0.0.0/4) nor a host's unicast address", host);
+  g.multicast = IN_MULTICAST(h);
   g.group_be = a.s_addr;
   const std::string port = s.substr(colon + 1);
   unsigned long p = 0;

@@ -184,6 +184,36 @@ TEST(UdpMedium, TwoRailsDeliverEveryDatagramOnEach) {
   EXPECT_EQ(sub.configure({}).reorder_wait_ns, 2 * kNsPerMs) << "a gap on one rail waits for the other's copy";
 }
 
+// udp.also_to: every datagram to each further destination as well, here a
+// unicast leg to a subscriber bound at 127.0.0.1 (no group joined).
+TEST(UdpMedium, AlsoToSendsEveryDatagramToAUnicastLegToo) {
+  Options o = options_for(10);
+  const int pid = static_cast<int>(::getpid());
+  const std::string leg = fmt::format("127.0.0.1:{}", 20000 + (pid + 7) % 20000);
+  o.also_to = {leg};
+  Options u = options_for(10);
+  u.rail_a.group = leg;
+  SubscriberMedium unicast(u);
+  SubscriberMedium group(o);
+  PublisherMedium pub(o, 1);
+  EXPECT_NE(pub.describe().find("also to " + leg), std::string::npos) << pub.describe();
+  EXPECT_NE(unicast.describe().find("UDP unicast " + leg), std::string::npos) << unicast.describe();
+  std::vector<std::vector<std::byte>> ds;
+  for (uint64_t i = 0; i < 8; ++i) ds.push_back(datagram(300, i));
+  send_run(pub, ds);
+  EXPECT_EQ(receive(unicast, ds.size()), ds);
+  EXPECT_EQ(receive(group, ds.size()), ds);
+  EXPECT_EQ(pub.counters().datagrams.get(), 2 * ds.size()) << "each destination counts its own";
+
+  o.also_to.assign(kMaxAlsoTo + 1, leg);
+  try {
+    PublisherMedium too_many(o, 1);
+    FAIL() << "more destinations than the sink holds were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("udp.also_to"), std::string::npos) << e.what();
+  }
+}
+
 TEST(UdpMedium, RailBIsNotRailA) {
   Options o = options_for(7);
   o.rail_b = o.rail_a;

@@ -32,13 +32,23 @@ TEST(UdpGroup, ParsesGroupAndPort) {
 }
 
 TEST(UdpGroup, RefusesWhatIsNotAGroupWithAPort) {
-  EXPECT_NE(error_of([] { (void)GroupAddress::parse("10.0.0.1:7470"); }).find("not a multicast group"),
+  EXPECT_NE(error_of([] { (void)GroupAddress::parse("0.0.0.0:7470"); }).find("neither a multicast group"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { (void)GroupAddress::parse("255.255.255.255:7470"); }).find("neither a multicast group"),
             std::string::npos);
   EXPECT_NE(error_of([] { (void)GroupAddress::parse("239.1.1.1"); }).find("GROUP:PORT"), std::string::npos);
   EXPECT_NE(error_of([] { (void)GroupAddress::parse("239.1.1.1:0"); }).find("1-65535"), std::string::npos);
   EXPECT_NE(error_of([] { (void)GroupAddress::parse("239.1.1.1:70000"); }).find("1-65535"), std::string::npos);
   EXPECT_NE(error_of([] { (void)GroupAddress::parse("239.1.1.1:12ab"); }).find("1-65535"), std::string::npos);
   EXPECT_NE(error_of([] { (void)GroupAddress::parse("mcast:7470"); }).find("not an IPv4 address"), std::string::npos);
+}
+
+// A unicast address makes a rail (or an udp.also_to destination) a unicast leg.
+TEST(UdpGroup, AUnicastAddressIsAUnicastLeg) {
+  const auto u = GroupAddress::parse("10.77.0.2:7480");
+  EXPECT_FALSE(u.multicast);
+  EXPECT_EQ(u.port, 7480);
+  EXPECT_TRUE(GroupAddress::parse("239.77.1.1:7470").multicast);
 }
 
 TEST(UdpGroup, ARailMayNameItsInterface) {

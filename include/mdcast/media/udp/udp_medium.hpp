@@ -94,6 +94,8 @@ class PublisherMedium {
   Rails rails_;
   StreamControlServer server_;
   UniqueFd fd_[2];
+  std::vector<UniqueFd> also_;        // Options::also_to, in order
+  std::vector<GroupAddress> also_to_;
   SinkCounters counters_;
   UdpSink sink_;
   std::vector<std::byte> announcement_;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
@@ -18,7 +19,10 @@ namespace mdcast::media::udp {
 
 using LogFn = std::function<void(std::string_view)>;
 
-// One rail: a multicast group and port, on an interface.
+// One rail: a multicast group and port, on an interface. A unicast address
+// instead makes the rail a unicast leg, for networks that carry no
+// multicast: a publisher sends to it, and the subscriber whose address it
+// is binds it (one subscriber per address and port: a host's relay).
 struct Rail {
   std::string group = "239.77.1.1:7470";  // GROUP:PORT
   std::string interface = "lo";           // name or IPv4 address; "" = rail A's
@@ -29,6 +33,11 @@ struct Options {
   // A second rail (A/B feed): a publisher sends every datagram on both; a
   // subscriber listens to both and the first copy wins. Empty group: none.
   Rail rail_b{"", ""};
+  // Publisher: further unicast (or multicast) destinations, each sent every
+  // datagram, heartbeat and announcement, out of rail A's interface: a
+  // unicast leg to each subscriber host's relay where multicast does not
+  // reach. At most kMaxAlsoTo.
+  std::vector<std::string> also_to;
   uint16_t channel = 1;
   uint8_t ttl = 1;
   bool loop = true;            // multicast loop: needed when subscribers share the sender's host
@@ -65,10 +74,14 @@ struct Options {
   std::shared_ptr<ConnectionInbox> control_inbox;
 };
 
-// "239.1.2.3:7470" → group and port; throws Error naming the text.
+inline constexpr size_t kMaxAlsoTo = 16;
+
+// "239.1.2.3:7470" → group and port; a unicast "10.0.0.2:7470" too (a
+// unicast leg). Throws Error naming the text.
 struct GroupAddress {
   uint32_t group_be = 0;  // network byte order
   uint16_t port = 0;      // host byte order
+  bool multicast = true;  // false: a unicast address
   std::string text;
   static GroupAddress parse(const std::string& s);
 };

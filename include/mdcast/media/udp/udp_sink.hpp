@@ -36,18 +36,35 @@ class UdpSink {
   static constexpr size_t kMaxSegments = 64;  // UDP_MAX_SEGMENTS on every kernel with GSO
   static constexpr size_t kMaxGsoBytes = 65000;
 
+  // Rail A, rail B and the further destinations (Options::also_to) at most.
+  static constexpr size_t kMaxDestinations = 2 + 16;
+
   // fds: rail A, and rail B or an invalid fd. Borrowed: the medium owns them.
-  UdpSink(int rail_a, int rail_b, bool gso, SinkCounters& c) noexcept
-      : fd_{rail_a, rail_b}, gso_(gso), counters_(&c) {}
+  UdpSink(int rail_a, int rail_b, bool gso, SinkCounters& c) noexcept : gso_(gso), counters_(&c) {
+    fd_.fill(-1);
+    fd_[0] = rail_a;
+    fd_[1] = rail_b;
+  }
+  // A further destination (a unicast leg), sent everything rail A is;
+  // setup only. False when kMaxDestinations are in use.
+  bool add_destination(int fd) noexcept {
+    for (size_t i = 2; i < fd_.size(); ++i)
+      if (fd_[i] < 0) {
+        fd_[i] = fd;
+        n_ = i + 1;
+        return true;
+      }
+    return false;
+  }
 
   SendResult send(std::span<const std::byte> d, uint64_t seq) noexcept {
     const Outgoing one{d, seq};
     return send_batch({&one, 1}) == 1 ? SendResult::kSent : SendResult::kBackPressured;
   }
   SendResult send_unsequenced(std::span<const std::byte> d) noexcept;
-  // Sends a prefix of the batch on every rail; returns its length. A rail
-  // that takes less than rail A holds the batch back to what both took (rail
-  // A then sends those again: its subscribers drop the copies).
+  // Sends a prefix of the batch on every rail and destination; returns its
+  // length. One that takes less than rail A holds the batch back to what all
+  // took (the others then send those again: their subscribers drop the copies).
   size_t send_batch(std::span<const Outgoing> batch) noexcept;
 
   [[nodiscard]] bool gso() const noexcept { return gso_; }
@@ -57,7 +74,8 @@ class UdpSink {
  private:
   size_t send_rail(int fd, std::span<const Outgoing> batch) noexcept;
 
-  std::array<int, 2> fd_;
+  std::array<int, kMaxDestinations> fd_;
+  size_t n_ = 2;  // fd_[0, n_) may be in use
   bool gso_;
   SinkCounters* counters_;
   int last_errno_ = 0;

@@ -30,6 +30,7 @@ struct UdpEntry {
     media::udp::Options o;
     o.rail_a = {s.udp.group, s.udp.interface};
     if (!s.udp.rail_b.empty()) o.rail_b = media::udp::parse_rail(s.udp.rail_b);
+    o.also_to = s.udp.also_to;
     o.channel = s.feed.channel;
     o.ttl = s.udp.ttl;
     o.loop = s.udp.loop;
@@ -91,7 +92,9 @@ struct UdpEntry {
     if (!s.udp.rail_b.empty()) s.udp.rail_b = next_group(s.udp.rail_b, index, "udp.rail_b");
   }
   static std::string waiting_for(const Settings& s) {
-    return fmt::format("datagrams on UDP multicast {} on {}{} (channel {}), control {}", s.udp.group, s.udp.interface,
+    return fmt::format("datagrams on UDP {} {} on {}{} (channel {}), control {}",
+                       media::udp::GroupAddress::parse(s.udp.group).multicast ? "multicast" : "unicast", s.udp.group,
+                       s.udp.interface,
                        s.udp.rail_b.empty() ? "" : " and rail B " + s.udp.rail_b, s.feed.channel,
                        s.feed.control.empty() ? "as the publisher announces it" : s.feed.control);
   }
