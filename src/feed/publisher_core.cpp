@@ -83,7 +83,7 @@ void PublisherCore::open(uint64_t now) noexcept {
 }
 
 bool PublisherCore::begin_at(uint64_t next, const book::BookSet& books) noexcept {
-  if (next == 0 || open_count_ != 0 || ring_.newest() + 1 != first_seq_ || next_unsent_ != first_seq_) return false;
+  if (next <= ring_.newest() || open_count_ != 0 || next_unsent_ != ring_.newest() + 1) return false;
   if (books_.assign(books) != book::ApplyResult::kOk) return false;
   ring_.begin_at(next);
   first_seq_ = next_unsent_ = next;

@@ -500,8 +500,8 @@ TEST_F(PublisherCoreTest, AcceptedMessagesAlwaysValidate) {
   }
 }
 
-// A relay that joined from a snapshot: the log begins at the sequence after
-// it, with the snapshot's books; nothing before is held.
+// A relay whose upstream took a snapshot: the log goes on at the sequence
+// after it, with the snapshot's books; nothing before is served.
 TEST_F(PublisherCoreTest, BeginAtGoesOnFromASequenceWithTheBooksGiven) {
   PublisherConfig c = config();
   c.boundaries = feed::Boundaries::kInput;
@@ -525,7 +525,19 @@ TEST_F(PublisherCoreTest, BeginAtGoesOnFromASequenceWithTheBooksGiven) {
   EXPECT_TRUE(p.datagram(499).empty());
   EXPECT_TRUE(p.datagram(1).empty());
   EXPECT_EQ(p.ring().oldest(), 500u);
-  EXPECT_FALSE(p.begin_at(900, books)) << "a datagram was committed";
+  EXPECT_FALSE(p.begin_at(900, books)) << "datagram 500 was not handed to the medium yet";
+  p.mark_sent(500, p.datagram(500).size(), now_);
+  EXPECT_FALSE(p.begin_at(500, books)) << "not past the last committed";
+  // A later snapshot: the session skips ahead to 900; what lies below is too old.
+  ASSERT_TRUE(p.begin_at(900, books));
+  EXPECT_EQ(p.ring().oldest(), 900u) << "nothing below the skip is served";
+  EXPECT_EQ(p.first_sequence(), 900u);
+  Message again = Message::make_delete(2, 900);
+  ASSERT_EQ(stage(p, again), PublishResult::kOk) << "the books are the second snapshot's";
+  EXPECT_EQ(again.instrument_seq, 18u);
+  p.commit_open(now_);
+  EXPECT_EQ(p.last_committed(), 900u);
+  EXPECT_EQ(decoded(p.datagram(900)).h.sequence, 900u);
 
   PublisherCore q(c);
   ASSERT_EQ(stage(q, add(1)), PublishResult::kOk);

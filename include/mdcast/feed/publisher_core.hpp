@@ -68,12 +68,14 @@ class PublisherCore {
   // each upstream packet.
   [[nodiscard]] bool may_seal() const noexcept { return open_count_ == 0 || cfg_.boundaries == Boundaries::kTimer; }
 
-  // Before any datagram of this engine: the session goes on from sequence
-  // `next` with `books` (a copy is taken) - what a relay does that joined
-  // its upstream from a snapshot. Nothing below `next` is held: a
+  // The session goes on from sequence `next` with `books` (a copy is
+  // taken): what a relay does whose upstream took a snapshot, before it
+  // forwarded anything (it begins there) or after (it skips what the
+  // snapshot covered). Nothing below `next` is served from then on: a
   // subscriber that asks for it is told it is too old and takes a snapshot.
-  // False (and nothing changes unless the books did not fit) once a
-  // datagram was committed or opened, or where the books do not fit.
+  // Needs no open datagram, everything committed handed to the medium, and
+  // `next` past the last committed; false otherwise (nothing changed), or
+  // where the books do not fit (then they are not to be used).
   [[nodiscard]] bool begin_at(uint64_t next, const book::BookSet& books) noexcept;
   [[nodiscard]] uint64_t first_sequence() const noexcept { return first_seq_; }
   // The id the next fragmented message is cut under (fragments carry it):

@@ -23,6 +23,7 @@
 // message and keep the logs' members from inlining into the engine.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -85,14 +86,21 @@ class RetransmitLog {
       slots_.commit(seq, len);
     newest_ = seq;  // as either log does
   }
-  // Before anything is committed: the log begins at `next` (claim(next) is
-  // the first), holding nothing before it. Either log takes a first claim
-  // ahead of 1; what lies below stays empty (get() returns nothing).
-  void begin_at(uint64_t next) noexcept { newest_ = next - 1; }
+  // The log goes on at `next` (claim(next) is the next claim, newest() + 1
+  // or beyond), and nothing below it is served: oldest() is at least `next`
+  // from now on, so a request for what lies before, or for the skipped
+  // sequences, is answered as too old. Either log takes a claim ahead.
+  void begin_at(uint64_t next) noexcept {
+    newest_ = next - 1;
+    floor_ = next;
+  }
   [[nodiscard]] std::span<const std::byte> get(uint64_t seq) const noexcept {
     return term() ? term_.get(seq) : slots_.get(seq);
   }
-  [[nodiscard]] uint64_t oldest() const noexcept { return term() ? term_.oldest() : slots_.oldest(); }
+  [[nodiscard]] uint64_t oldest() const noexcept {
+    const uint64_t o = term() ? term_.oldest() : slots_.oldest();
+    return o == 0 ? 0 : std::max(o, floor_);
+  }
   [[nodiscard]] uint64_t newest() const noexcept { return newest_; }
   [[nodiscard]] size_t slots() const noexcept { return term() ? term_.slots() : slots_.slots(); }
   [[nodiscard]] size_t slot_size() const noexcept { return term() ? term_.slot_size() : slots_.slot_size(); }
@@ -104,6 +112,7 @@ class RetransmitLog {
 
   Layout layout_ = Layout::kSlots;
   uint64_t newest_ = 0;  // the log's newest(), without the tag
+  uint64_t floor_ = 0;   // begin_at's: nothing below it is served
   union {
     SlotLog slots_;
     TermLog term_;

@@ -37,14 +37,18 @@
 // take their snapshot from the relay, as they would from an origin whose
 // ring no longer holds the start.
 //
+// A relay whose upstream falls back to a snapshot once it has forwarded (a
+// gap beyond its window or the origin's ring: a long outage of its link)
+// goes on the same way, past what the snapshot covered: its subscribers
+// find those sequences too old and take their snapshot from the relay, as
+// subscribers of an origin do whose ring no longer holds what they missed.
+//
 // What a relay cannot forward, it does not pretend to. Its upstream
 // subscriber recovers gaps by retransmission before anything is forwarded,
 // so downstream never sees a hole the origin could fill; where the upstream
-// falls back to a snapshot once the relay has forwarded (a gap beyond its
-// window or the origin's ring), or begins a new session, what the snapshot
-// skipped has no datagrams to forward: the relay stops and leaves its
-// session unended (Lane::abandon), and its subscribers see a publisher
-// lost, as they would had it died.
+// recovers one instrument by snapshot, or begins a new session, the relay
+// stops and leaves its session unended (Lane::abandon), and its subscribers
+// see a publisher lost, as they would had it died.
 #pragma once
 
 #include <fmt/format.h>
@@ -74,7 +78,8 @@ namespace mdcast::runtime {
   X(instrument_mismatches, "forwarded messages the relay's books gave another instrument sequence than the origin") \
   X(refused, "upstream messages the relay's own books refused (it stops: its books are not the origin's)")         \
   X(waits, "forwarded messages that waited for the downstream medium (back-pressure)")                          \
-  X(first_sequence, "the first sequence forwarded: 1, or where a snapshot upstream let a late relay begin")
+  X(first_sequence, "the first sequence forwarded: 1, or where a snapshot upstream let a late relay begin")      \
+  X(skips, "upstream snapshots after forwarding began: the relay went on past them (its subscribers take one from it)")
 
 MDCAST_DEFINE_COUNTER_STRUCT(RelayCounters, MDCAST_RELAY_COUNTERS);
 
@@ -191,26 +196,32 @@ class Forwarder {
     }
   }
 
-  // A whole snapshot before anything was forwarded: the relay begins after
-  // it (called once per instrument; the first call does it). Anything else
-  // skipped datagrams the relay's subscribers would never get.
+  // A whole snapshot upstream: the relay goes on after it, with its books
+  // (called once per instrument; the first call does it). Before anything
+  // was forwarded the relay begins there; after, it skips what the snapshot
+  // covered, and its own subscribers, finding those sequences too old, take
+  // a snapshot from the relay. One instrument's snapshot cannot be carried
+  // so: the relay stops.
   void on_snapshot(uint32_t instrument, const book::BookSet* books) noexcept {
     if (failure_ != Failure::kNone) return;
-    if (up_ && books && !c_.messages.get() &&
-        up_->counters().instrument_recovered.get() == begun_irecs_) {  // not one instrument's
+    if (up_ && books && up_->counters().instrument_recovered.get() == begun_irecs_) {
       const uint64_t whole = up_->counters().snapshots_applied.get();
+      if (begun_snapshots_ && whole == begun_snapshots_) return;  // the same snapshot, its next instrument
       const uint64_t next = up_->next_sequence();
-      if (begun_snapshots_ && whole == begun_snapshots_ && next == down_.core().first_sequence())
-        return;  // the same snapshot, its next instrument
-      if (whole != begun_snapshots_ && down_.core().begin_at(next, *books)) {
+      const bool forwarded = c_.messages.get() != 0;
+      if (whole != begun_snapshots_ && go_on_at(next, *books)) {
         begun_snapshots_ = whole;
         last_seq_ = next - 1;
-        c_.first_sequence.set(next);
+        if (forwarded)
+          c_.skips.add();
+        else
+          c_.first_sequence.set(next);
         return;
       }
     }
     fail(Failure::kSnapshot, last_seq_, instrument);
   }
+
   // The engine resets as it adopts a session, the relay's among them.
   void on_reset(uint64_t session) noexcept {
     if (session != down_.core().session()) fail(Failure::kNewSession, session, 0);
@@ -230,10 +241,9 @@ class Forwarder {
     switch (failure_) {
       case Failure::kNone: return {};
       case Failure::kSnapshot:
-        return fmt::format("the upstream subscriber recovered instrument {} by snapshot after sequence {}, which the "
-                           "relay had forwarded: what the snapshot skipped has no datagrams to forward (a gap beyond "
-                           "the relay's window or the origin's ring: its upstream link or core; raise "
-                           "subscriber.window_bytes upstream)", detail_, at_);
+        return fmt::format("the upstream subscriber recovered instrument {} by its own snapshot after sequence {}: the "
+                           "relay's books no longer follow the origin's datagrams (a checksum or sequence mismatch "
+                           "upstream, or a downstream medium stalled while it skipped ahead)", detail_, at_);
       case Failure::kNewSession:
         return fmt::format("the upstream began a new session ({:016x}): a relay forwards one session; restart it "
                            "to relay the new one", at_);
@@ -249,6 +259,19 @@ class Forwarder {
 
  private:
   enum class Failure : uint8_t { kNone, kSnapshot, kNewSession, kRefused, kStalled };
+  // Ends the open datagram (the snapshot came between upstream datagrams),
+  // hands everything to the medium (within kStallNs), and goes on at `next`.
+  bool go_on_at(uint64_t next, const book::BookSet& books) noexcept {
+    feed::PublisherCore& core = down_.core();
+    const uint64_t t0 = monotonic_ns();
+    if (core.has_open()) down_.seal(t0);
+    for (uint64_t t = t0; core.next_unsent() <= core.last_committed(); t = monotonic_ns()) {
+      if (t - t0 > kStallNs) return false;
+      down_.send_committed(t);
+    }
+    staged_ = false;
+    return core.begin_at(next, books);
+  }
   void fail(Failure f, uint64_t at, uint32_t detail) noexcept {
     if (failure_ != Failure::kNone) return;
     failure_ = f;
