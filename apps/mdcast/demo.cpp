@@ -18,12 +18,15 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/runtime/child_process.hpp"
 #include "mdcast/stats/counters_file.hpp"
-#include "print.hpp"
+#include "mdcast/stats/progress.hpp"
+#include "mdcast/stats/text.hpp"
 #include "settings.hpp"
 #include "runners.hpp"
 
 namespace mdcast::app {
 namespace {
+
+using stats::grouped;
 
 struct Child {
   std::string label;
@@ -135,25 +138,16 @@ int run_demo(Settings& s, const DemoArgs& a) {
   auto kill_all = [&](int sig) {
     for (auto& c : kids) c.proc.signal(sig);
   };
-  auto read_stat = [](const Child& c) { return stats::read_counters(fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), c.proc.pid())); };
   // The publisher must be up (its counters file says running) before
   // subscribers look for it.
-  const uint64_t wait_end = monotonic_ns() + 15 * kNsPerSec;
-  for (;;) {
-    try {
-      if (read_stat(kids[0]).state == stats::ProcessState::kRunning) break;
-    } catch (const Error&) {
-    }
-    if (kids[0].proc.reaped() || monotonic_ns() > wait_end || g_stop.requested()) {
-      kill_all(SIGTERM);
-      kids[0].proc.wait();
-      if (g_stop.requested()) return exit_code::kInterrupted;
-      fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].proc.status(),
-                 kids[0].proc.log_tail());
-      return exit_code::kSetup;
-    }
-    timespec ts{0, 20'000'000};
-    nanosleep(&ts, nullptr);
+  if (const auto st = runtime::await_running(kids[0].proc, monotonic_ns() + 15 * kNsPerSec, &g_stop);
+      st != runtime::ChildStart::kRunning) {
+    kill_all(SIGTERM);
+    kids[0].proc.wait();
+    if (st == runtime::ChildStart::kStopped) return exit_code::kInterrupted;
+    fmt::print(stderr, "mdcast demo: the publisher did not start (exit {}):\n{}", kids[0].proc.status(),
+               kids[0].proc.log_tail());
+    return exit_code::kSetup;
   }
   for (unsigned i = 1; i <= n; ++i) {
     Child c;
@@ -172,35 +166,26 @@ int run_demo(Settings& s, const DemoArgs& a) {
   }
 
   // Live progress from the counters files, until everyone has exited.
+  std::vector<uint64_t> pids;
+  for (const Child& c : kids) pids.push_back(static_cast<uint64_t>(c.proc.pid()));
+  stats::FeedWatch watch(std::move(pids));
+  std::vector<runtime::ChildProcess*> procs;
+  for (Child& c : kids) procs.push_back(&c.proc);
   // Redraw one line on a terminal; a dumb one (a VM's serial console) gets a line per second.
   const char* term = std::getenv("TERM");
   const bool tty = isatty(STDOUT_FILENO) && !(term && std::string_view(term) == "dumb");
   const uint64_t t0 = monotonic_ns();
   uint64_t deadline = t0 + s.pub.duration_ns + s.pub.linger_ns + 60 * kNsPerSec;
   uint64_t last_print = 0;
-  // What each subscriber's file last said: one that finished has removed
-  // its file, and the progress line must not then read "delivered 0".
-  struct Seen {
-    bool valid = false;
-    uint64_t delivered = 0, gaps = 0, recovered = 0, snapshots = 0, lag = 0;
-  };
-  std::vector<Seen> seen(kids.size());
-  uint64_t pub_published = 0, rate = 0, seq = 0;  // the publisher's file, as last read
   bool timed_out = false, stopped = false, interrupted = false;
   for (;;) {
-    bool all = true;
-    for (auto& c : kids) all &= c.proc.reaped();
-    if (all) break;
+    if (runtime::all_reaped(procs)) break;
     const uint64_t now = monotonic_ns();
     if (g_stop.requested() && !stopped) {
       // Only the publisher is told: it ends its session, and its subscribers
       // finish with everything it sent (a feed not begun has nothing to finish).
       stopped = true;
-      uint64_t published = 0;
-      try {
-        published = read_stat(kids[0]).get("pub.messages_published");
-      } catch (const Error&) {
-      }
+      const uint64_t published = watch.refresh().published;
       kids[0].proc.signal(SIGTERM);
       fmt::print("{}mdcast demo: stopping: the publisher ends its session and its subscribers finish (stop again to "
                  "end them now)\n", tty && s.demo.progress ? "\n" : "");
@@ -216,65 +201,23 @@ int run_demo(Settings& s, const DemoArgs& a) {
       interrupted |= g_stop.urgent();
       // Each child ends its session and writes its result on SIGTERM; only
       // one that has not done so within 5 s is killed.
-      kill_all(SIGTERM);
-      for (const uint64_t until = now + 5 * kNsPerSec; monotonic_ns() < until;) {
-        bool gone = true;
-        for (auto& c : kids) gone &= c.proc.reaped();
-        if (gone) break;
-        timespec ts{0, 20'000'000};
-        nanosleep(&ts, nullptr);
-      }
-      kill_all(SIGKILL);
-      for (auto& c : kids) c.proc.wait();
+      runtime::terminate_all(procs, 5 * kNsPerSec);
       break;
     }
     if (s.demo.progress && now - last_print >= (tty ? 250 : 1000) * kNsPerMs) {
       last_print = now;
-      uint64_t dmin = UINT64_MAX, dmax = 0, gaps = 0, rec = 0, lag = 0, snaps = 0;
-      // The subscribers first, the publisher last: each file is refreshed on
-      // its own 250 ms timer, so a publisher read first is the staler one.
-      for (size_t i = kids.size(); i-- > 0;) {
-        const Child& c = kids[i];
-        try {
-          auto snap = read_stat(c);
-          if (snap.role == "publisher") {
-            pub_published = snap.get("pub.messages_published");
-            seq = snap.get("pub.last_sequence");
-            const uint64_t ms = snap.get("app.elapsed_ms");
-            rate = ms ? pub_published * 1000 / ms : 0;
-          } else {
-            const uint64_t hi = snap.get("sub.highest_sequence"), nx = snap.get("sub.next_sequence");
-            seen[i] = {true, snap.get("sub.messages_delivered"), snap.get("sub.gaps"),
-                       snap.get("sub.datagrams_recovered"), snap.get("sub.snapshots_applied"),
-                       hi >= nx ? hi - nx + 1 : 0};
-          }
-        } catch (const Error&) {
-        }
-        if (const Seen& v = seen[i]; v.valid) {
-          dmin = std::min(dmin, v.delivered);
-          dmax = std::max(dmax, v.delivered);
-          gaps += v.gaps;
-          rec += v.recovered;
-          snaps += v.snapshots;
-          lag = std::max(lag, v.lag);
-        }
-      }
-      if (dmin == UINT64_MAX) dmin = 0;
-      // Nothing is delivered that was not published: a publisher's file that
-      // is still behind a subscriber's shows at least what was delivered.
-      const uint64_t published = std::max(pub_published, dmax);
+      const stats::FeedProgress& p = watch.refresh();
       const std::string line = fmt::format(
           "  {:5.1f}s  published {:>11} msg ({:>9}/s, seq {:>9})  delivered {:>11}..{:<11} lag {:>5}  gaps {:>5}  recovered {:>6}  snapshots {}",
-          static_cast<double>(now - t0) / 1e9, grouped(published), grouped(rate), seq, grouped(dmin), grouped(dmax), lag,
-          gaps, rec, snaps);
+          static_cast<double>(now - t0) / 1e9, grouped(p.published), grouped(p.rate), p.last_sequence,
+          grouped(p.delivered_min), grouped(p.delivered_max), p.lag, p.gaps, p.recovered, p.snapshots);
       if (tty)
         fmt::print("\r{}\x1b[K", line);
       else
         fmt::print("{}\n", line);
       std::fflush(stdout);
     }
-    timespec ts{0, 20'000'000};
-    nanosleep(&ts, nullptr);
+    sleep_ns(20 * kNsPerMs);
   }
   if (tty && s.demo.progress) fmt::print("\n");
 

@@ -18,7 +18,6 @@
 #include "mdcast/runtime/agent_result.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
-#include "print.hpp"
 #include "settings.hpp"
 #include "runners.hpp"
 

@@ -20,16 +20,20 @@
 #include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/feed/publisher_agent.hpp"
 #include "mdcast/feed/channel_agents.hpp"
+#include "mdcast/feed/message_text.hpp"
 #include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/stats/counters_file.hpp"
+#include "mdcast/stats/text.hpp"
 #include "output.hpp"
-#include "print.hpp"
 #include "settings.hpp"
 #include "exit_codes.hpp"
 
 namespace mdcast::app {
+
+using stats::format_latency;
+using stats::grouped;
 
 StopFlag g_stop;
 
@@ -49,7 +53,8 @@ struct AppTotals {
   uint64_t delivered = 0;
   bool print = false;
   bool progress = false;  // a progress line is on stderr: an event line clears it first
-  MessagePrinter printer;
+  feed::MessageText text;
+  std::string line;  // the last message's, its capacity kept
 };
 
 // One per channel (events name their channel when there are several).
@@ -60,7 +65,10 @@ struct AppHandler {
     AppTotals& t = *totals;
     ++t.delivered;
     if (!d.recovered && d.receive_time_ns > d.send_time_ns) t.latency.record(d.receive_time_ns - d.send_time_ns);
-    if (t.print) print_noexcept(stdout, [&] { t.printer.print(m, d); });
+    if (!t.print) return;
+    t.line.clear();
+    t.text.append(t.line, m, d.sequence, d.recovered);
+    print_noexcept(stdout, [&] { fmt::print("{}", t.line); });
   }
   void on_snapshot(uint32_t inst, const book::BookSet* b) noexcept {
     if (totals->print && b && b->book(inst).instrument_seq() > 0)
@@ -118,7 +126,7 @@ int subscribe(Settings& s) {
   };
   AppTotals h;
   h.print = s.sub.print;
-  if (h.print) h.printer = MessagePrinter(s.feed.max_instruments);
+  if (h.print) h.text = feed::MessageText(s.feed.max_instruments);
   std::vector<std::unique_ptr<AppHandler>> handlers;
   for (uint32_t k = 0; k < n; ++k)
     handlers.push_back(std::make_unique<AppHandler>(

@@ -9,7 +9,11 @@
 #include <filesystem>
 #include <utility>
 
+#include <fmt/format.h>
+
+#include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
+#include "mdcast/stats/counters_file.hpp"
 
 extern char** environ;
 
@@ -93,6 +97,34 @@ std::string ChildProcess::log_tail(size_t lines) const {
   std::string out;
   for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "    | " + all[i];
   return out;
+}
+
+ChildStart await_running(ChildProcess& child, uint64_t deadline_ns, const StopFlag* stop) {
+  const std::string path = fmt::format("{}/mdcast-{}.stat", stats::stat_dir(), child.pid());
+  for (;;) {
+    try {
+      if (stats::read_counters(path).state == stats::ProcessState::kRunning) return ChildStart::kRunning;
+    } catch (const Error&) {  // not written yet
+    }
+    if (child.reaped()) return ChildStart::kExited;
+    if (stop && stop->requested()) return ChildStart::kStopped;
+    if (monotonic_ns() > deadline_ns) return ChildStart::kTimedOut;
+    sleep_ns(20 * kNsPerMs);
+  }
+}
+
+bool all_reaped(std::span<ChildProcess* const> kids) noexcept {
+  bool all = true;
+  for (ChildProcess* c : kids) all &= c->reaped();
+  return all;
+}
+
+void terminate_all(std::span<ChildProcess* const> kids, uint64_t grace_ns) noexcept {
+  for (ChildProcess* c : kids) c->signal(SIGTERM);
+  for (const uint64_t until = monotonic_ns() + grace_ns; !all_reaped(kids) && monotonic_ns() < until;)
+    sleep_ns(20 * kNsPerMs);
+  for (ChildProcess* c : kids) c->signal(SIGKILL);
+  for (ChildProcess* c : kids) c->wait();
 }
 
 std::string self_executable() {

@@ -16,8 +16,12 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "mdcast/core/stop.hpp"
 
 namespace mdcast::runtime {
 
@@ -53,6 +57,19 @@ class ChildProcess {
   int status_ = -1;
   std::string log_;
 };
+
+// Until the child's counters file (stats/counters_file.hpp) says it is
+// running: what a supervisor waits for before starting what depends on it
+// (a publisher before its subscribers).
+enum class ChildStart { kRunning, kExited, kTimedOut, kStopped };
+[[nodiscard]] ChildStart await_running(ChildProcess& child, uint64_t deadline_ns, const StopFlag* stop = nullptr);
+
+// Whether every child has exited (reaping those that just did); never blocks.
+[[nodiscard]] bool all_reaped(std::span<ChildProcess* const> kids) noexcept;
+// Asks every child still running to stop (SIGTERM: an mdcast process ends
+// its session and writes its result), kills those still running after
+// grace_ns, and returns once all are reaped.
+void terminate_all(std::span<ChildProcess* const> kids, uint64_t grace_ns) noexcept;
 
 // This process's executable (/proc/self/exe), to start more of itself.
 std::string self_executable();
