@@ -51,12 +51,17 @@ std::string long_name(const std::string& names) {
   return at == std::string::npos ? names : names.substr(at, names.find(',', at) - at);
 }
 
-// Adds --flag bound to settings key `key`; --help shows the key's type and
-// default (from a default Settings, so it cannot drift from the code). A key
-// whose default is "not set" says what that means in `help` ("default: ...")
-// or is shown as "default: none".
-void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
+// Adds --flag bound to settings key `key`; --help shows the key's type,
+// default and help (from a default Settings and the key's own text, so they
+// cannot drift from the code; a medium's key says which medium), or `help`
+// where this command means something more by it. A key whose default is
+// "not set" is shown as "default: none" unless the help says what it means.
+void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, std::string help = {}) {
   const SettingInfo info = setting_info(key);
+  if (help.empty()) {
+    const std::string section = key.substr(0, key.find('.'));
+    help = (section == "udp" || section == "verbs" || section == "shm" ? section + ": " : "") + info.help;
+  }
   const bool unset = info.default_text.empty() && help.find("default") == std::string::npos;
   app->add_option_function<std::string>(
          name, [&f, key, where = long_name(name)](const std::string& v) { f.set.push_back({key, v, where}); },
@@ -67,11 +72,11 @@ void flag(CLI::App* app, Flags& f, const std::string& name, const std::string& k
 
 // A boolean --flag bound to settings key `key`: alone it means true;
 // "--flag false" (or =false) sets it off.
-void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key, const std::string& help) {
+void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::string& key) {
   const SettingInfo info = setting_info(key);
   app->add_option_function<std::string>(
          name, [&f, key, where = long_name(name)](const std::string& v) { f.set.push_back({key, v, where}); },
-         fmt::format("{} (alone: true; default: {})", help, info.default_text))
+         fmt::format("{} (alone: true; default: {})", info.help, info.default_text))
       ->type_name("[BOOL]")
       ->expected(0, 1)
       ->default_str("true");
@@ -86,57 +91,70 @@ void set_flag(CLI::App* app, Flags& f) {
 
 void feed_flags(CLI::App* app, Flags& f) {
   set_flag(app, f);
-  flag(app, f, "--medium", "feed.medium", "auto | shm | udp | verbs");
-  flag(app, f, "--name", "feed.name", "feed name (shm ring and control socket derive from it)");
+  flag(app, f, "--medium", "feed.medium");
+  flag(app, f, "--name", "feed.name");
   flag(app, f, "--channel", "feed.channel", "the feed's (first) channel id");
-  flag(app, f, "--channels", "feed.channels", "channels the feed is split over (1-16)");
-  flag(app, f, "--channel-map", "feed.channel_map", "instruments on channel indexes, FIRST[-LAST]:INDEX,... (default: all by a stable hash)");
-  flag(app, f, "--max-instruments", "feed.max_instruments", "instrument id space of the books");
-  flag(app, f, "--max-orders", "feed.max_orders", "resting orders the books can hold");
-  flag(app, f, "--idle", "feed.idle", "spin | yield | backoff | sleep | block");
+  flag(app, f, "--channels", "feed.channels");
+  flag(app, f, "--channel-map", "feed.channel_map");
+  flag(app, f, "--max-instruments", "feed.max_instruments");
+  flag(app, f, "--max-orders", "feed.max_orders");
+  flag(app, f, "--idle", "feed.idle");
   flag(app, f, "--control", "feed.control", "control address override (unix:@name, tcp:host:port; default: derived from --name and the medium)");
-  flag(app, f, "--shm-slots", "shm.slots", "shm ring slots");
+  flag(app, f, "--shm-slots", "shm.slots");
   flag(app, f, "--device", "verbs.device", "verbs: RDMA device (default: the one owning --local-ip)");
-  flag(app, f, "--gid-index", "verbs.gid_index", "verbs: GID index (1 = RoCE v2 IPv4 on rxe/mlx5)");
+  flag(app, f, "--gid-index", "verbs.gid_index");
   flag(app, f, "--local-ip", "verbs.local_ip", "verbs: local IPv4 address of the RDMA netdev (default: --device's, or the only RoCE IPv4 GID)");
-  flag(app, f, "--group", "verbs.group", "verbs: multicast group address");
-  flag(app, f, "--qkey", "verbs.qkey", "verbs: QKey shared by the group");
+  flag(app, f, "--group", "verbs.group");
+  flag(app, f, "--qkey", "verbs.qkey");
   flag(app, f, "--control-ip", "verbs.control_ip", "verbs: publisher's control address (default for a publisher: --local-ip)");
-  flag(app, f, "--control-port", "verbs.control_port", "verbs: RC control port");
-  flag(app, f, "--shm-dir", "shm.dir", "shm ring directory (default: /dev/hugepages if it has room, else /dev/shm)");
-  flag(app, f, "--udp-group", "udp.group", "udp: rail A's multicast GROUP:PORT");
-  flag(app, f, "--interface", "udp.interface", "udp: interface name or IPv4 address (default lo)");
-  flag(app, f, "--rail-b", "udp.rail_b", "udp: a second rail GROUP:PORT[@IFACE] (A/B feed; default: none, one rail)");
+  flag(app, f, "--control-port", "verbs.control_port");
+  flag(app, f, "--shm-dir", "shm.dir");
+  flag(app, f, "--udp-group", "udp.group");
+  flag(app, f, "--interface", "udp.interface");
+  flag(app, f, "--rail-b", "udp.rail_b");
+}
+
+// What every publisher of a feed takes (publish, replay; a relay the part
+// that leaves its datagrams the upstream's).
+void engine_flags(CLI::App* app, Flags& f, bool relay = false) {
+  flag(app, f, "--max-datagram", "publisher.max_datagram");
+  flag(app, f, "--retransmit-bytes", "publisher.retransmit_bytes");
+  flag(app, f, "--linger", "publisher.linger");
+  flag(app, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600; default: none, an open feed)");
+  if (relay) return;
+  flag(app, f, "--flush-interval", "publisher.flush_interval");
+  bool_flag(app, f, "--crc", "publisher.crc");
 }
 
 void publisher_flags(CLI::App* app, Flags& f) {
-  flag(app, f, "--rate", "publisher.rate", "synthetic messages/s (e.g. 100k, 1M)");
-  flag(app, f, "--duration", "publisher.duration", "how long to publish (e.g. 10s)");
-  flag(app, f, "--instrument-count", "publisher.instruments", "synthetic instruments (ids 0 to N-1)");
-  flag(app, f, "--seed", "publisher.seed", "order-flow seed");
-  flag(app, f, "--max-datagram", "publisher.max_datagram", "datagram size limit");
-  flag(app, f, "--flush-interval", "publisher.flush_interval", "longest a partly filled datagram waits");
-  flag(app, f, "--heartbeat-interval", "publisher.heartbeat_interval", "idle time before a heartbeat");
-  flag(app, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
-  flag(app, f, "--pacing", "publisher.pacing", "none | fixed | slowest");
-  flag(app, f, "--pacing-rate", "publisher.pacing_rate", "fixed pacing rate");
-  flag(app, f, "--linger", "publisher.linger", "serve recovery this long after the end");
-  bool_flag(app, f, "--crc", "publisher.crc", "CRC-32C in every datagram");
-  flag(app, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600; default: none, an open feed)");
+  flag(app, f, "--rate", "publisher.rate");
+  flag(app, f, "--duration", "publisher.duration");
+  flag(app, f, "--instrument-count", "publisher.instruments");
+  flag(app, f, "--seed", "publisher.seed");
+  flag(app, f, "--heartbeat-interval", "publisher.heartbeat_interval");
+  flag(app, f, "--pacing", "publisher.pacing");
+  flag(app, f, "--pacing-rate", "publisher.pacing_rate");
+}
+
+// How a subscriber proves itself and when it gives up (subscribe, record).
+void subscription_flags(CLI::App* app, Flags& f) {
+  flag(app, f, "--identity", "subscriber.identity", "identity proven to the publisher (default: the secret file's only line)");
+  flag(app, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600; default: none, an open feed)");
+  flag(app, f, "--wait", "subscriber.wait");
+  flag(app, f, "--give-up", "subscriber.give_up");
 }
 
 void subscriber_flags(CLI::App* app, Flags& f, bool demo) {
   flag(app, f, "--instruments", "subscriber.instruments",
-       demo ? "the instruments every subscriber takes: all | ids such as 0-9,20" : "all | ids such as 0-9,20");
-  flag(app, f, "--identity", "subscriber.identity", "identity proven to the publisher (default: the secret file's only line)");
-  flag(app, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600; default: none, an open feed)");
-  bool_flag(app, f, "--verify", "subscriber.verify", "check books against heartbeat checksums");
-  if (!demo) bool_flag(app, f, "--print", "subscriber.print", "print every delivered message");
-  flag(app, f, "--capacity", "subscriber.capacity", "capacity reported for slowest pacing (msg/s)");
-  flag(app, f, "--inject-loss", "subscriber.inject_loss", "drop this fraction of datagrams on arrival");
-  if (!demo) flag(app, f, "--duration", "subscriber.duration", "stop after this long (default: end of session)");
-  flag(app, f, "--wait", "subscriber.wait", "how long to wait for the publisher");
-  flag(app, f, "--give-up", "subscriber.give_up", "exit after the publisher is silent this long");
+       demo ? "the instruments every subscriber takes: all | ids such as 0-9,20" : "");
+  subscription_flags(app, f);
+  bool_flag(app, f, "--verify", "subscriber.verify");
+  flag(app, f, "--capacity", "subscriber.capacity");
+  flag(app, f, "--inject-loss", "subscriber.inject_loss");
+  if (demo) return;
+  bool_flag(app, f, "--print", "subscriber.print");
+  flag(app, f, "--duration", "subscriber.duration");
+  flag(app, f, "--result", "subscriber.result");
 }
 
 }  // namespace
@@ -157,8 +175,9 @@ int main(int argc, char** argv) {
   auto* pub = app.add_subcommand("publish", "run a publisher of synthetic order flow");
   feed_flags(pub, f);
   publisher_flags(pub, f);
-  flag(pub, f, "--result", "publisher.result", "write a result file at the end");
-  flag(pub, f, "--wait-subscribers", "publisher.wait_subscribers", "hold publishing until this many have subscribed");
+  engine_flags(pub, f);
+  flag(pub, f, "--result", "publisher.result");
+  flag(pub, f, "--wait-subscribers", "publisher.wait_subscribers");
   flag(pub, f, "--threads", "publisher.threads",
        "publishing threads, each its share of the channels (0: one per --cpu entry, else 1)");
   flag(pub, f, "--cpu", "publisher.cpus", "CPUs for the publishing threads, one each (0,1 or 2-5; default: not pinned)");
@@ -166,21 +185,20 @@ int main(int argc, char** argv) {
   auto* sub = app.add_subcommand("subscribe", "run a subscriber with exact delivery and book verification");
   feed_flags(sub, f);
   subscriber_flags(sub, f, false);
-  flag(sub, f, "--result", "subscriber.result", "write a result file at the end");
-  flag(sub, f, "--cpu", "subscriber.cpu", "CPU for the subscriber's thread (none: not pinned)");
+  flag(sub, f, "--cpu", "subscriber.cpu");
 
   auto* demo = app.add_subcommand("demo", "one publisher and N subscriber processes, live progress, final report");
   feed_flags(demo, f);
   publisher_flags(demo, f);
+  engine_flags(demo, f);
   subscriber_flags(demo, f, true);
-  flag(demo, f, "--subscribers,-n", "demo.subscribers", "subscriber processes (default 4)");
-  flag(demo, f, "--threads", "publisher.threads",
-       "the publisher's threads, each its share of the channels (0: one)");
-  flag(demo, f, "--cpu", "demo.cpus", "CPUs: the publisher's threads first, then one per subscriber (default: not pinned)");
+  flag(demo, f, "--subscribers,-n", "demo.subscribers");
+  flag(demo, f, "--threads", "publisher.threads", "the publisher's threads, each its share of the channels (0: one)");
+  flag(demo, f, "--cpu", "demo.cpus");
   flag(demo, f, "--loss", "demo.loss", "loss injected into subscriber 1 (e.g. 0.01 or 1%)");
-  flag(demo, f, "--cut-rail-a", "demo.cut_rail_a", "udp with --rail-b: subscriber 1 loses rail A for this long (e.g. 3s)");
-  bool_flag(demo, f, "--keep", "demo.keep", "keep the run directory (logs, result files)");
-  bool_flag(demo, f, "--progress", "demo.progress", "live progress line");
+  flag(demo, f, "--cut-rail-a", "demo.cut_rail_a");
+  bool_flag(demo, f, "--keep", "demo.keep");
+  bool_flag(demo, f, "--progress", "demo.progress");
 
   StatArgs stat_args;
   auto* stat = app.add_subcommand("stat", "live counters of running mdcast processes");
@@ -266,11 +284,8 @@ int main(int argc, char** argv) {
   rec->add_option("--min-free", record_args.min_free,
                   "refuse to start with less free disk (default: 256MiB, or --rotate-size if larger)")
       ->type_name("SIZE");
-  flag(rec, f, "--identity", "subscriber.identity", "identity proven to the publisher (default: the secret file's only line)");
-  flag(rec, f, "--secret-file", "subscriber.secret_file", "file with the identity's secret (chmod 600; default: none, an open feed)");
-  flag(rec, f, "--duration", "subscriber.duration", "stop after this long (default: end of session)");
-  flag(rec, f, "--wait", "subscriber.wait", "how long to wait for the publisher");
-  flag(rec, f, "--give-up", "subscriber.give_up", "exit after the publisher is silent this long");
+  subscription_flags(rec, f);
+  flag(rec, f, "--duration", "subscriber.duration");
   flag(rec, f, "--result", "subscriber.result", "write a result file (the recorder's books) at the end");
 
   ReplayArgs replay_args;
@@ -282,13 +297,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rep->add_option("--from", replay_args.from, "start at a sequence (12345), a UTC time (2026-12-01T17:00:00Z) or an "
                                               "offset (30s); the books before it are published first (default: the start)");
-  flag(rep, f, "--max-datagram", "publisher.max_datagram", "datagram size limit");
-  flag(rep, f, "--flush-interval", "publisher.flush_interval", "longest a partly filled datagram waits");
-  flag(rep, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
-  flag(rep, f, "--linger", "publisher.linger", "serve recovery this long after the end");
-  bool_flag(rep, f, "--crc", "publisher.crc", "CRC-32C in every datagram");
-  flag(rep, f, "--secrets", "publisher.secrets", "secrets file: clients must prove an identity (chmod 600; default: none, an open feed)");
-  flag(rep, f, "--result", "publisher.result", "write a result file at the end");
+  engine_flags(rep, f);
+  flag(rep, f, "--result", "publisher.result");
   flag(rep, f, "--wait-subscribers", "publisher.wait_subscribers", "hold the replay until this many have subscribed");
 
   // The relay's own flags are its downstream side (a publisher's); --from-*
@@ -298,10 +308,7 @@ int main(int argc, char** argv) {
   auto* rel = app.add_subcommand("relay", "subscribe to a feed and publish it again on another medium, with the "
                                           "origin's session and sequence numbers (docs/operations.md)");
   feed_flags(rel, f);
-  flag(rel, f, "--max-datagram", "publisher.max_datagram", "datagram size limit (at least the upstream's)");
-  flag(rel, f, "--retransmit-bytes", "publisher.retransmit_bytes", "retransmit ring size");
-  flag(rel, f, "--linger", "publisher.linger", "serve recovery this long after the end");
-  flag(rel, f, "--secrets", "publisher.secrets", "secrets file: downstream clients must prove an identity (chmod 600; default: none, an open feed)");
+  engine_flags(rel, f, true);
   flag(rel, f, "--result", "publisher.result", "write a result file (the relay's books) at the end");
   flag(rel, f, "--cpu", "publisher.cpus", "CPU for the relay's thread (default: not pinned)");
   flag(rel, f, "--wait-subscribers", "publisher.wait_subscribers",
