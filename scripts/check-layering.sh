@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The library's includes run one way (docs/architecture.md):
 #
-#   core <- wire <- book, history <- media contract, media/<name> <- feed <- record, stats, doctor <- runtime, settings
+#   core <- wire <- book, history <- media contract, media/<name> <- feed <- record, stats, doctor <- runtime <- settings
 #
 # A module's headers and sources (include/mdcast/<module>/, src/<module>/)
 # include only the modules its row below allows; media never include feed.
@@ -24,7 +24,7 @@ declare -A allowed=(
   [stats]="core wire book history media feed stats"
   [doctor]="core wire book history media feed stats doctor"
   [runtime]="core wire book history media feed record stats runtime"
-  [settings]="core wire book history media feed record stats doctor settings"
+  [settings]="core wire book history media feed record stats doctor runtime settings"
 )
 
 bad=0

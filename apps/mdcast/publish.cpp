@@ -9,20 +9,19 @@
 
 #include "app_counters.hpp"
 #include "exit_codes.hpp"
-#include "mdcast/book/synthetic_source.hpp"
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
-#include "mdcast/feed/paced_loop.hpp"
 #include "mdcast/runtime/pair_member.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
+#include "mdcast/runtime/synthetic.hpp"
 #include "settings.hpp"
 #include "runners.hpp"
 
 namespace mdcast::app {
 namespace {
 
-book::SyntheticConfig synthetic_config(const Settings& s) {
+book::SyntheticConfig synthetic_shape(const Settings& s) {
   if (s.pub.boundaries == feed::Boundaries::kInput && !s.pub.packet_messages)
     fail_usage("publisher.boundaries=input: the synthetic flow ends a datagram only where one of its packets ends; "
                "set publisher.packet_messages (messages per packet, at most)");
@@ -96,21 +95,13 @@ bool hand_over(const Settings& s, uint64_t session, Lane& lane) {
 template <class E>
 int publish(Settings& s) {
   using Runtime = runtime::PublisherRuntime<typename E::Publisher, typename E::Door>;
-  const book::SyntheticConfig synthetic = synthetic_config(s);
+  const runtime::SyntheticPlan synthetic{generator_config(s), synthetic_shape(s), s.pub.rate, s.pub.duration_ns,
+                                         s.feed.idle, s.feed.idle_params};
   uint64_t session = 0;
   auto peer = follow_peer<E>(s, session);
   if (!session) session = pick_session(s);
-  runtime::PublisherPlan plan;
-  plan.map = channel_map(s);
-  plan.threads = publishing_threads(s);
-  plan.cpus = s.pub.cpus;
-  plan.engine = publisher_config(s, session);  // refuses bad settings before any thread starts
-  plan.control = control_config(s);
-  plan.agent = {s.feed.control_poll_ns};
-  plan.wait_subscribers = s.pub.wait_subscribers;
-  plan.linger_ns = s.pub.linger_ns;
-  plan.stop = &g_stop;
-  plan.counters = {"publisher", s.feed.name, std::string(E::kName), {{"app", AppPubCounters::kInfo}}};
+  runtime::PublisherPlan plan = publisher_plan(s, session, E::kName);  // refuses bad settings before any thread starts
+  plan.counters.extra = {{"app", AppPubCounters::kInfo}};
   const uint32_t n = plan.map.count();
   const bool many = n > 1;
 
@@ -132,61 +123,25 @@ int publish(Settings& s) {
 
   typename Runtime::Hooks hooks;
   hooks.publish = [&](typename Runtime::Lane& lane) {
-    std::vector<uint32_t> ids;  // the synthetic instruments on this thread's channels
-    for (uint32_t i = 0; i < s.pub.instruments; ++i)
-      if (std::find(lane.channels().begin(), lane.channels().end(), plan.map.of(i)) != lane.channels().end())
-        ids.push_back(i);
-    feed::Pace pace;
-    pace.rate = s.pub.rate * static_cast<double>(ids.size()) / std::max<uint32_t>(1, s.pub.instruments);
-    pace.start_ns = lane.t0();
-    pace.end_ns = lane.t0() + s.pub.duration_ns;
-    pace.idle = s.feed.idle;
-    pace.idle_params = s.feed.idle_params;
-    if (ids.empty()) {
-      // Channels no synthetic instrument is on: heartbeats only, for the duration.
-      while (!lane.stopping() && monotonic_ns() < pace.end_ns) {
-        lane.publisher().do_work(monotonic_ns());
-        sleep_ns(kNsPerMs);
-      }
-      return feed::PaceResult{0, monotonic_ns()};
+    runtime::SyntheticLane flow(lane, plan.map, synthetic);
+    if (!peer || !flow.source()) return flow.run(lane.t0());
+    // Quietly to where the peer is, then on the timeline from there.
+    auto* app = rt.counters_file() ? rt.counters_file()->template section<AppPubCounters>(2) : nullptr;
+    if (app) app->pair_role.set(1);
+    const runtime::CatchUp c = runtime::catch_up(lane.publisher().agent(0), *flow.source(), *peer, &g_stop);
+    peer->leave();
+    if (app) {
+      app->pair_catch_up_ms.set(c.ns / kNsPerMs);
+      app->pair_joined_at.set(c.through + 1);
+      app->pair_role.set(2);
     }
-    book::GeneratorConfig gc = generator_config(s);
-    gc.seed = s.pub.seed + lane.thread();
-    if (ids.size() != s.pub.instruments) gc.ids = ids;
-    book::SyntheticSource src(gc, synthetic);
-    if (peer) {
-      // Quietly to where the peer is, then on the timeline from there.
-      auto* app = rt.counters_file() ? rt.counters_file()->template section<AppPubCounters>(2) : nullptr;
-      if (app) app->pair_role.set(1);
-      const runtime::CatchUp c = runtime::catch_up(lane.publisher().agent(0), src, *peer, &g_stop);
-      peer->leave();
-      if (app) {
-        app->pair_catch_up_ms.set(c.ns / kNsPerMs);
-        app->pair_joined_at.set(c.through + 1);
-        app->pair_role.set(2);
-      }
-      fmt::print(stderr,
-                 "mdcast publish: pair member: caught up with the peer in {:.0f} ms: replayed {} messages, "
-                 "sequences 1-{} (the peer's were at {}); publishing from {}\n",
-                 static_cast<double>(c.ns) / 1e6, c.messages, c.through, c.peer_last, c.through + 1);
-      if (c.refused != feed::PublishResult::kOk)
-        return feed::PaceResult{c.messages, monotonic_ns(), c.refused};
-      pace.already = c.messages;
-      pace.start_ns = monotonic_ns();
-      if (c.stopped) return feed::PaceResult{c.messages, pace.start_ns};
-    }
-    struct Hooks {
-      typename Runtime::Lane& lane;
-      const book::SyntheticSource& src;
-      bool on_round(uint64_t now, uint64_t) noexcept {
-        lane.report(now);
-        lane.progress.store(src.produced(), std::memory_order_relaxed);
-        return !lane.stopping();
-      }
-    } round{lane, src};
-    const feed::PaceResult r = feed::run_paced(lane.publisher(), src, pace, round);
-    lane.progress.store(src.produced(), std::memory_order_relaxed);
-    return r;
+    fmt::print(stderr,
+               "mdcast publish: pair member: caught up with the peer in {:.0f} ms: replayed {} messages, "
+               "sequences 1-{} (the peer's were at {}); publishing from {}\n",
+               static_cast<double>(c.ns) / 1e6, c.messages, c.through, c.peer_last, c.through + 1);
+    if (c.refused != feed::PublishResult::kOk) return feed::PaceResult{c.messages, monotonic_ns(), c.refused};
+    if (c.stopped) return feed::PaceResult{c.messages, monotonic_ns()};
+    return flow.run(monotonic_ns(), c.messages);
   };
   if constexpr (requires { E::peer_settings(s); }) {
     if (!s.pair.peer.empty()) hooks.hand_over = [&](typename Runtime::Lane& lane) { return hand_over<E>(s, session, lane); };

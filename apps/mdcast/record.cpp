@@ -6,16 +6,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "app_counters.hpp"
 #include "exit_codes.hpp"
-#include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/resources.hpp"
-#include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/record/recorder.hpp"
-#include "mdcast/runtime/agent_result.hpp"
+#include "mdcast/runtime/subscriber_runtime.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "record_commands.hpp"
 #include "settings.hpp"
@@ -33,90 +32,58 @@ struct RecordHandler : record::Recorder {
   }
 };
 
-template <class Medium>
-int record_loop(Settings& s, record::WriterOptions wo, Medium& medium, std::string_view medium_name) {
-  MirroredCounters medium_counters(medium.counter_groups());
-  std::vector<stats::Section> sections{{"sub", feed::SubscriberCounters::kInfo},
-                                       {"rec", record::RecordCounters::kInfo}};
-  medium_counters.add_sections(sections);
-  stats::CountersFile cf("recorder", s.feed.name, std::string(medium_name), sections);
-  auto* rc = cf.section<record::RecordCounters>(1);
-  RecordHandler rec(std::move(wo), rc);
-  feed::SubscriberAgentOptions opts{s.feed.control_poll_ns, s.feed.idle};
-  opts.idle_params = s.feed.idle_params;
-  feed::SubscriberAgent<Medium, RecordHandler> agent(medium, subscriber_config(s), rec,
-                                                     cf.section<feed::SubscriberCounters>(0), opts);
-  rec.attach(agent.subscriber().books());
-  const record::RecordingWriter& writer = rec.writer();
-  cf.set_state(stats::ProcessState::kRunning);
-  fmt::print(stderr, "mdcast record: {}; into {}{}\n", medium.describe(), writer.current_file(),
+// The library's SubscriberRuntime with the recorder as its handler; the
+// counters file says "recorder" and has the recorder's "rec" section.
+template <class E>
+int record_feed(Settings& s, record::WriterOptions wo) {
+  using Runtime = runtime::SubscriberRuntime<media::fault::FaultyMedium<typename E::Subscriber>, RecordHandler>;
+  runtime::SubscriberPlan plan = subscriber_plan(s, E::kName);
+  plan.role = "recorder";
+  plan.sections = {{"rec", record::RecordCounters::kInfo}};
+  std::optional<RecordHandler> rec;  // its counters are in the file the runtime makes
+  Runtime rt(std::move(plan), [&](uint32_t) -> RecordHandler& { return *rec; },
+             [&s](uint32_t k) { return open_faulty<E>(s, k); });
+  auto* rc = rt.template section<record::RecordCounters>(0);
+  rec.emplace(std::move(wo), rc);
+  const record::RecordingWriter& writer = rec->writer();
+  fmt::print(stderr, "mdcast record: {}; into {}{}\n", rt.described(), writer.current_file(),
              writer.options().rotate_bytes || writer.options().rotate_ns ? " (rotating)" : "");
-  agent.start();
-  const uint64_t t0 = monotonic_ns();
-  std::string outcome = "ok";
-  struct Hooks {
-    decltype(agent)& ag;
-    Medium& m;
-    RecordHandler& rec;
-    const Settings& s;
-    uint64_t t0;
-    std::string& outcome;
-    stats::CountersFile& cf;
-    MirroredCounters& mc;
-    uint64_t last_stats = 0;
-    bool on_control_round(uint64_t now) {
-      // A control round is every control_poll_ns (100 us): the counters file a few times a second is enough.
-      if (now - last_stats > 250 * kNsPerMs) {
-        last_stats = now;
-        cf.touch(now);
-        mc.refresh(cf);
-      }
-      rec.learn_source(m);
-      if (g_stop.requested()) return false;
-      if (rec.failed()) {
-        outcome = "error: " + rec.writer().error();
-        return false;
-      }
-      return !subscriber_done(ag, s, t0, now, outcome);
-    }
-  } hooks{agent, medium, rec, s, t0, outcome, cf, medium_counters};
-  agent.run(hooks);
+  typename Runtime::RunHooks hooks;
+  hooks.started = [&](Runtime& r) { rec->attach(r.channels().agent(0).subscriber().books()); };
+  hooks.round = [&](uint64_t, std::string& error) {
+    rec->learn_source(rt.channels().medium(0));
+    if (rec->failed()) error = rec->writer().error();
+    return !rec->failed();
+  };
+  const auto out = rt.run(hooks);
   std::string write_error;
   try {
-    rec.close();
+    rec->close();
   } catch (const Error& e) {
     write_error = e.what();
   }
-  medium_counters.refresh(cf);
-  const auto& sub = agent.subscriber();
-  const bool clean = (outcome == "ok" || outcome == "duration") && write_error.empty() && rec.replayable();
-  cf.set_state(clean ? stats::ProcessState::kFinished : stats::ProcessState::kFailed);
-
-  if (!s.sub.result.empty()) {
-    RunResult r = runtime::subscriber_result(agent);
-    r.name = s.feed.name;
-    r.medium = medium_name;
-    r.outcome = g_stop.requested() ? "interrupted" : outcome;
-    r.seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
-    r.messages = rec.delivered();
-    dump_counters(*rc, "rec.", r.counters);
-    write_result(s.sub.result, r);
-  }
+  const bool stopped = out.ending == runtime::SubscriberEnding::kStopped;
+  const bool ended = out.ending == runtime::SubscriberEnding::kEnded || out.ending == runtime::SubscriberEnding::kDuration;
+  const bool clean = ended && write_error.empty() && rec->replayable();
+  RunResult r = rt.result(out);
+  r.messages = rec->delivered();
+  dump_counters(*rc, "rec.", r.counters);
+  if (!s.sub.result.empty()) write_result(s.sub.result, r);
   fmt::print(stderr,
              "mdcast record: {} (session {:016x}): {} datagrams through sequence {} in {} file(s) from {} ({}); {} "
              "gap marker(s), {} not recorded\n",
-             g_stop.requested() ? "interrupted" : clean || outcome != "ok" ? outcome : "incomplete", sub.session(),
-             rc->datagrams.get(), rec.last_sequence(), writer.files(),
-             record::recording_file(writer.options().base, 0), format_bytes(writer.bytes()), rc->gap_markers.get(),
-             rc->dropped.get());
+             clean || r.outcome != "ok" ? r.outcome : "incomplete", r.session, rc->datagrams.get(), rec->last_sequence(),
+             writer.files(), record::recording_file(writer.options().base, 0), format_bytes(writer.bytes()),
+             rc->gap_markers.get(), rc->dropped.get());
   if (!write_error.empty()) fmt::print(stderr, "mdcast record: {}\n", write_error);
   if (rc->gap_markers.get())
     fmt::print(stderr, "mdcast record: the recording has {} gap(s) (a snapshot replaced datagrams, or it began after "
                        "sequence 1){}; start the recorder before the publisher (publish --wait-subscribers) for a "
                        "whole session\n", rc->gap_markers.get(),
-               rec.images() ? ", each followed by the books the snapshot gave (a replay goes on from them)" : "");
-  if (g_stop.requested()) return exit_code::kInterrupted;
-  if (outcome == "publisher-lost") return rc->datagrams.get() ? exit_code::kDataLost : exit_code::kSetup;
+               rec->images() ? ", each followed by the books the snapshot gave (a replay goes on from them)" : "");
+  if (stopped) return exit_code::kInterrupted;
+  if (out.ending == runtime::SubscriberEnding::kPublisherLost)
+    return rc->datagrams.get() ? exit_code::kDataLost : exit_code::kSetup;
   return clean ? exit_code::kOk : exit_code::kDataLost;
 }
 
@@ -154,15 +121,7 @@ int run_record(Settings& s, const RecordArgs& a) {
   if (s.feed.channels > 1)
     fail_usage("record takes one channel, and the feed has {} (feed.channels): one recorder per channel "
                "is not built yet", s.feed.channels);
-  return with_medium(s.feed.medium, [&](auto entry) {
-    using E = decltype(entry);
-    auto medium = E::subscriber(s);
-    // Through the fault injector, as `mdcast subscribe` is: the tests record
-    // with loss to show that recovered datagrams are recorded in order.
-    media::fault::FaultyMedium<typename E::Subscriber> faulty(*medium,
-                                                              injected_faults(s, static_cast<uint64_t>(::getpid())));
-    return record_loop(s, std::move(wo), faulty, E::kName);
-  });
+  return with_medium(s.feed.medium, [&](auto entry) { return record_feed<decltype(entry)>(s, std::move(wo)); });
 }
 
 }  // namespace mdcast::app

@@ -38,20 +38,12 @@ int relay(Settings& s, const Settings& up_s) {
     return exit_code::kSetup;
   }
 
-  runtime::PublisherPlan plan;
-  plan.map = channel_map(s);
-  plan.threads = 1;
-  plan.cpus = s.pub.cpus;
-  plan.engine = runtime::relay_engine(publisher_config(s, session), session);
-  plan.control = control_config(s);
-  plan.agent = {s.feed.control_poll_ns};
-  // Held until this many subscribed downstream: the upstream subscription
-  // begins then, and recovers from the session's start what came before.
-  plan.wait_subscribers = s.pub.wait_subscribers;
-  plan.linger_ns = s.pub.linger_ns;
-  plan.stop = &g_stop;
-  plan.counters = {"relay", s.feed.name, std::string(Down::kName),
-                   {{"sub", feed::SubscriberCounters::kInfo}, {"relay", runtime::RelayCounters::kInfo}}};
+  // Held until publisher.wait_subscribers subscribed downstream: the upstream
+  // subscription begins then, and recovers from the session's start what came before.
+  runtime::PublisherPlan plan = publisher_plan(s, session, Down::kName);
+  plan.engine = runtime::relay_engine(plan.engine, session);
+  plan.counters.role = "relay";
+  plan.counters.extra = {{"sub", feed::SubscriberCounters::kInfo}, {"relay", runtime::RelayCounters::kInfo}};
   Runtime rt(plan, nullptr, [&](uint32_t k, auto) { return Down::publisher(channel_settings<Down>(s, k), session); });
 
   runtime::RelayOutcome outcome;

@@ -45,15 +45,8 @@ int replay(Settings& s, const ReplayArgs& a) {
   using Runtime = runtime::PublisherRuntime<typename E::Publisher, typename E::Door>;
   const record::ReplayOptions o = replay_options(a);
   const uint64_t session = pick_session(s);
-  runtime::PublisherPlan plan;
-  plan.map = channel_map(s);
-  plan.engine = publisher_config(s, session);
-  plan.control = control_config(s);
-  plan.agent = {s.feed.control_poll_ns};
-  plan.wait_subscribers = s.pub.wait_subscribers;
-  plan.linger_ns = s.pub.linger_ns;
-  plan.stop = &g_stop;
-  plan.counters = {"publisher", s.feed.name, std::string(E::kName), {{"rep", record::ReplayCounters::kInfo}}};
+  runtime::PublisherPlan plan = publisher_plan(s, session, E::kName);
+  plan.counters.extra = {{"rep", record::ReplayCounters::kInfo}};
   Runtime rt(plan, nullptr, [&](uint32_t, auto) { return E::publisher(s, session); });
 
   if (o.from.seq)

@@ -94,36 +94,15 @@ struct AppHandler {
 // per poll, not per datagram, when no fault is configured).
 template <class E>
 int subscribe(Settings& s) {
-  using Inner = typename E::Subscriber;
-  using Medium = media::fault::FaultyMedium<Inner>;
+  using Medium = media::fault::FaultyMedium<typename E::Subscriber>;
   using Runtime = runtime::SubscriberRuntime<Medium, AppHandler>;
-  runtime::SubscriberPlan plan;
-  plan.map = channel_map(s);
-  plan.engine = subscriber_config(s);
-  plan.agent = {s.feed.control_poll_ns, s.feed.idle};
-  plan.agent.idle_params = s.feed.idle_params;
-  plan.limits = subscriber_limits(s);
-  plan.first_channel = s.feed.channel;
-  plan.name = s.feed.name;
-  plan.medium = E::kName;
+  runtime::SubscriberPlan plan = subscriber_plan(s, E::kName);
   plan.sections = {{"app", AppSubCounters::kInfo}};
   plan.histograms = {std::string(kLatencyHistogram)};
   const uint32_t n = plan.map.count();
   const bool many = n > 1;
   if (s.sub.cpu >= 0) pin_this_thread(s.sub.cpu);
 
-  struct Both {  // teardown: the injector, then the medium it wraps
-    Both(std::unique_ptr<Inner> i, const media::fault::FaultProfile& f) : inner(std::move(i)), faulty(*inner, f) {}
-    std::unique_ptr<Inner> inner;
-    Medium faulty;
-  };
-  auto open = [&s, many](uint32_t k) -> std::shared_ptr<Medium> {
-    const Settings cs = channel_settings<E>(s, k);
-    auto make = [&] { return E::subscriber(cs); };
-    auto inner = many ? with_context(fmt::format("channel {}", cs.feed.channel), make) : make();
-    auto both = std::make_shared<Both>(std::move(inner), injected_faults(s, static_cast<uint64_t>(::getpid()) + k));
-    return std::shared_ptr<Medium>(both, &both->faulty);
-  };
   AppTotals h;
   h.print = s.sub.print;
   if (h.print) h.text = feed::MessageText(s.feed.max_instruments);
@@ -131,7 +110,8 @@ int subscribe(Settings& s) {
   for (uint32_t k = 0; k < n; ++k)
     handlers.push_back(std::make_unique<AppHandler>(
         AppHandler{&h, many ? fmt::format("channel {}: ", s.feed.channel + k) : std::string()}));
-  Runtime rt(std::move(plan), [&](uint32_t k) -> AppHandler& { return *handlers[k]; }, open);
+  Runtime rt(std::move(plan), [&](uint32_t k) -> AppHandler& { return *handlers[k]; },
+             [&s](uint32_t k) { return open_faulty<E>(s, k); });
 
   std::string joined;
   for (uint32_t k : rt.joined()) joined += (joined.empty() ? "" : ",") + std::to_string(s.feed.channel + k);

@@ -7,7 +7,14 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "mdcast/core/error.hpp"
 #include "mdcast/core/stop.hpp"
+#include "mdcast/media/fault/fault.hpp"
 #include "mdcast/runtime/result_file.hpp"
 #include "mdcast/runtime/subscriber_runtime.hpp"
 #include "settings.hpp"
@@ -32,24 +39,22 @@ int run_subscribe(Settings& s);
 // `mdcast relay` (relay.cpp): s is its downstream (a publisher's settings), upstream the feed it subscribes to.
 int run_relay(Settings& s, const Settings& upstream);
 
-// When a subscriber gives up (subscriber.duration, .wait, .give_up; the stop flag).
-inline runtime::SubscriberLimits subscriber_limits(const Settings& s) {
-  return {s.feed.stop, s.sub.duration_ns, s.sub.wait_ns, s.sub.give_up_ns};
-}
-
-// Whether a subscriber's own loop (record) should end at `now`, and why
-// (`outcome`, a result file's word): its duration reached, refused, the
-// publisher silent; interrupted leaves `outcome` as it was.
-template <class Agent>
-bool subscriber_done(const Agent& a, const Settings& s, uint64_t t0, uint64_t now, std::string& outcome) {
-  runtime::SubscriberEnding why{};
-  std::string error;
-  if (!runtime::subscriber_should_end(a, subscriber_limits(s), t0, now, why, error)) return false;
-  if (why == runtime::SubscriberEnding::kRefused)
-    outcome = "error: " + error;
-  else if (why != runtime::SubscriberEnding::kStopped)
-    outcome = to_string(why);
-  return true;
+// Channel index k's medium as subscribe and record open it: behind the fault
+// injector (subscriber.inject_loss: the tests drop datagrams to show they are
+// recovered; one branch per poll, not per datagram, when no fault is set).
+template <class E>
+std::shared_ptr<media::fault::FaultyMedium<typename E::Subscriber>> open_faulty(const Settings& s, uint32_t k) {
+  using Inner = typename E::Subscriber;
+  struct Both {  // teardown: the injector, then the medium it wraps
+    Both(std::unique_ptr<Inner> i, const media::fault::FaultProfile& f) : inner(std::move(i)), faulty(*inner, f) {}
+    std::unique_ptr<Inner> inner;
+    media::fault::FaultyMedium<Inner> faulty;
+  };
+  const Settings cs = channel_settings<E>(s, k);
+  auto make = [&] { return E::subscriber(cs); };
+  auto inner = s.feed.channels > 1 ? with_context(fmt::format("channel {}", cs.feed.channel), make) : make();
+  auto both = std::make_shared<Both>(std::move(inner), injected_faults(s, static_cast<uint64_t>(::getpid()) + k));
+  return {both, &both->faulty};
 }
 
 }  // namespace mdcast::app

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "mdcast/settings/media.hpp"
+#include "mdcast/settings/plans.hpp"
 #include "mdcast/settings/settings.hpp"
 #include "mdcast/settings/values.hpp"
 

@@ -26,29 +26,13 @@
 namespace mdcast::app {
 namespace {
 
-using stats::printable;
-
-std::string size_text(uint64_t b) {
-  if (b >= 1024 * 1024) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
-  return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024.0);
-}
-
 int clean(const StatArgs& a) {
   stats::CleanOptions o = settings::clean_options();
   o.pids = a.pids;
   o.dry_run = a.dry_run;
   if (!a.shm_dir.empty()) o.ring_dirs = {a.shm_dir};
   const auto r = stats::clean_stale(o);
-  const char* verb = a.dry_run ? "would remove" : "removed";
-  // A socket has no size worth telling.
-  auto size = [](uint64_t b) { return b ? " (" + size_text(b) + ")" : std::string{}; };
-  for (const auto& it : r.removed)
-    fmt::print("{} {}{}: {}\n", verb, printable(it.path), size(it.bytes), printable(it.what));
-  for (const auto& it : r.kept)
-    fmt::print("kept {}{}: {}: {}\n", printable(it.path), size(it.bytes), printable(it.what), printable(it.error));
-  fmt::print("{} {} stale counters file{}, {} shm ring{} and {} control socket{}: {}\n", verb, r.counters_files,
-             r.counters_files == 1 ? "" : "s", r.rings, r.rings == 1 ? "" : "s", r.sockets, r.sockets == 1 ? "" : "s",
-             size_text(r.bytes));
+  fmt::print("{}", stats::clean_text(r, a.dry_run));
   return r.failed ? exit_code::kSetup : exit_code::kOk;
 }
 

@@ -162,6 +162,26 @@ std::string TextView::render(const std::vector<CountersSnapshot>& snaps, uint64_
   return text;
 }
 
+std::string clean_text(const CleanReport& r, bool dry_run) {
+  std::string text;
+  const Out out(text);
+  auto mib = [](uint64_t b) {
+    if (b >= 1024 * 1024) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+    return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024.0);
+  };
+  auto size = [&](uint64_t b) { return b ? " (" + mib(b) + ")" : std::string{}; };  // a socket has no size worth telling
+  const char* verb = dry_run ? "would remove" : "removed";
+  for (const auto& it : r.removed)
+    fmt::format_to(out, "{} {}{}: {}\n", verb, printable(it.path), size(it.bytes), printable(it.what));
+  for (const auto& it : r.kept)
+    fmt::format_to(out, "kept {}{}: {}: {}\n", printable(it.path), size(it.bytes), printable(it.what),
+                   printable(it.error));
+  fmt::format_to(out, "{} {} stale counters file{}, {} shm ring{} and {} control socket{}: {}\n", verb,
+                 r.counters_files, r.counters_files == 1 ? "" : "s", r.rings, r.rings == 1 ? "" : "s", r.sockets,
+                 r.sockets == 1 ? "" : "s", mib(r.bytes));
+  return text;
+}
+
 std::string catalogue_markdown(const Catalogue& cat) {
   std::string text;
   const Out out(text);

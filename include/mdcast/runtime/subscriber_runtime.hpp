@@ -44,6 +44,7 @@ enum class SubscriberEnding : uint8_t {
   kStopped,        // the plan's StopFlag was requested
   kRefused,        // the publisher refused the subscription (credentials, entitlements): see error
   kPublisherLost,  // silent past give_up_ns, or never heard within wait_ns
+  kFailed,         // the application's round hook ended it (a recorder's write failed): see error
 };
 // "ok", "duration", "interrupted", "error", "publisher-lost": the words of mdcast's result files.
 constexpr std::string_view to_string(SubscriberEnding e) noexcept {
@@ -53,6 +54,7 @@ constexpr std::string_view to_string(SubscriberEnding e) noexcept {
     case SubscriberEnding::kStopped: return "interrupted";
     case SubscriberEnding::kRefused: return "error";
     case SubscriberEnding::kPublisherLost: return "publisher-lost";
+    case SubscriberEnding::kFailed: return "error";
   }
   return "?";
 }
@@ -123,6 +125,7 @@ struct SubscriberPlan {
   SubscriberLimits limits;
   uint16_t first_channel = 1;                // the wire channel id of channel index 0
   std::string name, medium;                  // the counters file's feed and medium
+  std::string role = "subscriber";           // the counters file's ("recorder": a subscriber that also writes)
   std::vector<stats::Section> sections;      // the application's own, after "sub" (section(0) is the first)
   std::vector<std::string> histograms;       // labels of the application's histograms (CountersFile::publish)
   uint64_t refresh_ns = 250 * kNsPerMs;      // the counters file's refresh, and the run's refresh hook
@@ -133,6 +136,14 @@ class SubscriberRuntime {
  public:
   using Channels = feed::SubscriberChannels<Medium, Handler>;
   using Refresh = std::function<void(uint64_t now)>;
+  struct RunHooks {
+    Refresh refresh;  // every plan.refresh_ns and once at the end, the counters file up to date
+    // The channels built and started, before their first round (the books exist).
+    std::function<void(SubscriberRuntime&)> started;
+    // Every control round (every plan.agent.control_poll_ns, not per
+    // message); false ends the run as kFailed, with `error` its reason.
+    std::function<bool(uint64_t now, std::string& error)> round;
+  };
 
   struct Outcome {
     SubscriberEnding ending = SubscriberEnding::kEnded;
@@ -166,7 +177,7 @@ class SubscriberRuntime {
     }
     stats::TableSpec tables;
     tables.loss_rows = feed::LossReport::kRows;
-    cf_ = std::make_unique<stats::CountersFile>("subscriber", plan_.name, plan_.medium, sections, plan_.histograms,
+    cf_ = std::make_unique<stats::CountersFile>(plan_.role, plan_.name, plan_.medium, sections, plan_.histograms,
                                                 tables);
     losses_ = feed::LossReport(cf_->loss_rows());
   }
@@ -208,15 +219,19 @@ class SubscriberRuntime {
   // Starts the channels and runs them until an ending; `refresh` is called
   // every plan.refresh_ns and once at the end, after the counters file is
   // brought up to date.
-  Outcome run(const Refresh& refresh = {}) {
+  Outcome run(const Refresh& refresh = {}) { return run(RunHooks{refresh, {}, {}}); }
+  Outcome run(const RunHooks& run_hooks) {
+    const Refresh& refresh = run_hooks.refresh;
     Outcome out;
     channels_.start();
+    if (run_hooks.started) run_hooks.started(*this);
     report_losses();
     cf_->set_state(stats::ProcessState::kRunning);
     out.t0 = monotonic_ns();  // subscriber.wait counts from here: joining may take a while
     struct Hooks {
       SubscriberRuntime& rt;
       const Refresh& refresh;
+      const RunHooks& hooks;
       Outcome& out;
       uint64_t last = 0;
       FirstSubscription first;
@@ -225,10 +240,11 @@ class SubscriberRuntime {
           last = now;
           rt.update(now, refresh);
         }
+        if (hooks.round && !hooks.round(now, out.error)) return out.ending = SubscriberEnding::kFailed, false;
         return !subscriber_should_end(rt.channels_, rt.plan_.limits, out.t0, now, out.ending, out.error,
                                       &first);
       }
-    } hooks{*this, refresh, out, out.t0, {}};
+    } hooks{*this, refresh, run_hooks, out, out.t0, {}};
     channels_.run(hooks);
     out.end_ns = monotonic_ns();
     update(out.end_ns, refresh);
@@ -265,7 +281,8 @@ class SubscriberRuntime {
     r.role = "subscriber";
     r.name = plan_.name;
     r.medium = plan_.medium;
-    r.outcome = out.ending == SubscriberEnding::kRefused ? "error: " + out.error : std::string(to_string(out.ending));
+    const bool why = out.ending == SubscriberEnding::kRefused || out.ending == SubscriberEnding::kFailed;
+    r.outcome = why ? "error: " + out.error : std::string(to_string(out.ending));
     r.session = session();
     r.seconds = static_cast<double>(out.end_ns - out.t0) / 1e9;
     r.all_instruments = plan_.engine.all_instruments;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mdcast/stats/catalogue.hpp"
+#include "mdcast/stats/clean.hpp"
 #include "mdcast/stats/counters_file.hpp"
 
 namespace mdcast::stats {
@@ -48,6 +49,10 @@ class TextView {
   std::map<std::string, uint64_t> prev_;  // "pid/label" -> value at prev_ns_
   uint64_t prev_ns_ = 0;
 };
+
+// What clean_stale removed (or, dry_run, would remove) and kept, a line
+// each, then the totals.
+[[nodiscard]] std::string clean_text(const CleanReport& r, bool dry_run);
 
 // The counter reference (docs/operations.md's appendix) as Markdown tables,
 // one per section, from the catalogue itself: the document lists what the

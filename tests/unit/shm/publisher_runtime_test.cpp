@@ -405,6 +405,75 @@ TEST(SubscriberRuntime, ReadsEveryChannelToTheEndWithThePublishersBooks) {
     EXPECT_TRUE(value(fmt::format("sub@{}.messages_delivered", kBase + k))) << "channel " << kBase + k;
 }
 
+// An application's hooks (a recorder's): `started` once the channels exist,
+// before any delivery, with their books; `round` every control round, whose
+// false ends the run as kFailed with its reason in the result; the counters
+// file says the plan's role.
+TEST(SubscriberRuntime, TheApplicationsRoundHookEndsTheRunWithItsReason) {
+  const std::string feed = feed_name("hooks");
+  runtime::PublisherPlan p = plan(1);
+  p.wait_subscribers = kChannels;
+  p.linger_ns = kNsPerSec;  // its subscriber is gone before the end
+  const feed::ChannelMap map = p.map;
+  Runtime rt = make(std::move(p), feed);
+
+  using Sub = runtime::SubscriberRuntime<shm::SubscriberMedium, Counting>;
+  Sub::Outcome out;
+  runtime::RunResult result;
+  std::string role, sub_error;
+  bool books_at_start = false;
+  uint64_t delivered_at_start = UINT64_MAX, rounds = 0;
+  std::thread sub([&] {
+    try {
+      runtime::SubscriberPlan sp;
+      sp.map = map;
+      sp.engine.channel = kBase;
+      sp.engine.books = kBooks;
+      sp.first_channel = kBase;
+      sp.name = feed;
+      sp.medium = "shm";
+      sp.role = "recorder";
+      sp.limits.wait_ns = sp.limits.give_up_ns = 60 * kNsPerSec;
+      Counting h;
+      Sub s(sp, [&](uint32_t) -> Counting& { return h; },
+            [&](uint32_t k) { return std::make_shared<shm::SubscriberMedium>(ring(feed, k)); });
+      Sub::RunHooks hooks;
+      hooks.started = [&](Sub& r) {
+        books_at_start = r.channels().agent(0).subscriber().books() != nullptr;
+        delivered_at_start = h.messages;
+        role = stats::read_counters(r.counters_file().path()).role;
+      };
+      hooks.round = [&](uint64_t, std::string& error) {
+        ++rounds;
+        if (h.messages == 0) return true;
+        error = "disk full";
+        return false;
+      };
+      out = s.run(hooks);
+      result = s.result(out);
+    } catch (const std::exception& e) {
+      sub_error = e.what();
+    }
+  });
+  Runtime::Hooks hooks;
+  hooks.publish = [&](Runtime::Lane& lane) { return publish_limited(lane, map); };
+  try {
+    (void)rt.run(std::move(hooks));
+  } catch (...) {
+    sub.join();
+    throw;
+  }
+  sub.join();
+  ASSERT_TRUE(sub_error.empty()) << sub_error;
+  EXPECT_TRUE(books_at_start);
+  EXPECT_EQ(delivered_at_start, 0u) << "started runs before the first delivery";
+  EXPECT_EQ(role, "recorder");
+  EXPECT_GE(rounds, 1u);
+  EXPECT_EQ(out.ending, runtime::SubscriberEnding::kFailed) << to_string(out.ending);
+  EXPECT_EQ(out.error, "disk full");
+  EXPECT_EQ(result.outcome, "error: disk full");
+}
+
 namespace {
 // What subscriber_should_end reads of an agent, set by hand.
 struct FakeSubscriber {

@@ -61,6 +61,21 @@ TEST(CatalogueMarkdown, EveryCounterARow) {
   EXPECT_GT(rows, counters * 9 / 10);
 }
 
+TEST(CleanText, EachItemThenTheTotalsInert) {
+  CleanReport r;
+  r.removed.push_back({"/dev/shm/mdcast-12.stat", "counters file of subscriber pid 12 (feed\x1b[1m)", 2048, ""});
+  r.kept.push_back({"/dev/shm/x.ring", "shm ring", 3 << 20, "not ours"});
+  r.counters_files = 1;
+  r.bytes = 2048;
+  const std::string t = clean_text(r, true);
+  EXPECT_NE(t.find("would remove /dev/shm/mdcast-12.stat (2.0 KiB): counters file of subscriber pid 12 (feed?[1m)"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("kept /dev/shm/x.ring (3.0 MiB): shm ring: not ours"), std::string::npos) << t;
+  EXPECT_NE(t.find("would remove 1 stale counters file, 0 shm rings and 0 control sockets: 2.0 KiB"), std::string::npos)
+      << t;
+  EXPECT_EQ(clean_text(r, false).rfind("removed ", 0), 0u);
+}
+
 TEST(Format, LatencyAndGroupedCounts) {
   EXPECT_EQ(format_latency(850), "850 ns");
   EXPECT_EQ(format_latency(3'100), "3.1 us");
