@@ -320,19 +320,10 @@ int run_verify(const std::string& publisher_result, const std::vector<std::strin
     if (r.role != "subscriber" && r.role != "relay")
       fail_usage("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
                  r.role);
-    const BookVerdict v = compare_books(pub, r, content ? runtime::BookMatch::kContent : runtime::BookMatch::kSameSession);
-    const bool good = v.identical && r.outcome == "ok";
-    ok &= good;
-    // Books that match a subscriber that never saw the session's end are
-    // not a match of the feed: it may have stopped short.
-    const std::string why = !v.identical ? v.detail
-                            : good       ? fmt::format("{} instruments compared", v.compared)
-                                         : fmt::format("books identical ({} instruments compared), but it ended '{}', "
-                                                       "not at the end of the session",
-                                                       v.compared, r.outcome);
-    fmt::print("{}: {} ({}; {} messages, {} gaps, {} recovered, {} snapshots)\n", path,
-               good ? "identical" : v.identical ? "INCOMPLETE" : "DIFFERENT", why,
-               r.messages, r.counter("sub.gaps"), r.counter("sub.datagrams_recovered"), r.counter("sub.snapshots_applied"));
+    const runtime::FeedVerdict v =
+        runtime::verify_feed(pub, r, content ? runtime::BookMatch::kContent : runtime::BookMatch::kSameSession);
+    ok &= v.whole;
+    fmt::print("{}: {}\n", path, v.text);
   }
   return ok ? exit_code::kOk : exit_code::kDataLost;
 }

@@ -150,4 +150,18 @@ std::string rate_shortfall(const RunResult& pub, double asked, std::string_view 
                "more than this host can do: see mdcast bench)";
 }
 
+FeedVerdict verify_feed(const RunResult& pub, const RunResult& r, BookMatch match) {
+  const BookVerdict v = compare_books(pub, r, match);
+  const bool whole = v.identical && r.outcome == "ok";
+  const std::string why = !v.identical ? v.detail
+                          : whole      ? fmt::format("{} instruments compared", v.compared)
+                                       : fmt::format("books identical ({} instruments compared), but it ended '{}', "
+                                                     "not at the end of the session",
+                                                     v.compared, r.outcome);
+  return {whole, fmt::format("{} ({}; {} messages, {} gaps, {} recovered, {} snapshots)",
+                             whole ? "identical" : v.identical ? "INCOMPLETE" : "DIFFERENT", why, r.messages,
+                             r.counter("sub.gaps"), r.counter("sub.datagrams_recovered"),
+                             r.counter("sub.snapshots_applied"))};
+}
+
 }  // namespace mdcast::runtime

@@ -84,6 +84,30 @@ TEST(ResultFile, ComparisonNamesTheFirstDifference) {
   EXPECT_TRUE(compare_books(p, missing).identical);
 }
 
+// `mdcast verify`'s judgement: identical books of a subscriber that ran to
+// the end of the session are the feed; identical books short of the end are
+// not; different books say where.
+TEST(ResultFile, AFeedIsWholeOnlyWithIdenticalBooksToTheEndOfTheSession) {
+  const RunResult p = publisher();
+  RunResult s = p;
+  s.role = "subscriber";
+  s.counters = {{"sub.gaps", 2}, {"sub.datagrams_recovered", 5}};
+  const FeedVerdict whole = verify_feed(p, s);
+  EXPECT_TRUE(whole.whole);
+  EXPECT_EQ(whole.text, "identical (2 instruments compared; 1000 messages, 2 gaps, 5 recovered, 0 snapshots)");
+  s.outcome = "publisher-lost";
+  const FeedVerdict shortened = verify_feed(p, s);
+  EXPECT_FALSE(shortened.whole);
+  EXPECT_EQ(shortened.text.rfind("INCOMPLETE (books identical (2 instruments compared), but it ended 'publisher-lost'", 0),
+            0u) << shortened.text;
+  s.outcome = "ok";
+  s.books[0].checksum = 1;
+  const FeedVerdict differ = verify_feed(p, s);
+  EXPECT_FALSE(differ.whole);
+  EXPECT_EQ(differ.text.rfind("DIFFERENT (", 0), 0u) << differ.text;
+  EXPECT_NE(differ.text.find("instrument 1"), std::string::npos) << differ.text;
+}
+
 TEST(ResultFile, ABrokenFileIsAnErrorNamingIt) {
   TempDir d;
   const std::string f = d.path + "/bad.toml";

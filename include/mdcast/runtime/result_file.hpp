@@ -59,6 +59,18 @@ enum class BookMatch { kSameSession, kContent };
 BookVerdict compare_books(const RunResult& publisher, const RunResult& subscriber,
                           BookMatch match = BookMatch::kSameSession);
 
+// A subscriber's (or a relay's) result against its publisher's, as `mdcast
+// verify` judges it: whole when the books are identical and it ran to the
+// end of the session ("ok": books that match a subscriber that stopped short
+// are not a match of the feed). `text` says which and why, with its counts:
+// "identical (12 instruments compared; 5000 messages, 0 gaps, 3 recovered, 0 snapshots)".
+struct FeedVerdict {
+  bool whole = false;
+  std::string text;
+};
+FeedVerdict verify_feed(const RunResult& publisher, const RunResult& subscriber,
+                        BookMatch match = BookMatch::kSameSession);
+
 // Why a publisher's result shows fewer messages/s than `asked` (pacing, the
 // medium's back-pressure, or the publishing thread itself); "" when it kept
 // within 5 % of it. `pacing` is publisher.pacing's name.
