@@ -29,12 +29,13 @@ int relay(Settings& s, const Settings& up_s) {
   const feed::SubscriberConfig sub_cfg = subscriber_config(up_s);
   fmt::print(stderr, "mdcast relay: waiting up to {} for the upstream's session on {}\n",
              format_duration(up_s.sub.wait_ns), Up::waiting_for(up_s));
+  std::string why;
   const uint64_t session =
-      runtime::upstream_session(Up::subscriber(up_s), sub_cfg, monotonic_ns() + up_s.sub.wait_ns, &g_stop);
+      runtime::upstream_session(Up::subscriber(up_s), sub_cfg, monotonic_ns() + up_s.sub.wait_ns, &g_stop, &why);
   if (!session) {
     if (g_stop.requested()) return exit_code::kInterrupted;
-    fmt::print(stderr, "mdcast relay: no upstream control plane confirmed a session within {} on {}\n",
-               format_duration(up_s.sub.wait_ns), Up::waiting_for(up_s));
+    fmt::print(stderr, "mdcast relay: no upstream control plane confirmed a session within {} on {}{}\n",
+               format_duration(up_s.sub.wait_ns), Up::waiting_for(up_s), why.empty() ? "" : ": " + why);
     return exit_code::kSetup;
   }
 

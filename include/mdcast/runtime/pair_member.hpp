@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/stop.hpp"
@@ -76,6 +77,9 @@ class PeerFollower {
     const auto& sub = agent_->subscriber();
     return sub.session_confirmed() ? sub.session() : 0;
   }
+  // Why no session was confirmed, where the engine knows (a refusal, a peer
+  // that could not prove itself); "" otherwise.
+  [[nodiscard]] std::string last_error() const { return agent_ ? std::string(agent_->subscriber().last_error()) : std::string(); }
   // One round of following (what join does between its looks).
   size_t do_work(uint64_t now) { return agent_ ? agent_->do_work(now) : 0; }
 

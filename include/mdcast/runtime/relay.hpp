@@ -113,9 +113,11 @@ struct RelayOutcome {
 // a stop request.
 template <media::SubscriberMedium Up>
 uint64_t upstream_session(std::unique_ptr<Up> medium, const feed::SubscriberConfig& cfg, uint64_t deadline_ns,
-                          const StopFlag* stop) {
+                          const StopFlag* stop, std::string* why = nullptr) {
   PeerFollower<Up> probe(std::move(medium), cfg);
-  return probe.join(deadline_ns, stop);
+  const uint64_t session = probe.join(deadline_ns, stop);
+  if (!session && why) *why = probe.last_error();
+  return session;
 }
 
 // The downstream engine of a relay of `session`: datagrams end where the
