@@ -1,5 +1,6 @@
 // Counters of the command-line processes themselves (beyond the engines'):
-// what `mdcast stat` and the demo's progress line show.
+// what `mdcast stat` shows beside the library's (the runtime's "run"
+// section: elapsed time, input, control clients and time).
 #pragma once
 
 #include <algorithm>
@@ -22,10 +23,6 @@ namespace mdcast::app {
 
 #define MDCAST_APP_PUB_COUNTERS(X)                                         \
   X(target_rate, "configured synthetic rate, messages/s")                  \
-  X(generated, "synthetic messages generated")                             \
-  X(control_clients, "connected control clients")                          \
-  X(control_time_us, "time spent polling the control plane, microseconds") \
-  X(elapsed_ms, "milliseconds since publishing started")                  \
   X(pair_role, "in a publisher pair: 0 began its session, 1 catching up with its peer (pair.peer), 2 joined and publishing") \
   X(pair_catch_up_ms, "how long a joining member took to replay its input to its peer's position, ms") \
   X(pair_joined_at, "the first sequence a joining member sent itself (those before were its peer's)")

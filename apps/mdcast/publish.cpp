@@ -146,7 +146,6 @@ int publish(Settings& s) {
   if constexpr (requires { E::peer_settings(s); }) {
     if (!s.pair.peer.empty()) hooks.hand_over = [&](typename Runtime::Lane& lane) { return hand_over<E>(s, session, lane); };
   }
-  uint64_t t0 = 0;
   hooks.started = [&](Runtime& r) {
     const std::string cpus = format_cpu_list(plan.cpus);
     const std::string where =
@@ -157,20 +156,6 @@ int publish(Settings& s) {
     fmt::print(stderr, "mdcast publish: {}; session {:016x}; {:.0f} msg/s over {} instruments for {}\n", where, session,
                s.pub.rate, s.pub.instruments, format_duration(s.pub.duration_ns));
     if (stats::CountersFile* cf = r.counters_file()) cf->section<AppPubCounters>(2)->target_rate.set(static_cast<uint64_t>(s.pub.rate));
-  };
-  hooks.refresh = [&](stats::CountersFile* cf, uint64_t now) {
-    if (!cf) return;
-    if (!t0 && rt.lanes() && rt.lane(0).t0()) t0 = rt.lane(0).t0();
-    uint64_t generated = 0, control_ns = 0;
-    for (size_t t = 0; t < rt.lanes(); ++t) {
-      generated += rt.lane(t).progress.load(std::memory_order_relaxed);
-      control_ns += rt.lane(t).control_ns.load(std::memory_order_relaxed);
-    }
-    auto* app = cf->section<AppPubCounters>(2);
-    app->generated.set(generated);
-    app->control_clients.set(cf->section<feed::ControlCounters>(1)->clients_connected.get());
-    app->control_time_us.set(control_ns / kNsPerUs);
-    app->elapsed_ms.set(t0 && now > t0 ? (now - t0) / kNsPerMs : 0);
   };
 
   const auto out = rt.run(std::move(hooks));

@@ -52,6 +52,7 @@
 
 #include "mdcast/core/affinity.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/core/counter.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/stop.hpp"
 #include "mdcast/feed/channel_agents.hpp"
@@ -76,6 +77,16 @@ struct NoDoor {
   [[nodiscard]] media::CounterGroup counter_group() const { return {"door", {}, nullptr}; }
 };
 static_assert(media::ControlDoor<NoDoor>);
+
+// The run itself, in every publisher's counters file (section "run", after
+// the application's own): refreshed by the conductor about every 100 ms.
+#define MDCAST_RUN_COUNTERS(X)                                                                              \
+  X(elapsed_ms, "milliseconds since publishing began (go)")                                                \
+  X(progress, "the publishing threads' own count of their input: synthetic messages generated, messages forwarded") \
+  X(control_clients, "connected control clients")                                                          \
+  X(control_time_us, "time the publishing threads spent polling the control plane, microseconds")
+MDCAST_DEFINE_COUNTER_STRUCT(RunCounters, MDCAST_RUN_COUNTERS);
+inline constexpr std::string_view kRunGauges[] = {"elapsed_ms", "control_clients"};
 
 struct PublisherPlan {
   feed::ChannelMap map;           // the channels, by index
@@ -380,6 +391,8 @@ class PublisherRuntime {
     std::vector<stats::Section> sections{{"pub", feed::PublisherCounters::kInfo},
                                          {"ctl", feed::ControlCounters::kInfo}};
     for (const auto& x : plan_.counters.extra) sections.push_back(x);
+    run_at_ = sections.size();
+    sections.push_back({"run", RunCounters::kInfo});
     pub_at_.assign(n, 0);
     ctl_at_.assign(n, 0);
     for (auto& l : lanes_)
@@ -432,6 +445,17 @@ class PublisherRuntime {
         stats::sum_channels(feed::PublisherCounters::kInfo, file_->section_base(0), pubs);
         stats::sum_channels(feed::ControlCounters::kInfo, file_->section_base(1), ctls);
       }
+      uint64_t progress = 0, control_ns = 0;
+      for (const auto& l : lanes_) {
+        progress += l->progress.load(std::memory_order_relaxed);
+        control_ns += l->control_ns.load(std::memory_order_relaxed);
+      }
+      const uint64_t t0 = t0_.load(std::memory_order_acquire);
+      auto* run = file_->section<RunCounters>(run_at_);
+      run->elapsed_ms.set(t0 && now > t0 ? (now - t0) / kNsPerMs : 0);
+      run->progress.set(progress);
+      run->control_clients.set(file_->section<feed::ControlCounters>(1)->clients_connected.get());
+      run->control_time_us.set(control_ns / kNsPerUs);
     }
     if (hooks_.refresh) hooks_.refresh(file_ ? &*file_ : nullptr, now);
   }
@@ -550,6 +574,7 @@ class PublisherRuntime {
   std::atomic<uint32_t> media_built_{0}, agents_built_{0}, finished_{0};
   std::atomic<bool> file_ready_{false}, go_{false}, failed_{false}, release_{false};
   std::atomic<uint64_t> t0_{0};
+  size_t run_at_ = 0;  // the "run" section's index in the counters file
   std::vector<std::unique_ptr<Lane>> lanes_;  // last: joined (destructor) before anything above goes
 };
 

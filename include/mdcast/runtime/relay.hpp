@@ -82,6 +82,7 @@ namespace mdcast::runtime {
   X(skips, "upstream snapshots after forwarding began: the relay went on past them (its subscribers take one from it)")
 
 MDCAST_DEFINE_COUNTER_STRUCT(RelayCounters, MDCAST_RELAY_COUNTERS);
+inline constexpr std::string_view kRelayGauges[] = {"upstream_sequence", "first_sequence"};
 
 // Why a relay stopped forwarding.
 enum class RelayEnding : uint8_t {

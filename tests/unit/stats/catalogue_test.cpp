@@ -173,16 +173,31 @@ TEST(Catalogue, LooksUpByRoleAndMedium) {
 
 TEST(Catalogue, ARoleAliasFindsTheSectionsOfTheRoleItExtends) {
   auto cat = settings::counter_catalogue();
-  static constexpr CounterInfo kOwn[] = {{"frames", "frames written"}};
-  EXPECT_FALSE(cat.find("recorder", "shm", "sub.gaps").has_value());
-  cat.alias_role("recorder", "subscriber");
-  cat.add({"rec", "recorder", "", "test::Own", kOwn, {}});
-  ASSERT_TRUE(cat.find("recorder", "shm", "sub.gaps"));  // a subscriber's, through the alias
-  EXPECT_EQ(cat.find("recorder", "shm", "sub.gaps")->help, "gaps detected");
-  ASSERT_TRUE(cat.find("recorder", "shm", "shm.lapped"));  // its medium's subscriber side
-  EXPECT_EQ(cat.find("recorder", "shm", "rec.frames")->help, "frames written");
-  EXPECT_FALSE(cat.find("subscriber", "shm", "rec.frames").has_value());  // not the other way
-  EXPECT_FALSE(cat.find("recorder", "shm", "pub.datagrams_sent").has_value());
+  static constexpr CounterInfo kOwn[] = {{"frames", "frames audited"}};
+  EXPECT_FALSE(cat.find("auditor", "shm", "sub.gaps").has_value());
+  cat.alias_role("auditor", "subscriber");
+  cat.add({"aud", "auditor", "", "test::Own", kOwn, {}});
+  ASSERT_TRUE(cat.find("auditor", "shm", "sub.gaps"));  // a subscriber's, through the alias
+  EXPECT_EQ(cat.find("auditor", "shm", "sub.gaps")->help, "gaps detected");
+  ASSERT_TRUE(cat.find("auditor", "shm", "shm.lapped"));  // its medium's subscriber side
+  EXPECT_EQ(cat.find("auditor", "shm", "aud.frames")->help, "frames audited");
+  EXPECT_FALSE(cat.find("subscriber", "shm", "aud.frames").has_value());  // not the other way
+  EXPECT_FALSE(cat.find("auditor", "shm", "pub.datagrams_sent").has_value());
+}
+
+// The library's runtimes' own sections are the library catalogue's: any
+// application's exporter explains a recorder's, a relay's and a run's counters.
+TEST(Catalogue, TheRuntimesSectionsAreTheLibrarys) {
+  const auto cat = settings::counter_catalogue();
+  ASSERT_TRUE(cat.find("recorder", "shm", "rec.frames"));
+  ASSERT_TRUE(cat.find("recorder", "shm", "sub.gaps"));
+  ASSERT_TRUE(cat.find("relay", "udp", "relay.messages"));
+  ASSERT_TRUE(cat.find("relay", "udp", "sub.datagrams_recovered"));
+  ASSERT_TRUE(cat.find("relay", "udp", "pub.datagrams_sent"));
+  ASSERT_TRUE(cat.find("publisher", "shm", "run.elapsed_ms"));
+  EXPECT_EQ(cat.find("publisher", "shm", "run.elapsed_ms")->type, MetricType::kGauge);
+  EXPECT_EQ(cat.find("publisher", "shm", "run.progress")->type, MetricType::kCounter);
+  EXPECT_FALSE(cat.find("subscriber", "shm", "run.elapsed_ms").has_value());
 }
 
 TEST(Catalogue, UnitsComeFromTheName) {

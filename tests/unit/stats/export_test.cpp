@@ -41,8 +41,8 @@ TEST(Prometheus, NamesCarryBaseUnitsAndTotal) {
   EXPECT_EQ(name("subscriber", "app.latency_max_ns"), "mdcast_app_latency_max_seconds");
   EXPECT_EQ(prometheus_name("app.latency_ns", *cat.find_histogram("subscriber", "shm", "app.latency_ns")),
             "mdcast_app_latency_seconds");
-  EXPECT_EQ(name("publisher", "app.control_time_us"), "mdcast_app_control_time_seconds_total");
-  EXPECT_EQ(name("publisher", "app.elapsed_ms"), "mdcast_app_elapsed_seconds");
+  EXPECT_EQ(name("publisher", "run.control_time_us"), "mdcast_run_control_time_seconds_total");
+  EXPECT_EQ(name("publisher", "run.elapsed_ms"), "mdcast_run_elapsed_seconds");
   EXPECT_EQ(name("publisher", "ctl.snapshot_cache_bytes"), "mdcast_ctl_snapshot_cache_bytes");
   EXPECT_EQ(name("publisher", "ctl.snapshot_bytes"), "mdcast_ctl_snapshot_bytes_total");
   EXPECT_EQ(name("publisher", "ctl.longest_poll_ns"), "mdcast_ctl_longest_poll_seconds");
