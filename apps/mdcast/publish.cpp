@@ -34,32 +34,21 @@ book::SyntheticConfig synthetic_shape(const Settings& s) {
 template <class E>
 std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follow_peer(const Settings& s, uint64_t& session) {
   if (s.pair.peer.empty()) return nullptr;
-  if constexpr (!requires { E::peer_settings(s); }) {
-    fail_usage("pair.peer: joining a peer's session is built for the udp medium, not {}", E::kName);
-  } else {
-    if (s.feed.channels != 1)
-      fail_usage("pair.peer with feed.channels {}: a member joins its peer on one channel", s.feed.channels);
-    if (s.pub.boundaries != feed::Boundaries::kInput || !s.pub.packet_messages)
-      fail_usage("pair.peer needs publisher.boundaries=input and publisher.packet_messages: a member rebuilds its "
-                 "peer's datagrams from the input's packets");
-    const Settings ps = E::peer_settings(s);
-    auto peer = std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(E::subscriber(ps), subscriber_config(ps));
-    fmt::print(stderr, "mdcast publish: pair member: looking for the peer's session on {} for {}\n", s.pair.peer,
+  auto peer = peer_follower<E>(s);
+  fmt::print(stderr, "mdcast publish: pair member: looking for the peer's session on {} for {}\n", s.pair.peer,
+             format_duration(s.pair.join_timeout_ns));
+  const uint64_t joined = peer->join(monotonic_ns() + s.pair.join_timeout_ns, &g_stop);
+  if (!joined) {
+    fmt::print(stderr, "mdcast publish: pair member: no session confirmed by the peer in {}: beginning one\n",
                format_duration(s.pair.join_timeout_ns));
-    const uint64_t joined = peer->join(monotonic_ns() + s.pair.join_timeout_ns, &g_stop);
-    if (!joined) {
-      fmt::print(stderr, "mdcast publish: pair member: no session confirmed by the peer in {}: beginning one\n",
-                 format_duration(s.pair.join_timeout_ns));
-      return nullptr;
-    }
-    if (s.pub.session && s.pub.session != joined)
-      fail("pair.peer publishes session {:016x}, not publisher.session {:016x}: this member would begin a second "
-           "session beside its peer's (unset publisher.session, or point pair.peer at this feed's other member)",
-           joined, s.pub.session);
-    session = joined;
-    return peer;
+    return nullptr;
   }
-  return nullptr;
+  if (s.pub.session && s.pub.session != joined)
+    fail("pair.peer publishes session {:016x}, not publisher.session {:016x}: this member would begin a second "
+         "session beside its peer's (unset publisher.session, or point pair.peer at this feed's other member)",
+         joined, s.pub.session);
+  session = joined;
+  return peer;
 }
 
 // A pair member that was asked to stop leaves the session to its peer when
@@ -69,10 +58,9 @@ template <class E, class Lane>
 bool hand_over(const Settings& s, uint64_t session, Lane& lane) {
   auto& channels = lane.publisher();
   const uint64_t mine = channels.agent(0).core().last_committed();
-  const Settings ps = E::peer_settings(s);
   std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follower;
   try {
-    follower = std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(E::subscriber(ps), subscriber_config(ps));
+    follower = peer_follower<E>(s);
   } catch (const std::exception& e) {  // the session still ends: one member stopping must not lose it
     fmt::print(stderr, "mdcast publish: pair member: cannot follow the peer on {} ({}): ending the session\n",
                s.pair.peer, e.what());

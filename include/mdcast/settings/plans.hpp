@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
+#include "mdcast/runtime/pair_member.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
 #include "mdcast/runtime/subscriber_runtime.hpp"
 #include "mdcast/settings/settings.hpp"
@@ -22,5 +24,25 @@ namespace mdcast::settings {
 // threads and their CPUs, the engine and control plane, the subscribers
 // waited for, the linger, feed.stop, and a counters file named for the feed.
 [[nodiscard]] runtime::PublisherPlan publisher_plan(const Settings& s, uint64_t session, std::string_view medium);
+
+// A pair member's view of its peer (pair.peer), through medium entry E
+// (settings/media.hpp): a follower of the peer's feed, not joined yet.
+// UsageError where joining is not built for the medium, or where the
+// settings cannot rebuild the peer's datagrams (one channel,
+// publisher.boundaries=input with publisher.packet_messages).
+template <class E>
+std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> peer_follower(const Settings& s) {
+  if constexpr (!requires { E::peer_settings(s); }) {
+    fail_usage("pair.peer: joining a peer's session is built for the udp medium, not {}", E::kName);
+  } else {
+    if (s.feed.channels != 1)
+      fail_usage("pair.peer with feed.channels {}: a member joins its peer on one channel", s.feed.channels);
+    if (s.pub.boundaries != feed::Boundaries::kInput || !s.pub.packet_messages)
+      fail_usage("pair.peer needs publisher.boundaries=input and publisher.packet_messages: a member rebuilds its "
+                 "peer's datagrams from the input's packets");
+    const Settings ps = E::peer_settings(s);
+    return std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(E::subscriber(ps), subscriber_config(ps));
+  }
+}
 
 }  // namespace mdcast::settings
