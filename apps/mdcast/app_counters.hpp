@@ -3,16 +3,9 @@
 // section: elapsed time, input, control clients and time).
 #pragma once
 
-#include <algorithm>
-#include <span>
-#include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "mdcast/core/counter.hpp"
-#include "mdcast/media/medium.hpp"
-#include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/mirror.hpp"
 
 namespace mdcast::app {
@@ -36,10 +29,8 @@ inline constexpr CounterInfo kAppSubHistograms[] = {
 inline constexpr std::string_view kLatencyHistogram = "app.latency_ns";
 MDCAST_DEFINE_COUNTER_STRUCT(AppPubCounters, MDCAST_APP_PUB_COUNTERS);
 
-// The mirrors and totals of the library (stats/mirror.hpp), by their short names here.
-using stats::channel_prefix;
+// The mirrors of the library (stats/mirror.hpp), by their short names here.
 using stats::dump_counters;
 using stats::MirroredCounters;
-using stats::sum_channels;
 
 }  // namespace mdcast::app

@@ -5,15 +5,12 @@
 #include <unistd.h>
 
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "exit_codes.hpp"
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
 #include "mdcast/runtime/relay.hpp"
-#include "mdcast/stats/mirror.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
 
@@ -49,7 +46,6 @@ int relay(Settings& s, const Settings& up_s) {
 
   runtime::RelayOutcome outcome;
   runtime::RelayCounters own;
-  std::vector<std::pair<std::string, uint64_t>> upstream_counters;  // for the result file
   typename Runtime::Hooks hooks;
   hooks.publish = [&](typename Runtime::Lane& lane) {
     stats::CountersFile* cf = rt.counters_file();
@@ -66,10 +62,6 @@ int relay(Settings& s, const Settings& up_s) {
                                     lane.progress.store(rc->messages.get(), std::memory_order_relaxed);
                                     return true;
                                   });
-    stats::dump_counters(*rc, "relay.", upstream_counters);
-    // The upstream medium's (and fault injector's), apart from the downstream's of the same name.
-    stats::MirroredCounters(up.counter_groups(), "@up").dump(upstream_counters);
-    if (cf) stats::dump_counters(*cf->section<feed::SubscriberCounters>(2), "sub.", upstream_counters);
     return outcome.paced;
   };
   hooks.started = [&](Runtime& r) {
@@ -77,7 +69,7 @@ int relay(Settings& s, const Settings& up_s) {
   };
   const auto out = rt.run(std::move(hooks));
   runtime::RunResult r = rt.result(out);
-  r.counters.insert(r.counters.end(), upstream_counters.begin(), upstream_counters.end());
+  r.counters.insert(r.counters.end(), outcome.counters.begin(), outcome.counters.end());
   r.outcome = outcome.ending == runtime::RelayEnding::kEnded ? "ok" : std::string(to_string(outcome.ending));
   if (!s.pub.result.empty()) write_result(s.pub.result, r);
   fmt::print(stderr, "mdcast relay: {}: {} messages in {} datagrams forwarded; {} retransmit requests and {} snapshots "

@@ -21,7 +21,6 @@
 
 namespace mdcast::app {
 
-using runtime::BookDigest;
 using runtime::BookVerdict;
 using runtime::compare_books;
 using runtime::rate_shortfall;

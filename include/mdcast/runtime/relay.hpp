@@ -57,6 +57,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/counter.hpp"
@@ -65,6 +67,7 @@
 #include "mdcast/feed/subscriber_agent.hpp"
 #include "mdcast/runtime/pair_member.hpp"
 #include "mdcast/runtime/subscriber_runtime.hpp"
+#include "mdcast/stats/mirror.hpp"
 #include "mdcast/wire/datagram.hpp"
 #include "mdcast/wire/messages.hpp"
 
@@ -107,6 +110,9 @@ struct RelayOutcome {
   RelayEnding ending = RelayEnding::kEnded;
   std::string error;
   feed::PaceResult paced;  // for PublisherRuntime: messages forwarded, when it ended
+  // For a result file: "relay.*", the upstream subscriber's "sub.*" and its
+  // medium's counters marked "@up" (apart from the downstream's of the same name).
+  std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
 // The session the upstream's control plane confirms, joined as any
@@ -347,6 +353,9 @@ RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, c
   fwd.end_round(monotonic_ns());
   if (out.ending != RelayEnding::kEnded && out.ending != RelayEnding::kStopped) lane.abandon();
   out.paced = {counters.messages.get(), monotonic_ns()};
+  stats::dump_counters(counters, "relay.", out.counters);
+  stats::dump_counters(agent.subscriber().counters(), "sub.", out.counters);
+  stats::MirroredCounters(up.counter_groups(), "@up").dump(out.counters);
   return out;
 }
 
