@@ -116,6 +116,19 @@ feed::PaceResult publish_limited(Runtime::Lane& lane, const feed::ChannelMap& ma
   return feed::run_paced(lane.publisher(), src, pace, hooks);
 }
 
+// A subscriber of every channel of `feed`, patient on a loaded host.
+runtime::SubscriberPlan sub_plan(const feed::ChannelMap& map, const std::string& feed) {
+  runtime::SubscriberPlan sp;
+  sp.map = map;
+  sp.engine.channel = kBase;
+  sp.engine.books = kBooks;
+  sp.first_channel = kBase;
+  sp.name = feed;
+  sp.medium = "shm";
+  sp.limits.wait_ns = sp.limits.give_up_ns = 60 * kNsPerSec;
+  return sp;
+}
+
 struct Counting {
   uint64_t messages = 0;
   void on_message(const wire::Message&, const feed::Delivery&) noexcept { ++messages; }
@@ -328,14 +341,7 @@ TEST(SubscriberRuntime, ReadsEveryChannelToTheEndWithThePublishersBooks) {
   std::string sub_error;
   std::thread sub([&] {
     try {
-      runtime::SubscriberPlan sp;
-      sp.map = map;
-      sp.engine.channel = kBase;
-      sp.engine.books = kBooks;
-      sp.first_channel = kBase;
-      sp.name = feed;
-      sp.medium = "shm";
-      sp.limits.wait_ns = sp.limits.give_up_ns = 60 * kNsPerSec;
+      const runtime::SubscriberPlan sp = sub_plan(map, feed);
       Counting h;
       Sub s(sp, [&](uint32_t) -> Counting& { return h; },
             [&](uint32_t k) { return std::make_shared<shm::SubscriberMedium>(ring(feed, k)); });
@@ -425,15 +431,8 @@ TEST(SubscriberRuntime, TheApplicationsRoundHookEndsTheRunWithItsReason) {
   uint64_t delivered_at_start = UINT64_MAX, rounds = 0;
   std::thread sub([&] {
     try {
-      runtime::SubscriberPlan sp;
-      sp.map = map;
-      sp.engine.channel = kBase;
-      sp.engine.books = kBooks;
-      sp.first_channel = kBase;
-      sp.name = feed;
-      sp.medium = "shm";
+      runtime::SubscriberPlan sp = sub_plan(map, feed);
       sp.role = "recorder";
-      sp.limits.wait_ns = sp.limits.give_up_ns = 60 * kNsPerSec;
       Counting h;
       Sub s(sp, [&](uint32_t) -> Counting& { return h; },
             [&](uint32_t k) { return std::make_shared<shm::SubscriberMedium>(ring(feed, k)); });

@@ -14,6 +14,7 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/export.hpp"
 #include "stat_catalogue.hpp"
+#include "stat_dir.hpp"
 
 namespace mdcast::stats {
 namespace {
@@ -114,19 +115,7 @@ TEST(HistogramExport, JsonHasCountSumPercentilesAndCumulativeBuckets) {
   EXPECT_NE(out.find("[1073741823,100]]}}"), std::string::npos) << out;
 }
 
-class CountersFileHistogram : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("mdcast-hist-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    ::setenv("MDCAST_STAT_DIR", dir_.c_str(), 1);
-  }
-  void TearDown() override {
-    ::unsetenv("MDCAST_STAT_DIR");
-    std::filesystem::remove_all(dir_);
-  }
-  std::filesystem::path dir_;
-};
+class CountersFileHistogram : public StatDirTest {};
 
 constexpr CounterInfo kOne[] = {{"x", "a counter"}};
 

@@ -11,23 +11,12 @@
 #include "mdcast/feed/counters.hpp"
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/progress.hpp"
+#include "stat_dir.hpp"
 
 namespace mdcast::stats {
 namespace {
 
-class Progress : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("mdcast-progress-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    ::setenv("MDCAST_STAT_DIR", dir_.c_str(), 1);
-  }
-  void TearDown() override {
-    ::unsetenv("MDCAST_STAT_DIR");
-    std::filesystem::remove_all(dir_);
-  }
-  std::filesystem::path dir_;
-};
+class Progress : public StatDirTest {};
 
 // A counters file is named by its writer's pid: one file at a time here.
 TEST_F(Progress, AFinishedSubscriberCountsAsLastRead) {

@@ -22,6 +22,7 @@
 #include "mdcast/stats/counters_file.hpp"
 #include "mdcast/stats/export.hpp"
 #include "stat_catalogue.hpp"
+#include "stat_dir.hpp"
 
 namespace mdcast::stats {
 namespace {
@@ -32,19 +33,7 @@ using feed::LossReport;
 using feed::SubscriberRow;
 using feed::SubscriberTable;
 
-class CountersFileTables : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("mdcast-tables-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    ::setenv("MDCAST_STAT_DIR", dir_.c_str(), 1);
-  }
-  void TearDown() override {
-    ::unsetenv("MDCAST_STAT_DIR");
-    std::filesystem::remove_all(dir_);
-  }
-  std::filesystem::path dir_;
-};
+class CountersFileTables : public StatDirTest {};
 
 constexpr CounterInfo kOne[] = {{"x", "a counter"}};
 
