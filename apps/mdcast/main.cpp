@@ -82,15 +82,10 @@ void bool_flag(CLI::App* app, Flags& f, const std::string& name, const std::stri
       ->default_str("true");
 }
 
-// --set section.key=value, for any setting (see --help-config).
-void set_flag(CLI::App* app, Flags& f) {
-  add_set_option(
+void feed_flags(CLI::App* app, Flags& f) {
+  add_set_option(  // --set section.key=value, for any setting (see --help-config)
       app, [&f](std::string k, std::string v) { f.set.push_back({k, std::move(v), "--set " + k}); },
       "set any setting: --set publisher.rate=250k (see --help-config)");
-}
-
-void feed_flags(CLI::App* app, Flags& f) {
-  set_flag(app, f);
   flag(app, f, "--medium", "feed.medium");
   flag(app, f, "--name", "feed.name");
   flag(app, f, "--channel", "feed.channel", "the feed's (first) channel id");

@@ -3,7 +3,6 @@
 // JSON or Prometheus (the library's exporters, stats/export.hpp); --clean
 // removes what dead processes left (stats/clean.hpp); --catalogue prints
 // the counter reference of docs/operations.md.
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -36,11 +35,6 @@ int clean(const StatArgs& a) {
   return r.failed ? exit_code::kSetup : exit_code::kOk;
 }
 
-uint64_t unix_ms() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
 }  // namespace
 
 int run_stat(const StatArgs& a) {
@@ -69,7 +63,7 @@ int run_stat(const StatArgs& a) {
     }
     if (a.json) {
       // One document per line: a consumer reads line by line (jq -c, a log shipper).
-      fmt::print("{}\n", stats::to_json(snaps, unix_ms(), monotonic_ns()));
+      fmt::print("{}\n", stats::to_json(snaps, realtime_ns() / kNsPerMs, monotonic_ns()));
       std::fflush(stdout);
     } else {
       if (a.watch) fmt::print("\x1b[H\x1b[2J{}  (every {:.1f} s, Ctrl-C to stop)\n\n", "mdcast stat", a.interval_s);

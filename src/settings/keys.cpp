@@ -196,6 +196,11 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.pub.wait_subscribers = parse_uint<uint32_t>(v, 0, 100000);
     },
         [](const Settings& s) { return std::to_string(s.pub.wait_subscribers); });
+    add("publisher.wait_subscribers_timeout", "DURATION",
+        "how long publisher.wait_subscribers waits before the publisher gives up (a thousand processes starting on a "
+        "few cores take minutes)",
+        [](Settings& s, const std::string& v) { s.pub.wait_subscribers_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.pub.wait_subscribers_ns); });
     add("publisher.threads", "N", "publishing threads, each with its share of the channels (0: one per publisher.cpus entry, else 1)",
         [](Settings& s, const std::string& v) { s.pub.threads = parse_uint<uint32_t>(v, 0, feed::kMaxChannels); },
         [](const Settings& s) { return std::to_string(s.pub.threads); });

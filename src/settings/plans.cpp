@@ -30,6 +30,7 @@ runtime::PublisherPlan publisher_plan(const Settings& s, uint64_t session, std::
   plan.control = control_config(s);
   plan.agent = {s.feed.control_poll_ns};
   plan.wait_subscribers = s.pub.wait_subscribers;
+  plan.wait_subscribers_ns = s.pub.wait_subscribers_ns;
   plan.linger_ns = s.pub.linger_ns;
   plan.stop = s.feed.stop;
   plan.counters = {"publisher", s.feed.name, std::string(medium), {}};

@@ -91,6 +91,7 @@ struct PublisherOptions {
   std::string result;                // write a result file here at the end
   uint64_t session = 0;
   uint32_t wait_subscribers = 0;     // hold publishing until this many subscribed (demo, tests)
+  uint64_t wait_subscribers_ns = 60 * kNsPerSec;  // ... for at most this long
   uint32_t threads = 0;              // publishing threads (0: one per CPU of `cpus`, else 1)
   std::vector<int> cpus;             // pin publishing thread t to cpus[t]
 };
