@@ -12,10 +12,12 @@
 #   scripts/scale-relays.sh MDCAST N [RATE] [DURATION]
 #   scripts/scale-relays.sh build/release/apps/mdcast/mdcast 1024 1k 10s
 #
-# Where it stands on a 2-core host: 30 pass; at 1024 the processes fit
-# (7.1 GB Pss together, 7.0 MB each) but the run fails. Subscribers that wait
+# Where it stands on a 2-core host: 30 pass. At 1024 the processes fit
+# (7,079 MiB Pss together, 7,065 KiB each) but the run fails. Subscribers that wait
 # for their relay's ring retry every 20 ms through an exception (about
-# 50,000 a second for 1024 of them), which starves the relays. And a relay's
+# 50,000 a second for 1024 of them): the likely reason, not yet measured, why
+# the relays answered too late (a run without relay --wait-subscribers: the
+# origin got none of their subscriptions in 60 s). And a relay's
 # session probe counts as a subscription at the origin, which can let the
 # origin start before the relays subscribe (relay --wait-subscribers).
 set -uo pipefail
