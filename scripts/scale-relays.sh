@@ -32,6 +32,6 @@ echo "scale-relays: $N subscribers behind 3 relays, ${3:-1k} msg/s for ${4:-10s}
   "$(awk '/MemAvailable/ {printf "%.1f GiB available", $2/1048576}' /proc/meminfo)"
 RELAY_HOSTS="s1 s2 s3" PER_HOST=$(((N + 2) / 3)) RATE=${3:-1k} DURATION=${4:-10s} GIVE_UP=${GIVE_UP:-60s} \
   SUB_WAIT=${SUB_WAIT:-900s} RELAY_WAIT=${RELAY_WAIT:-900s} RELAY_LINGER=${RELAY_LINGER:-60s} MEMORY_SAMPLE=1 \
-  RELAY_ARGS="--wait-subscribers $(((N + 2) / 3)) --set publisher.wait_subscribers_timeout=900s" \
+  RELAY_ARGS="--set publisher.wait_subscribers_timeout=900s" \
   PUB_WAIT="--set publisher.wait_subscribers_timeout=900s" DOWN_ARGS="--max-orders 65536 --max-instruments 256 --set subscriber.window_bytes=1MiB" \
   exec bash tests/system/netns/relay.sh "$MDCAST"

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,17 +32,24 @@ RingOptions ring_options(const Options& o) {
 }
 
 // The ring appears when its publisher starts: poll for it until the deadline.
+// While it is absent, only a stat: a thousand subscribers waiting for their
+// host's relay would otherwise throw and catch 50,000 Errors a second. Once
+// it is there (or time is up) opening it says what is wrong, if anything.
 RingReader wait_for_ring(const Options& o, uid_t owner) {
   const uint64_t deadline = monotonic_ns() + o.wait_ns;
   for (;;) {
-    try {
-      return RingReader(find_ring(o.name, o.dir, owner), owner);
-    } catch (const Error&) {
-      if (monotonic_ns() >= deadline) throw;
-      if (o.cancelled && o.cancelled()) fail("stopped while waiting for the shm ring of feed '{}'", o.name);
-      timespec ts{0, 20'000'000};
-      nanosleep(&ts, nullptr);
+    const std::string path = find_ring(o.name, o.dir, owner);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 || monotonic_ns() >= deadline) {
+      try {
+        return RingReader(path, owner);
+      } catch (const Error&) {
+        if (monotonic_ns() >= deadline) throw;
+      }
     }
+    if (o.cancelled && o.cancelled()) fail("stopped while waiting for the shm ring of feed '{}'", o.name);
+    timespec ts{0, 20'000'000};
+    nanosleep(&ts, nullptr);
   }
 }
 
