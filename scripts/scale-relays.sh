@@ -13,13 +13,13 @@
 #   scripts/scale-relays.sh build/release/apps/mdcast/mdcast 1024 1k 10s
 #
 # Where it stands on a 2-core host: 30 pass. At 1024 the processes fit
-# (7,079 MiB Pss together, 7,065 KiB each) but the run fails. Subscribers that wait
-# for their relay's ring retry every 20 ms through an exception (about
-# 50,000 a second for 1024 of them): the likely reason, not yet measured, why
-# the relays answered too late (a run without relay --wait-subscribers: the
-# origin got none of their subscriptions in 60 s). And a relay's
-# session probe counts as a subscription at the origin, which can let the
-# origin start before the relays subscribe (relay --wait-subscribers).
+# (7,079 MiB Pss together, 7,065 KiB each, in a run that got as far as
+# attaching every one) but the run fails: each relay's session probe
+# (runtime::upstream_session) is a subscription the origin counts toward
+# publisher.wait_subscribers and then leaves, so the origin starts, publishes
+# and ends before the relays' forwarding subscribers, delayed by a thousand
+# processes attaching at once, have subscribed. The probe has to keep its
+# subscription until the forwarding subscriber has one.
 set -uo pipefail
 MDCAST=$(readlink -f "${1:?usage: $0 MDCAST N [RATE] [DURATION]}")
 N=${2:?subscriber count}
