@@ -21,7 +21,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
   subscribed_ = false;
   subscribe_refused_ = false;
   peer_failed_ = false;
-  query_sent_ = false;
+  forget_query();
   confirm_limit_ = UINT64_MAX;  // nothing confirms until the subscription is acknowledged: the data decides
   auth_ = {};  // a new connection proves both sides again
   key_this_connection_ = false;  // the last key still checks data until the new one arrives
@@ -32,7 +32,7 @@ void SubscriberCore::on_control_connected(uint64_t now) noexcept {
 void SubscriberCore::on_control_disconnected() noexcept {
   connected_ = false;
   subscribed_ = false;
-  query_sent_ = false;
+  forget_query();
   // A control plane gone (a cut path, a publisher restarting) must not hold
   // the data it cannot confirm, any more than one that does not answer.
   confirm_limit_ = UINT64_MAX;
@@ -95,7 +95,7 @@ void SubscriberCore::on_subscribe_ack(uint32_t rid, const wire::SubscribeAck& b,
   // the data suggested.
   session_confirmed_by(b.session, b.last_seq, now);
   resend_unsent(now);
-  if (claims_) send_query(now);
+  if (noted_.kinds) send_query(now);
 }
 
 void SubscriberCore::on_error_reply(uint32_t rid, const wire::ErrorReply& b) noexcept {

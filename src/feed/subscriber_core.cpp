@@ -261,9 +261,8 @@ void SubscriberCore::start_session(uint64_t s) noexcept {
   session_confirmed_ = false;
   confirmed_last_ = 0;
   confirm_limit_ = UINT64_MAX;
-  claims_ = 0;
-  claim_ahead_ = 0;
-  held_session_ = held_end_ = held_ahead_ = 0;
+  asked_ = {};
+  noted_ = {};
   n_reqs_ = 0;
   snap_sent_ = false;
   for (size_t i = 0; i < n_slots_; ++i)
@@ -310,7 +309,7 @@ void SubscriberCore::check_heartbeat(const wire::HeartbeatView& hb, uint8_t flag
   }
   if ((flags & wire::kFlagEndOfSession) && !session_ended_) {
     if (ctl_) {
-      ++held_end_;
+      ++noted_.held_end;
       claim(kClaimEnd);  // ended only at the sequence the publisher confirms
     } else {
       end_confirmed(last, now);

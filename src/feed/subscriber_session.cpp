@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "mdcast/feed/subscriber_core.hpp"
 
@@ -37,7 +38,7 @@ bool SubscriberCore::other_session(uint64_t s) noexcept {
   }
   claimed_session_ = s;
   counters_->claims_held.add();
-  ++held_session_;
+  ++noted_.held_session;
   claim(kClaimSession);
   return false;
 }
@@ -52,15 +53,23 @@ bool SubscriberCore::plausible_ahead(uint64_t seq, bool sequenced) noexcept {
   // position (confirm_limit_), however gapless: a forged run is held there.
   if (!ctl_ || seq < confirmed_last_ + n_slots_ + cfg_.pair_lag) return true;
   if (sequenced) counters_->claims_held.add();  // a heartbeat is counted as one already
-  ++held_ahead_;
-  claim_ahead_ = std::max(claim_ahead_, seq);
+  ++noted_.held_ahead;
+  noted_.ahead = std::max(noted_.ahead, seq);
   claim(kClaimAhead);
   return false;
 }
 
 // Only noted: claims come from datagrams, and the query goes out from
 // poll_query (a query already in flight answers this claim too).
-void SubscriberCore::claim(Claim c) noexcept { claims_ |= c; }
+void SubscriberCore::claim(Claim c) noexcept { noted_.kinds |= c; }
+
+// The question in flight is lost with its connection: what it asked is asked
+// again, on the next one.
+void SubscriberCore::forget_query() noexcept {
+  query_sent_ = false;
+  noted_.merge(asked_);
+  asked_ = {};
+}
 
 void SubscriberCore::send_query(uint64_t now) noexcept {
   // The subscription's acknowledgement answers too; a query waits for it.
@@ -71,6 +80,8 @@ void SubscriberCore::send_query(uint64_t now) noexcept {
     query_highest_ = highest_seen_;
     query_rid_ = next_rid_++;
     query_tries_ = 0;
+    asked_ = noted_;
+    noted_ = {};
   } else {
     ++query_tries_;  // the same question again (see query_rid_)
   }
@@ -81,15 +92,18 @@ void SubscriberCore::send_query(uint64_t now) noexcept {
 }
 
 void SubscriberCore::poll_query(uint64_t now) noexcept {
-  if (claims_ == 0) return;
-  if (!query_sent_ || now >= query_deadline_) send_query(now);
+  // A confirmation alone is not asked again: confirm_limit_ is lifted when
+  // it goes unanswered (poll), and the next half window asks afresh.
+  if (query_sent_ ? (asked_.kinds | noted_.kinds) != 0 && now >= query_deadline_ : noted_.kinds != 0)
+    send_query(now);
 }
 
 void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& b, uint64_t now) noexcept {
   if (rid != query_rid_ || !query_sent_) return;  // late answer to a query already settled
   query_sent_ = false;
-  const uint8_t claims = claims_;
-  const uint64_t ahead = claim_ahead_;
+  const Claims asked = std::exchange(asked_, {});
+  const uint8_t claims = asked.kinds;
+  const uint64_t ahead = asked.ahead;
   uint64_t refuted = 0;
   if (b.session != session_ || !session_confirmed_) {
     // The publisher runs another session than ours: whatever was claimed
@@ -103,7 +117,7 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
     // yet beyond what it had sent then (and beyond the other member of a
     // pair): it never came from the publisher.
     if (cfg_.confirm_ahead && query_delivered_ > b.last_seq + cfg_.pair_lag) forged_run(b.last_seq);
-    refuted += held_session_;  // the publisher is still in ours
+    refuted += asked.held_session;  // the publisher is still in ours
     if (claims & kClaimAhead) {
       if (ahead <= b.last_seq) {
         counters_->claims_confirmed.add();  // real datagrams, lost here: recovered like any gap
@@ -120,7 +134,7 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
         // recovered as the gap they left once later data shows it.
         counters_->claims_overtaken.add();
       } else {
-        refuted += held_ahead_;
+        refuted += asked.held_ahead;
       }
     }
     if (claims & kClaimNotYet) {
@@ -134,12 +148,9 @@ void SubscriberCore::on_session_status(uint32_t rid, const wire::SessionStatus& 
       if (claims & kClaimEnd) counters_->claims_confirmed.add();
       end_confirmed(b.end_seq, now);
     } else {
-      refuted += held_end_;
+      refuted += asked.held_end;
     }
   }
-  claims_ = 0;
-  claim_ahead_ = 0;
-  held_session_ = held_end_ = held_ahead_ = 0;
   if (refuted) counters_->forged_datagrams.add(refuted);
 }
 

@@ -182,6 +182,49 @@ TEST_F(SubscriberSessionTest, DataThatOvertookTheAnswerIsNotCalledForged) {
   EXPECT_TRUE(sub_->recovering()) << "the gap it left is recovered";
 }
 
+// An answer was written before the claims that came after its query: a
+// confirmation in flight when the end of session arrives says "not ended",
+// and that is no refutation (netns.loss counted one such end as forged).
+// The end is asked about with the next query.
+TEST_F(SubscriberSessionTest, AClaimAfterTheQueryWentOutWaitsForTheNextOne) {
+  auto c = sub_config();
+  c.window_bytes = 16 * 512;  // 16 slots: a confirmation each 8 datagrams
+  start(c);
+  publish_pairs(9);
+  rx_seq({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const uint32_t confirmation = query();
+  EXPECT_EQ(sub_->counters().confirmations.get(), 1u);
+  const Bytes end = feed_.heartbeat({}, 9, {}, kFlagEndOfSession);
+  rx(end);  // the publisher ended after it answered
+  reply(encode_control(confirmation, SessionStatus{feed_.session, 9, 1, false, 0}));
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u);
+  EXPECT_FALSE(sub_->session_ended());
+  ctl_.clear();
+  const uint32_t about_the_end = query();
+  EXPECT_NE(about_the_end, confirmation);
+  status(about_the_end, true, 9);
+  EXPECT_TRUE(sub_->session_ended());
+  EXPECT_TRUE(sub_->delivered_to_end());
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 0u);
+  EXPECT_EQ(sub_->counters().claims_confirmed.get(), 1u);
+}
+
+// The same order with a forger's end: refuted by the answer that judges it.
+TEST_F(SubscriberSessionTest, AForgedEndAfterTheQueryWentOutIsRefutedByTheNextAnswer) {
+  auto c = sub_config();
+  c.window_bytes = 16 * 512;
+  start(c);
+  publish_pairs(12);
+  rx_seq({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const uint32_t confirmation = query();
+  rx(feed_.heartbeat({}, 9, {}, kFlagEndOfSession));
+  reply(encode_control(confirmation, SessionStatus{feed_.session, 9, 1, false, 0}));
+  ctl_.clear();
+  status(query());  // live at 12
+  EXPECT_FALSE(sub_->session_ended());
+  EXPECT_EQ(sub_->counters().forged_datagrams.get(), 1u);
+}
+
 TEST_F(SubscriberSessionTest, ManyClaimsOneQueryInFlightRetriedOnTimeout) {
   start();
   publish_pairs(1);

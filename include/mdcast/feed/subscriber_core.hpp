@@ -53,6 +53,7 @@
 // instruments), which may allocate.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -173,7 +174,7 @@ class SubscriberCore : public media::ControlEvents {
   // sleep (a futex on the shm ring) does not watch the control socket, so a
   // blocking idle loop naps briefly then, and longer when nothing is owed.
   [[nodiscard]] bool awaiting_control() const noexcept {
-    return (ctl_ != nullptr && !subscribed_) || query_sent_ || claims_ != 0 || n_reqs_ != 0 || recovering();
+    return (ctl_ != nullptr && !subscribed_) || query_sent_ || noted_.kinds != 0 || n_reqs_ != 0 || recovering();
   }
   [[nodiscard]] bool wants(uint32_t inst) const noexcept { return inst < n_inst_ && filter_[inst]; }
   [[nodiscard]] uint32_t instrument_seq(uint32_t inst) const noexcept { return last_iseq_[inst]; }
@@ -363,6 +364,7 @@ class SubscriberCore : public media::ControlEvents {
   enum Claim : uint8_t { kClaimSession = 1, kClaimEnd = 2, kClaimAhead = 4, kClaimNotYet = 8 };
   bool other_session(uint64_t s) noexcept;  // true: adopted (no control plane to ask)
   void claim(Claim c) noexcept;
+  void forget_query() noexcept;
   void send_query(uint64_t now) noexcept;
   void poll_query(uint64_t now) noexcept;
   void on_session_status(uint32_t rid, const wire::SessionStatus& b, uint64_t now) noexcept;
@@ -439,12 +441,28 @@ class SubscriberCore : public media::ControlEvents {
   uint64_t previous_session_ = 0;  // its late datagrams are stale, not a claim
   uint64_t checksum_snapshot_after_ = 0;
 
-  uint8_t claims_ = 0;            // Claim bits awaiting the publisher's answer
-  uint64_t claim_ahead_ = 0;      // highest sequence claimed beyond the window
+  // What datagrams claimed, and how many stood behind each kind of claim
+  // (counted as forged if refuted).
+  struct Claims {
+    uint8_t kinds = 0;   // Claim bits
+    uint64_t ahead = 0;  // the highest sequence claimed beyond the window
+    uint64_t held_session = 0, held_end = 0, held_ahead = 0;
+    void merge(const Claims& o) noexcept {
+      kinds |= o.kinds;
+      ahead = std::max(ahead, o.ahead);
+      held_session += o.held_session;
+      held_end += o.held_end;
+      held_ahead += o.held_ahead;
+    }
+  };
+  // An answer judges only the claims made before its query went out: it was
+  // written before whatever came later was sent (an end of session that
+  // follows a confirmation in flight is no forgery). Claims noted since wait
+  // for the next query.
+  Claims asked_;  // what the query in flight asks about
+  Claims noted_;  // claimed since it was sent: a query is due once it is answered
   uint64_t claimed_session_ = 0;  // the last other session a datagram claimed
-  // Datagrams behind each kind of claim, counted as forged if refuted.
-  uint64_t held_session_ = 0, held_end_ = 0, held_ahead_ = 0;
-  bool query_sent_ = false;  // false with claims_ set: a query is due
+  bool query_sent_ = false;
   uint64_t query_delivered_ = 0;  // the last sequence delivered when the query in flight was sent
   // The highest sequence seen when the query in flight was sent: its answer
   // judges what came before it, not what arrived while an answer held up by
