@@ -272,7 +272,7 @@ bool ControlService::admitted(ClientId c) const noexcept {
 
 size_t ControlService::subscribed_clients() const noexcept {
   size_t n = 0;
-  for (const auto& [id, cl] : clients_) n += cl.subscribed;
+  for (const auto& [id, cl] : clients_) n += cl.subscribed && cl.n_subscribed > 0;
   return n;
 }
 

@@ -192,7 +192,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
       s.pub.session = parse_uint<uint64_t>(v, 0, ~uint64_t{0});
     },
         [](const Settings& s) { return std::to_string(s.pub.session); });
-    add("publisher.wait_subscribers", "N", "hold publishing until this many subscribers have subscribed", [](Settings& s, const std::string& v) {
+    add("publisher.wait_subscribers", "N", "hold publishing until this many subscribers have subscribed (each to at least one instrument)", [](Settings& s, const std::string& v) {
       s.pub.wait_subscribers = parse_uint<uint32_t>(v, 0, 100000);
     },
         [](const Settings& s) { return std::to_string(s.pub.wait_subscribers); });

@@ -79,6 +79,24 @@ TEST_F(ControlServiceTest, SubscribeToAListCountsIt) {
   EXPECT_EQ(only<SubscribeAck>(out_.to(1)).granted, 3u);
 }
 
+// A subscription to no instrument watches the session (a relay's probe of
+// its upstream): answered like any, but a publisher waiting for its
+// subscribers does not count it - it leaves once it has the session.
+TEST_F(ControlServiceTest, ASubscriptionToNoInstrumentIsNotCountedAsASubscriber) {
+  publish(add(1));
+  commit();
+  EXPECT_TRUE(subscribe(1, list({})));
+  const auto ack = only<SubscribeAck>(out_.to(1));
+  EXPECT_EQ(ack.session, 900u);
+  EXPECT_EQ(ack.granted, 0u);
+  EXPECT_EQ(svc_.subscribed_clients(), 0u);
+  EXPECT_TRUE(subscribe(2, list({1})));
+  EXPECT_TRUE(subscribe(3));
+  EXPECT_EQ(svc_.subscribed_clients(), 2u);
+  EXPECT_TRUE(send(3, Unsubscribe{{}}));  // "all": it takes nothing now
+  EXPECT_EQ(svc_.subscribed_clients(), 1u);
+}
+
 TEST_F(ControlServiceTest, SubscribeErrors) {
   EXPECT_TRUE(subscribe(1, {}, 5));
   EXPECT_EQ(only<ErrorReply>(out_.to(1)).code, ErrorCode::kUnknownChannel);

@@ -97,6 +97,10 @@ class ControlService final : public media::ControlHandler {
   [[nodiscard]] Work last_work() const noexcept override { return work_; }
 
   [[nodiscard]] size_t clients() const noexcept { return clients_.size(); }
+  // Subscriptions that take at least one instrument: what a publisher
+  // waiting for its subscribers counts. One that takes none watches the
+  // session (a relay's probe of its upstream, runtime::upstream_session)
+  // and may leave once it has the answer.
   [[nodiscard]] size_t subscribed_clients() const noexcept;
   [[nodiscard]] const ControlCounters& counters() const noexcept { return *counters_; }
   [[nodiscard]] ControlCounters& mutable_counters() noexcept { return *counters_; }
