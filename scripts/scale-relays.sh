@@ -12,14 +12,13 @@
 #   scripts/scale-relays.sh MDCAST N [RATE] [DURATION]
 #   scripts/scale-relays.sh build/release/apps/mdcast/mdcast 1024 1k 10s
 #
-# Where it stands on a 2-core host: 30 pass. At 1024 the processes fit
-# (7,079 MiB Pss together, 7,065 KiB each, in a run that got as far as
-# attaching every one) but the run fails: each relay's session probe
-# (runtime::upstream_session) is a subscription the origin counts toward
-# publisher.wait_subscribers and then leaves, so the origin starts, publishes
-# and ends before the relays' forwarding subscribers, delayed by a thousand
-# processes attaching at once, have subscribed. The probe has to keep its
-# subscription until the forwarding subscriber has one.
+# The relays hold until their host's subscribers have subscribed
+# (--wait-subscribers), and the origin until the relays' forwarding
+# subscriptions are there (a relay's session probe subscribes to no
+# instrument and is not counted), so a thousand processes may take their
+# time attaching; the origin lingers long enough for a relay starved of CPU
+# to recover the end of the feed. On a 2-core host 1024 pass in about
+# 90 s (docs/performance.md has the figures).
 set -uo pipefail
 MDCAST=$(readlink -f "${1:?usage: $0 MDCAST N [RATE] [DURATION]}")
 N=${2:?subscriber count}
@@ -32,6 +31,6 @@ echo "scale-relays: $N subscribers behind 3 relays, ${3:-1k} msg/s for ${4:-10s}
   "$(awk '/MemAvailable/ {printf "%.1f GiB available", $2/1048576}' /proc/meminfo)"
 RELAY_HOSTS="s1 s2 s3" PER_HOST=$(((N + 2) / 3)) RATE=${3:-1k} DURATION=${4:-10s} GIVE_UP=${GIVE_UP:-60s} \
   SUB_WAIT=${SUB_WAIT:-900s} RELAY_WAIT=${RELAY_WAIT:-900s} RELAY_LINGER=${RELAY_LINGER:-60s} MEMORY_SAMPLE=1 \
-  RELAY_ARGS="--set publisher.wait_subscribers_timeout=900s" \
-  PUB_WAIT="--set publisher.wait_subscribers_timeout=900s" DOWN_ARGS="--max-orders 65536 --max-instruments 256 --set subscriber.window_bytes=1MiB" \
+  RELAY_ARGS="--wait-subscribers $(((N + 2) / 3)) --set publisher.wait_subscribers_timeout=900s" \
+  PUB_WAIT="--set publisher.wait_subscribers_timeout=900s --linger 120s" DOWN_ARGS="--max-orders 65536 --max-instruments 256 --set subscriber.window_bytes=1MiB" \
   exec bash tests/system/netns/relay.sh "$MDCAST"

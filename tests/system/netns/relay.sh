@@ -78,8 +78,11 @@ for r in "${RELAYS[@]}"; do
   figure "$l.recovered" "$(result_value $l sub.datagrams_recovered)"
   figure "$l.snapshots" "$(result_value $l sub.snapshots_applied)"
   figure "$l.subscriptions" "$(result_value $l ctl.subscribes)"
-  expect "$l recovered its link's loss upstream ($(result_value $l sub.gaps) gaps, $(result_value $l sub.datagrams_recovered) datagrams)" \
-    gt0 "$(result_value $l sub.datagrams_recovered)"
+  # Only the first two links lose datagrams (a third relay host's is clean).
+  if [[ " ${RELAYS[*]:0:2} " == *" $r "* ]]; then
+    expect "$l recovered its link's loss upstream ($(result_value $l sub.gaps) gaps, $(result_value $l sub.datagrams_recovered) datagrams)" \
+      gt0 "$(result_value $l sub.datagrams_recovered)"
+  fi
   expect "$l kept every datagram's sequence (relay.sequence_mismatches $(result_value $l relay.sequence_mismatches))" \
     eq "$(result_value $l relay.sequence_mismatches)" 0
   expect "$l served its $PER_HOST subscribers ($(result_value $l ctl.subscribes) subscriptions)" \
