@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "mdcast/runtime/result_file.hpp"
 #include "settings.hpp"
 
 namespace mdcast::app {
@@ -36,6 +37,7 @@ struct DoctorArgs {
 };
 int run_doctor(const Settings& s, const DoctorArgs& a);
 
-int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results, bool content);
+int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results,
+               runtime::BookMatch match);
 
 }  // namespace mdcast::app

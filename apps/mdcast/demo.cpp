@@ -308,7 +308,8 @@ int run_demo(Settings& s, const DemoArgs& a) {
   return ok ? exit_code::kOk : exit_code::kDataLost;
 }
 
-int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results, bool content) {
+int run_verify(const std::string& publisher_result, const std::vector<std::string>& subscriber_results,
+               runtime::BookMatch match) {
   const RunResult pub = read_result(publisher_result);
   // A relay publishes what it subscribed to: it stands on either side.
   if (pub.role != "publisher" && pub.role != "relay")
@@ -320,8 +321,7 @@ int run_verify(const std::string& publisher_result, const std::vector<std::strin
     if (r.role != "subscriber" && r.role != "relay")
       fail_usage("{} is a {}'s result file, not a subscriber's: mdcast verify PUBLISHER.toml SUBSCRIBER.toml...", path,
                  r.role);
-    const runtime::FeedVerdict v =
-        runtime::verify_feed(pub, r, content ? runtime::BookMatch::kContent : runtime::BookMatch::kSameSession);
+    const runtime::FeedVerdict v = runtime::verify_feed(pub, r, match);
     ok &= v.whole;
     fmt::print("{}: {}\n", path, v.text);
   }

@@ -251,8 +251,10 @@ int main(int argc, char** argv) {
   auto* verify = app.add_subcommand("verify", "compare subscriber result files with the publisher's");
   verify->add_option("publisher", verify_pub, "publisher result file")->required()->check(CLI::ExistingFile);
   verify->add_option("subscribers", verify_subs, "subscriber result files")->required()->check(CLI::ExistingFile);
-  bool verify_content = false;
-  verify->add_flag("--content", verify_content, "compare the books alone, whatever session built them (a replay, a relay)");
+  auto verify_match = runtime::BookMatch::kSameSession;
+  verify->add_flag("--content{1}", verify_match, "compare the books alone, whatever session built them (a replay, a relay)");
+  verify->add_flag("--state{2}", verify_match, "compare the books' state alone: a conflated feed (relay --conflate) "
+                   "reaches it by fewer messages")->excludes("--content");
 
   DoctorArgs doctor_args;
   auto* doc = app.add_subcommand("doctor", "check the host, RDMA devices and interfaces against the settings "
@@ -308,6 +310,7 @@ int main(int argc, char** argv) {
   flag(rel, f, "--cpu", "publisher.cpus", "CPU for the relay's thread (default: not pinned)");
   flag(rel, f, "--wait-subscribers", "publisher.wait_subscribers",
        "subscribe upstream once this many have subscribed downstream (what came before is recovered from the origin)");
+  flag(rel, f, "--conflate", "relay.conflate");
   rel->add_option("--from-config", up_config, "TOML settings of the upstream feed (default: none)")->check(CLI::ExistingFile);
   add_set_option(
       rel, [&up](std::string k, std::string v) { up.set.push_back({k, std::move(v), "--from-set " + k}); },
@@ -359,7 +362,7 @@ int main(int argc, char** argv) {
       return run_demo(s, a);
     }
     if (stat->parsed()) return run_stat(stat_args);
-    if (verify->parsed()) return run_verify(verify_pub, verify_subs, verify_content);
+    if (verify->parsed()) return run_verify(verify_pub, verify_subs, verify_match);
     if (secret_new->parsed()) {
       if (!wire::valid_identity(secret_identity))
         fail_usage("secret new --identity: an identity is 1-{} characters of A-Z a-z 0-9 . _ - @ +", wire::auth::kMaxIdentity);

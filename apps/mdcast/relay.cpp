@@ -10,7 +10,7 @@
 #include "mdcast/core/clock.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
-#include "mdcast/runtime/relay.hpp"
+#include "mdcast/runtime/relays.hpp"
 #include "runners.hpp"
 #include "settings.hpp"
 
@@ -36,46 +36,45 @@ int relay(Settings& s, const Settings& up_s) {
     return exit_code::kSetup;
   }
 
-  // Held until publisher.wait_subscribers subscribed downstream: the upstream
-  // subscription begins then, and recovers from the session's start what came before.
-  runtime::PublisherPlan plan = publisher_plan(s, session, Down::kName);
-  plan.engine = runtime::relay_engine(plan.engine, session);
-  plan.counters.role = "relay";
-  plan.counters.extra = {{"sub", feed::SubscriberCounters::kInfo}, {"relay", runtime::RelayCounters::kInfo}};
-  Runtime rt(plan, nullptr, [&](uint32_t k, auto) { return Down::publisher(channel_settings<Down>(s, k), session); });
+  // Held until publisher.wait_subscribers subscribed downstream (the upstream subscription then
+  // recovers the session's start from the origin). A conflated feed is a session of its own.
+  const uint64_t conflate = s.relay.conflate_ns;
+  const uint64_t down_session = conflate ? pick_session(s) : session;
+  runtime::PublisherPlan plan = publisher_plan(s, down_session, Down::kName);
+  runtime::relay_plan(plan, session, conflate);
+  Runtime rt(plan, nullptr,
+             [&](uint32_t k, auto) { return Down::publisher(channel_settings<Down>(s, k), down_session); });
 
   runtime::RelayOutcome outcome;
-  runtime::RelayCounters own;
   typename Runtime::Hooks hooks;
   hooks.publish = [&](typename Runtime::Lane& lane) {
-    stats::CountersFile* cf = rt.counters_file();
     auto inner = Up::subscriber(up_s);  // on the relay's thread, after pinning
     // Through the fault injector, as `mdcast subscribe` is: the tests drop
     // upstream datagrams to show that they are recovered before forwarding.
     media::fault::FaultyMedium<typename Up::Subscriber> up(*inner, injected_faults(up_s, static_cast<uint64_t>(::getpid())));
     feed::SubscriberAgentOptions opts{up_s.feed.control_poll_ns, s.feed.idle};
     opts.idle_params = s.feed.idle_params;
-    auto* rc = cf ? cf->section<runtime::RelayCounters>(3) : &own;
-    outcome = runtime::relay_lane(lane, up, sub_cfg, opts, subscriber_limits(up_s), *rc,
-                                  cf ? cf->section<feed::SubscriberCounters>(2) : nullptr, [&](uint64_t now) {
-                                    lane.report(now);
-                                    lane.progress.store(rc->messages.get(), std::memory_order_relaxed);
-                                    return true;
-                                  });
+    outcome = runtime::relay_on_lane(lane, up, sub_cfg, opts, subscriber_limits(up_s), conflate, rt.counters_file());
     return outcome.paced;
   };
   hooks.started = [&](Runtime& r) {
-    fmt::print(stderr, "mdcast relay: session {:016x} from {} to {}\n", session, Up::waiting_for(up_s), r.described(0));
+    fmt::print(stderr, "mdcast relay: session {:016x} from {}{} to {}\n", session, Up::waiting_for(up_s),
+               conflate ? fmt::format(", conflated every {} as session {:016x}", format_duration(conflate), down_session)
+                        : "",
+               r.described(0));
   };
   const auto out = rt.run(std::move(hooks));
   runtime::RunResult r = rt.result(out);
   r.counters.insert(r.counters.end(), outcome.counters.begin(), outcome.counters.end());
   r.outcome = outcome.ending == runtime::RelayEnding::kEnded ? "ok" : std::string(to_string(outcome.ending));
   if (!s.pub.result.empty()) write_result(s.pub.result, r);
-  fmt::print(stderr, "mdcast relay: {}: {} messages in {} datagrams forwarded; {} retransmit requests and {} snapshots "
-                     "served downstream\n",
-             r.outcome, r.messages, r.last_sequence, r.counter("ctl.retransmit_requests"),
-             r.counter("ctl.snapshot_requests"));
+  fmt::print(stderr, "mdcast relay: {}: {} messages in {} datagrams {}; {} retransmit requests and {} snapshots served "
+                     "downstream\n",
+             r.outcome, r.messages, r.last_sequence,
+             conflate ? fmt::format("at {} points from {} upstream messages ({} mismatches)", r.counter("conflate.points"),
+                                    r.counter("conflate.upstream_messages"), r.counter("conflate.mismatches"))
+                      : "forwarded",
+             r.counter("ctl.retransmit_requests"), r.counter("ctl.snapshot_requests"));
   if (!outcome.error.empty()) fmt::print(stderr, "mdcast relay: {}\n", outcome.error);
   switch (outcome.ending) {
     case runtime::RelayEnding::kEnded: return exit_code::kOk;

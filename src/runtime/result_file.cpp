@@ -8,6 +8,7 @@
 #include <map>
 #include <toml++/toml.h>
 
+#include "mdcast/book/order_book.hpp"
 #include "mdcast/core/error.hpp"
 
 namespace mdcast::runtime {
@@ -88,7 +89,34 @@ RunResult read_result(const std::string& path) {
   return r;
 }
 
+namespace {
+
+BookVerdict compare_states(const RunResult& pub, const RunResult& sub) {
+  BookVerdict v;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> both;  // instrument: publisher's, subscriber's checksum
+  auto empty = [](uint32_t i) { return book::BookSet::status_hash(i, wire::TradingStatus::kPreOpen); };
+  for (const auto& d : sub.books) both[d.instrument] = {empty(d.instrument), d.checksum};
+  for (const auto& d : pub.books) {
+    auto it = both.find(d.instrument);
+    if (it != both.end()) it->second.first = d.checksum;
+    else if (sub.all_instruments) both[d.instrument] = {d.checksum, empty(d.instrument)};
+  }
+  for (const auto& [id, c] : both) {
+    if (c.first != c.second) {
+      v.detail = fmt::format("instrument {}: book checksum differs ({:016x} at the subscriber, {:016x} at the publisher)",
+                             id, c.second, c.first);
+      return v;
+    }
+    ++v.compared;
+  }
+  v.identical = true;
+  return v;
+}
+
+}  // namespace
+
 BookVerdict compare_books(const RunResult& pub, const RunResult& sub, BookMatch match) {
+  if (match == BookMatch::kState) return compare_states(pub, sub);
   BookVerdict v;
   if (match == BookMatch::kSameSession && pub.session != sub.session) {
     v.detail = fmt::format("subscriber ended in session {:016x}, publisher in {:016x} (a replay or a relay publishes in a "

@@ -148,6 +148,12 @@ const std::map<std::string, SettingKey>& setting_keys() {
         "peer did not publish past this member by then, end the session",
         [](Settings& s, const std::string& v) { s.pair.join_timeout_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.pair.join_timeout_ns); });
+    // [relay]
+    add("relay.conflate", "DURATION",
+        "publish a conflated feed of its own: each changed instrument's book once per interval (0: forward every "
+        "datagram under the upstream's session and sequence numbers)",
+        [](Settings& s, const std::string& v) { s.relay.conflate_ns = parse_duration(v); },
+        [](const Settings& s) { return format_duration(s.relay.conflate_ns); });
     add("publisher.heartbeat_interval", "DURATION", "idle time before a heartbeat", [](Settings& s, const std::string& v) {
       s.pub.heartbeat_interval_ns = parse_duration(v);
       if (!s.pub.heartbeat_interval_ns) fail("heartbeat interval must be positive");

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "mdcast/book/order_book.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/stop.hpp"
 #include "mdcast/runtime/child_process.hpp"
@@ -82,6 +83,27 @@ TEST(ResultFile, ComparisonNamesTheFirstDifference) {
   EXPECT_FALSE(compare_books(p, missing).identical);
   missing.all_instruments = false;  // a filtered subscriber compares what it follows
   EXPECT_TRUE(compare_books(p, missing).identical);
+}
+
+// A conflated feed: another session, its own instrument sequences, and an
+// instrument that was busy upstream but empty at the end never published.
+TEST(ResultFile, StateComparisonTakesTheBooksAloneAndAMissingInstrumentAsEmpty) {
+  RunResult p = publisher();
+  const uint64_t empty3 = book::BookSet::status_hash(3, wire::TradingStatus::kPreOpen);
+  p.books.push_back({3, 30, empty3});
+  RunResult s = p;
+  s.role = "subscriber";
+  s.session = 7;
+  s.books = {{1, 2, 0xaaaa}, {2, 3, 0xbbbb}};
+  EXPECT_FALSE(compare_books(p, s, BookMatch::kContent).identical) << "the sequences are the conflated feed's";
+  const BookVerdict v = compare_books(p, s, BookMatch::kState);
+  EXPECT_TRUE(v.identical) << v.detail;
+  EXPECT_EQ(v.compared, 3u);
+  p.books.back().checksum = 0x3333;  // instrument 3 not empty at the publisher: the subscriber lacks it
+  EXPECT_FALSE(compare_books(p, s, BookMatch::kState).identical);
+  EXPECT_NE(compare_books(p, s, BookMatch::kState).detail.find("instrument 3"), std::string::npos);
+  s.books[1].checksum = 0xbbbc;
+  EXPECT_NE(compare_books(p, s, BookMatch::kState).detail.find("instrument 2"), std::string::npos);
 }
 
 // `mdcast verify`'s judgement: identical books of a subscriber that ran to

@@ -145,15 +145,37 @@ uint64_t upstream_session(std::unique_ptr<Up> medium, const feed::SubscriberConf
   return c;
 }
 
+// Longest a message waits for a downstream medium that pushes back before
+// a relay gives up (kCannotForward): a medium stalled this long is not
+// coming back within anything a live feed tolerates.
+inline constexpr uint64_t kRelayStallNs = 2 * kNsPerSec;
+
+// Stages m into the downstream agent, handing it what it committed while
+// it pushes back (each wait counted once in `waits`), for at most
+// kRelayStallNs: kBackPressured then means stalled. `at` stamps the message.
+template <class Down>
+feed::PublishResult stage_waiting(Down& down, wire::Message& m, uint64_t at, Counter& waits) noexcept {
+  feed::PublishResult r = down.stage(m, at);
+  for (uint64_t since = 0; r == feed::PublishResult::kBackPressured;) {
+    const uint64_t t = monotonic_ns();
+    if (!since) {
+      since = t;
+      waits.add();
+    } else if (t - since > kRelayStallNs) {
+      break;
+    }
+    down.send_committed(t);
+    r = down.stage(m, at);
+  }
+  return r;
+}
+
 // The upstream subscriber's handler: each delivered message into the
 // downstream agent (a feed::PublisherAgent), in the upstream's datagrams.
 template <class Down>
 class Forwarder {
  public:
-  // Longest a message waits for a downstream medium that pushes back before
-  // the relay gives up (kCannotForward): a medium stalled this long is not
-  // coming back within anything a live feed tolerates.
-  static constexpr uint64_t kStallNs = 2 * kNsPerSec;
+  static constexpr uint64_t kStallNs = kRelayStallNs;
 
   Forwarder(Down& down, RelayCounters& c) noexcept : down_(down), c_(c) {}
 
@@ -176,18 +198,9 @@ class Forwarder {
       c_.upstream_sequence.set(d.sequence);
     }
     wire::Message copy = m;
-    feed::PublishResult r = down_.stage(copy, now);
-    for (uint64_t since = 0; r == feed::PublishResult::kBackPressured;) {
-      const uint64_t t = monotonic_ns();
-      if (!since) {
-        since = t;
-        c_.waits.add();
-      } else if (t - since > kStallNs) {
-        return fail(Failure::kStalled, d.sequence, m.instrument);
-      }
-      down_.send_committed(t);
-      r = down_.stage(copy, now);  // the upstream's stamp still: the wait is the relay's, not the feed's
-    }
+    // The upstream's stamp, also after a wait: the wait is the relay's, not the feed's.
+    const feed::PublishResult r = stage_waiting(down_, copy, now, c_.waits);
+    if (r == feed::PublishResult::kBackPressured) return fail(Failure::kStalled, d.sequence, m.instrument);
     if (r != feed::PublishResult::kOk) {
       c_.refused.add();
       return fail(Failure::kRefused, d.sequence, m.instrument);
@@ -250,6 +263,8 @@ class Forwarder {
     staged_ = false;
     down_.flush(now);
   }
+  // The upstream's session ended: everything was forwarded round by round.
+  void finish(uint64_t now) noexcept { end_round(now); }
 
   [[nodiscard]] bool failed() const noexcept { return failure_ != Failure::kNone; }
   // What went wrong, for an operator (setup-time text: allocates).
@@ -307,24 +322,24 @@ class Forwarder {
   uint32_t detail_ = 0;
 };
 
-// One relay on a PublisherRuntime lane (its Hooks::publish): subscribes
-// over `up` and forwards into the lane's one channel until the upstream
-// session ends, a stop request, or a failure; leaves the downstream session
-// unended (Lane::abandon) where the upstream was lost or could not be
-// forwarded. `on_round(now)` runs after each control round of the upstream
-// subscriber (false: stop).
-template <class Lane, media::SubscriberMedium Up, class Round>
-RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, const feed::SubscriberAgentOptions& opts,
-                        const SubscriberLimits& limits, RelayCounters& counters, feed::SubscriberCounters* sub_counters,
-                        Round&& on_round) {
+// The loop of a relay of either kind on a PublisherRuntime lane: the
+// upstream subscriber over `up`, delivering to `handler` (a Forwarder or a
+// Conflator: watch, end_round and finish, failed and failure_text), until
+// the upstream session ends, a stop request, or a failure; the downstream
+// session is left unended (Lane::abandon) where the upstream was lost or
+// could not be followed. `on_round(now)` runs after each control round of
+// the upstream subscriber (false: stop). The outcome's counters: the
+// upstream subscriber's "sub.*" and its medium's, marked "@up".
+template <class Lane, class Handler, media::SubscriberMedium Up, class Round>
+RelayOutcome follow_upstream(Lane& lane, Handler& handler, Up& up, const feed::SubscriberConfig& cfg,
+                             const feed::SubscriberAgentOptions& opts, const SubscriberLimits& limits,
+                             feed::SubscriberCounters* sub_counters, Round&& on_round) {
   auto& down = lane.publisher().agent(0);
-  using Down = std::remove_reference_t<decltype(down)>;
-  Forwarder<Down> fwd(down, counters);
   feed::SubscriberConfig c = cfg;
-  c.all_instruments = true;  // a relay forwards the whole feed
+  c.all_instruments = true;  // a relay takes the whole feed
   c.instruments.clear();
-  feed::SubscriberAgent<Up, Forwarder<Down>> agent(up, c, fwd, sub_counters, opts);
-  fwd.watch(agent.subscriber());
+  feed::SubscriberAgent<Up, Handler> agent(up, c, handler, sub_counters, opts);
+  handler.watch(agent.subscriber());
   agent.start();
   RelayOutcome out;
   const uint64_t t0 = monotonic_ns();
@@ -333,16 +348,19 @@ RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, c
   for (;;) {
     const uint64_t now = monotonic_ns();
     const size_t n = agent.do_work(now);
-    fwd.end_round(now);
+    handler.end_round(now);
     down.do_work(now);
-    if (fwd.failed()) {
+    if (handler.failed()) {
       out.ending = RelayEnding::kCannotForward;
-      out.error = fwd.failure_text();
+      out.error = handler.failure_text();
       break;
     }
     if (agent.control_rounds() != seen) {
       seen = agent.control_rounds();
-      if (agent.finished()) break;
+      if (agent.finished()) {
+        handler.finish(now);
+        break;
+      }
       SubscriberEnding why{};
       if (subscriber_should_end(agent, limits, t0, now, why, out.error, &first)) {
         out.ending = why == SubscriberEnding::kRefused         ? RelayEnding::kRefused
@@ -357,12 +375,32 @@ RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, c
     }
     agent.idle(n);
   }
-  fwd.end_round(monotonic_ns());
+  handler.end_round(monotonic_ns());
+  if (handler.failed() && out.ending == RelayEnding::kEnded) {
+    out.ending = RelayEnding::kCannotForward;
+    out.error = handler.failure_text();
+  }
   if (out.ending != RelayEnding::kEnded && out.ending != RelayEnding::kStopped) lane.abandon();
-  out.paced = {counters.messages.get(), monotonic_ns()};
-  stats::dump_counters(counters, "relay.", out.counters);
+  out.paced.end_ns = monotonic_ns();
   stats::dump_counters(agent.subscriber().counters(), "sub.", out.counters);
   stats::MirroredCounters(up.counter_groups(), "@up").dump(out.counters);
+  return out;
+}
+
+// One relay on a PublisherRuntime lane (its Hooks::publish): subscribes
+// over `up` and forwards into the lane's one channel, as follow_upstream
+// runs it. The outcome's counters: "relay.*", then follow_upstream's.
+template <class Lane, media::SubscriberMedium Up, class Round>
+RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, const feed::SubscriberAgentOptions& opts,
+                        const SubscriberLimits& limits, RelayCounters& counters, feed::SubscriberCounters* sub_counters,
+                        Round&& on_round) {
+  auto& down = lane.publisher().agent(0);
+  Forwarder<std::remove_reference_t<decltype(down)>> fwd(down, counters);
+  RelayOutcome out = follow_upstream(lane, fwd, up, cfg, opts, limits, sub_counters, std::forward<Round>(on_round));
+  out.paced.published = counters.messages.get();
+  std::vector<std::pair<std::string, uint64_t>> own;
+  stats::dump_counters(counters, "relay.", own);
+  out.counters.insert(out.counters.begin(), own.begin(), own.end());
   return out;
 }
 

@@ -55,7 +55,10 @@ struct BookVerdict {
 // kSameSession: the books, built in the publisher's session (a live feed).
 // kContent: the books alone, whatever session built them: a replay or a
 // relay republishes the same messages under a session id of its own.
-enum class BookMatch { kSameSession, kContent };
+// kState: the books' state alone (their checksums; an instrument one side
+// lacks is an empty book): a conflated feed (runtime/conflate.hpp) reaches
+// the same books by fewer messages, so its instrument sequences are its own.
+enum class BookMatch { kSameSession, kContent, kState };
 BookVerdict compare_books(const RunResult& publisher, const RunResult& subscriber,
                           BookMatch match = BookMatch::kSameSession);
 

@@ -29,6 +29,7 @@
 #include "mdcast/core/error.hpp"
 #include "mdcast/media/mem/mem_catalogue.hpp"
 #include "mdcast/record/recorder.hpp"
+#include "mdcast/runtime/conflate.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
 #include "mdcast/runtime/relay.hpp"
 #include "mdcast/settings/media/binding.hpp"
@@ -112,14 +113,15 @@ void for_each_medium(F&& f) {
   c.add(media::verbs::counter_catalogue());
   c.add(media::mem::counter_catalogue());
   // What the library's runtimes add: every publisher's run, a recorder's
-  // files, a relay's forwarding (it publishes downstream what it subscribes
-  // to upstream, "sub").
+  // files, a relay's forwarding or conflating (it publishes downstream what
+  // it subscribes to upstream, "sub").
   c.add({"run", "publisher", "", "runtime::RunCounters", runtime::RunCounters::kInfo, runtime::kRunGauges});
   c.alias_role("recorder", "subscriber");
   c.add({"rec", "recorder", "", "record::RecordCounters", record::RecordCounters::kInfo, {}});
   c.alias_role("relay", "publisher");
   c.alias_role("relay", "subscriber");
   c.add({"relay", "relay", "", "runtime::RelayCounters", runtime::RelayCounters::kInfo, runtime::kRelayGauges});
+  c.add({"conflate", "relay", "", "runtime::ConflateCounters", runtime::ConflateCounters::kInfo, {}});
   return c;
 }
 

@@ -102,6 +102,11 @@ struct PairOptions {
   uint64_t join_timeout_ns = 2 * kNsPerSec;  // no confirmed session from the peer by then: begin a session alone
 };
 
+// `mdcast relay` beyond its two sides' settings.
+struct RelayOptions {
+  uint64_t conflate_ns = 0;          // 0: forward every datagram; else a conflated feed of its own, a point per interval
+};
+
 struct SubscriberOptions {
   bool all_instruments = true;
   std::vector<uint32_t> instruments;
@@ -184,6 +189,7 @@ struct Settings {
   FeedOptions feed;
   PublisherOptions pub;
   PairOptions pair;
+  RelayOptions relay;
   SubscriberOptions sub;
   ShmOptions shm;
   media::StreamServerConfig control_server;  // [control]: what the publisher's control transport allows one client
