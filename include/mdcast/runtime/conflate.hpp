@@ -196,9 +196,7 @@ RelayOutcome conflate_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg
   Conflator<std::remove_reference_t<decltype(down)>> conflator(down, counters, interval_ns);
   RelayOutcome out = follow_upstream(lane, conflator, up, cfg, opts, limits, sub_counters, std::forward<Round>(on_round));
   out.paced.published = counters.messages.get();
-  std::vector<std::pair<std::string, uint64_t>> own;
-  stats::dump_counters(counters, "conflate.", own);
-  out.counters.insert(out.counters.begin(), own.begin(), own.end());
+  out.lead_with(counters, "conflate.");
   return out;
 }
 

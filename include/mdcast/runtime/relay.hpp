@@ -113,6 +113,14 @@ struct RelayOutcome {
   // For a result file: "relay.*", the upstream subscriber's "sub.*" and its
   // medium's counters marked "@up" (apart from the downstream's of the same name).
   std::vector<std::pair<std::string, uint64_t>> counters;
+
+  // The relay's own counters, first.
+  template <class C>
+  void lead_with(const C& own, const char* prefix) {
+    std::vector<std::pair<std::string, uint64_t>> v;
+    stats::dump_counters(own, prefix, v);
+    counters.insert(counters.begin(), v.begin(), v.end());
+  }
 };
 
 // The session the upstream's control plane confirms, joined as any
@@ -398,9 +406,7 @@ RelayOutcome relay_lane(Lane& lane, Up& up, const feed::SubscriberConfig& cfg, c
   Forwarder<std::remove_reference_t<decltype(down)>> fwd(down, counters);
   RelayOutcome out = follow_upstream(lane, fwd, up, cfg, opts, limits, sub_counters, std::forward<Round>(on_round));
   out.paced.published = counters.messages.get();
-  std::vector<std::pair<std::string, uint64_t>> own;
-  stats::dump_counters(counters, "relay.", own);
-  out.counters.insert(out.counters.begin(), own.begin(), own.end());
+  out.lead_with(counters, "relay.");
   return out;
 }
 
