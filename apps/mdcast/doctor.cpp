@@ -1,6 +1,5 @@
-// mdcast doctor: the library's checks (mdcast/doctor/doctor.hpp) judged
-// against the settings a feed would run with, printed as text or JSON.
-// Exit 0 with warnings, kSetup (3) when any finding is an error.
+// mdcast doctor: the library's checks (mdcast/doctor/doctor.hpp) against the feed's settings, as
+// text or JSON; exit 0 with warnings, kSetup (3) when any finding is an error.
 #include "commands.hpp"
 
 #include <fmt/format.h>

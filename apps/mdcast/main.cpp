@@ -261,6 +261,7 @@ int main(int argc, char** argv) {
                                            "(ok / warning / error with advice; exit 3 on an error)");
   feed_flags(doc, f);
   doc->add_flag("--json", doctor_args.json, "one JSON object instead of text");
+  flag(doc, f, "--processes", "doctor.processes");
   doc->add_option("--root", doctor_args.root, "read /sys and /proc under this directory (tests; default: /)");
 
   RecordArgs record_args;

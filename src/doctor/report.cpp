@@ -46,6 +46,7 @@ Report diagnose(const Options& o) {
   if (o.medium == Medium::kShm) detail::check_shm(o, r);
   if (o.medium == Medium::kUdp) detail::check_udp(o, r);
   detail::check_rdma(o, r);
+  detail::check_fanout(o, r);
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mdcast/book/order_book.hpp"
 #include "mdcast/settings/media.hpp"
 
 namespace mdcast::settings {
@@ -34,6 +35,15 @@ doctor::Options doctor_options(const Settings& s) {
   // datagrams (at most 16384 slots of 4 KiB + GRH): the larger is what must fit.
   const auto sub_ring = static_cast<size_t>(std::clamp(s.verbs.rate / 10.0, 256.0, 16384.0)) * (4096 + 64);
   o.verbs.registered_bytes = std::max(s.pub.retransmit_bytes, sub_ring);
+  // What each subscriber process of a host's fan-out holds (doctor
+  // --processes N sets how many): its books and window, per channel.
+  const book::BookConfig bc{s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  o.fanout.processes = s.doctor.processes;
+  o.fanout.process_bytes = s.feed.channels * (book::BookSet::footprint(bc) + s.sub.window_bytes);
+  o.fanout.readers = s.shm.readers;
+  o.fanout.max_clients = s.control_server.max_clients;
+  o.fanout.max_clients_per_peer = s.control_server.max_clients_per_peer;
+  o.fanout.max_unadmitted = s.control_server.max_unadmitted;
   o.media = doctor_media();
   return o;
 }

@@ -148,6 +148,12 @@ const std::map<std::string, SettingKey>& setting_keys() {
         "peer did not publish past this member by then, end the session",
         [](Settings& s, const std::string& v) { s.pair.join_timeout_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.pair.join_timeout_ns); });
+    // [doctor]
+    add("doctor.processes", "N",
+        "check this host for N subscriber processes of one publisher or relay here: their memory together (at these "
+        "settings), the descriptors, control clients and reader slots they take (0: no such check)",
+        [](Settings& s, const std::string& v) { s.doctor.processes = parse_uint<uint32_t>(v, 0, 1u << 20); },
+        [](const Settings& s) { return std::to_string(s.doctor.processes); });
     // [relay]
     add("relay.conflate", "DURATION",
         "publish a conflated feed of its own: each changed instrument's book once per interval (0: forward every "

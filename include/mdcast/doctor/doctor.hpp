@@ -124,6 +124,18 @@ struct Options {
     size_t registered_bytes = 64u << 20;  // what a process registers (the publisher's retransmit ring)
   } verbs;
 
+  // A host's fan-out (`mdcast doctor --processes N`): N subscriber processes
+  // reading one publisher or relay on this host.
+  struct Fanout {
+    uint32_t processes = 0;              // 0: not checked
+    uint64_t process_bytes = 0;          // each one's books and window
+    size_t readers = 0;                  // shm.readers
+    size_t max_clients = 0;              // control.max_clients
+    size_t max_clients_per_peer = 0;     // control.max_clients_per_peer (0: no share)
+    size_t max_unadmitted = 0;           // control.max_unadmitted
+    std::optional<uint64_t> descriptor_limit;  // RLIMIT_NOFILE (tests); nullopt = this process's
+  } fanout;
+
   // Facts a caller (a test) gives instead of the host: nullopt = ask the host.
   std::optional<uint64_t> memlock_bytes;  // RLIMIT_MEMLOCK; UINT64_MAX = unlimited
   std::optional<bool> may_lock_memory;    // CAP_IPC_LOCK (root): the limit does not apply

@@ -176,6 +176,11 @@ struct UdpSettings {
   uint64_t cut_a_for_ns = 0;
 };
 
+// `mdcast doctor` beyond the feed's own settings.
+struct DoctorOptions {
+  uint32_t processes = 0;            // a host's fan-out to check: subscriber processes of one publisher or relay here
+};
+
 struct DemoOptions {
   uint32_t subscribers = 4;
   double loss = 0;                   // injected into subscriber 1
@@ -196,6 +201,7 @@ struct Settings {
   VerbsSettings verbs;
   UdpSettings udp;
   DemoOptions demo;
+  DoctorOptions doctor;
 };
 
 // Sets key ("section.name") from text; `where` prefixes errors ("--rate",

@@ -103,6 +103,37 @@ TEST(DoctorShm, FreeSpaceAgainstTheRing) {
   EXPECT_NE(need(r, "shm", "ring directory").value.find("/nowhere"), std::string::npos);
 }
 
+// A relay host's fan-out: N subscriber processes' memory against
+// MemAvailable, the publisher's descriptors and its limits on clients.
+TEST(DoctorFanout, ProcessesAgainstMemoryDescriptorsAndLimits) {
+  FakeTree t;
+  t.mkdir("/dev/shm");
+  t.write("/proc/meminfo", "MemTotal: 25165824 kB\nMemAvailable: 8388608 kB\n");  // 8 GiB available
+  auto o = t.options(Medium::kShm);
+  auto r = diagnose(o);
+  for (const auto& f : r.findings) EXPECT_EQ(f.area.find("fan-out"), std::string::npos) << "not asked: not checked";
+  o.fanout = {1024, 6u << 20, 1024, 1024, 0, 1024, 4096};  // 6 MiB each: 6 GiB of 8
+  r = diagnose(o);
+  const std::string area = "fan-out to 1024 processes";
+  EXPECT_EQ(need(r, area, "memory").level, Level::kOk) << need(r, area, "memory").value;
+  EXPECT_EQ(need(r, area, "descriptors").level, Level::kOk);
+  EXPECT_EQ(need(r, area, "control.max_clients").level, Level::kOk);
+  EXPECT_EQ(need(r, area, "shm.readers").level, Level::kOk);
+  EXPECT_FALSE(r.has_errors());
+  o.fanout.process_bytes = 61u << 20;  // the default footprint: 61 GiB
+  o.fanout.descriptor_limit = 1024;
+  o.fanout.max_clients = 256;
+  o.fanout.readers = 256;
+  r = diagnose(o);
+  EXPECT_EQ(need(r, area, "memory").level, Level::kError);
+  EXPECT_NE(need(r, area, "memory").advice.find("feed.max_orders"), std::string::npos);
+  EXPECT_EQ(need(r, area, "descriptors").level, Level::kError);
+  EXPECT_NE(need(r, area, "descriptors").value.find("1088"), std::string::npos) << "1024 connections and the relay's own";
+  EXPECT_EQ(need(r, area, "control.max_clients").level, Level::kError);
+  EXPECT_EQ(need(r, area, "shm.readers").level, Level::kWarning);
+  EXPECT_TRUE(r.has_errors());
+}
+
 TEST(DoctorUdp, InterfaceFlagsMtuAndMulticast) {
   FakeTree t;
   t.interfaces();
