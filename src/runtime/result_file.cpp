@@ -119,8 +119,8 @@ BookVerdict compare_books(const RunResult& pub, const RunResult& sub, BookMatch 
   if (match == BookMatch::kState) return compare_states(pub, sub);
   BookVerdict v;
   if (match == BookMatch::kSameSession && pub.session != sub.session) {
-    v.detail = fmt::format("subscriber ended in session {:016x}, publisher in {:016x} (a replay or a relay publishes in a "
-                           "session of its own: compare the books alone there)",
+    v.detail = fmt::format("subscriber ended in session {:016x}, publisher in {:016x} (a replay publishes in a session of its "
+                           "own: verify --content; a conflating relay too: verify --state)",
                            sub.session, pub.session);
     return v;
   }
