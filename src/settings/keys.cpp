@@ -13,13 +13,15 @@
 
 namespace mdcast::settings {
 
-const std::map<std::string, SettingKey>& setting_keys() {
-  static const std::map<std::string, SettingKey> r = [] {
-    std::map<std::string, SettingKey> m;
-    auto add = [&](std::string k, std::string type, std::string help, std::function<void(Settings&, const std::string&)> set,
-                   std::function<std::string(const Settings&)> get) {
-      m.emplace(std::move(k), SettingKey{std::move(type), std::move(help), std::move(set), std::move(get)});
-    };
+void add_key(KeyTable& t, std::string key, std::string type, std::string help,
+             std::function<void(Settings&, const std::string&)> set, std::function<std::string(const Settings&)> get) {
+  t.emplace(std::move(key), SettingKey{std::move(type), std::move(help), std::move(set), std::move(get)});
+}
+
+const KeyTable& setting_keys() {
+  static const KeyTable r = [] {
+    KeyTable m;
+    auto add = [&m](auto&&... a) { add_key(m, std::forward<decltype(a)>(a)...); };
     // [feed]
     add("feed.medium", "MEDIUM", "auto | shm | udp | verbs", [](Settings& s, const std::string& v) {
       if (v == "auto") s.feed.medium = MediumKind::kAuto;
@@ -298,30 +300,7 @@ const std::map<std::string, SettingKey>& setting_keys() {
         [](const Settings& s) { return std::to_string(s.sub.sender_id); });
     add("subscriber.result", "FILE", "write a result file at the end", [](Settings& s, const std::string& v) { s.sub.result = v; },
         [](const Settings& s) { return s.sub.result; });
-    // [shm]
-    add("shm.slots", "N", "datagrams of shm.max_datagram the ring holds (records are packed: more of smaller ones); over shm also the publisher's retransmit history", [](Settings& s, const std::string& v) { s.shm.slots = parse_uint<size_t>(v, 16, 1u << 24); },
-        [](const Settings& s) { return std::to_string(s.shm.slots); });
-    add("shm.max_datagram", "SIZE", "largest datagram in the ring", [](Settings& s, const std::string& v) {
-      s.shm.max_datagram = parse_size(v);
-      if (s.shm.max_datagram < 256 || s.shm.max_datagram > 4096) fail("'{}' must be in [256, 4096]", v);
-    },
-        [](const Settings& s) { return format_size(s.shm.max_datagram); });
-    add("shm.huge_pages", "BOOL", "use hugetlbfs when available", [](Settings& s, const std::string& v) { s.shm.huge_pages = parse_bool(v); },
-        [](const Settings& s) { return std::string(s.shm.huge_pages ? "true" : "false"); });
-    add("shm.dir", "DIR", "ring directory (default /dev/hugepages or /dev/shm)", [](Settings& s, const std::string& v) { s.shm.dir = v; },
-        [](const Settings& s) { return s.shm.dir; });
-    add("shm.group", "GROUP", "publisher: group whose members may read the ring (mode 0640); empty: this user only (0600)",
-        [](Settings& s, const std::string& v) { s.shm.group = v; },
-        [](const Settings& s) { return s.shm.group; });
-    add("shm.max_bytes", "SIZE", "publisher: largest ring it creates (a larger one is refused before anything is allocated)",
-        [](Settings& s, const std::string& v) { s.shm.max_bytes = parse_size(v); },
-        [](const Settings& s) { return format_size(s.shm.max_bytes); });
-    add("shm.readers", "N", "publisher: reader slots, 16 bytes each: subscribers that can block when idle (the others back off)",
-        [](Settings& s, const std::string& v) { s.shm.readers = parse_uint<size_t>(v, 0, 65536); },
-        [](const Settings& s) { return std::to_string(s.shm.readers); });
-    add("shm.publisher_user", "USER", "subscriber: user (name or uid) whose ring it trusts; empty: its own user",
-        [](Settings& s, const std::string& v) { s.shm.publisher_user = v; },
-        [](const Settings& s) { return s.shm.publisher_user; });
+    add_shm_keys(m);
     // [control]: the publisher's control transport (shm's Unix socket; TCP for UDP)
     add("control.max_clients", "N", "publisher: admitted (authenticated, subscribed) control clients at most",
         [](Settings& s, const std::string& v) { s.control_server.max_clients = parse_uint<size_t>(v, 1, 1u << 20); },
@@ -359,123 +338,8 @@ const std::map<std::string, SettingKey>& setting_keys() {
     add("control.io_uring", "BOOL", "publisher: idle control polls without a system call (io_uring); false: an epoll_wait every poll",
         [](Settings& s, const std::string& v) { s.control_server.use_io_uring = parse_bool(v); },
         [](const Settings& s) { return std::string(s.control_server.use_io_uring ? "true" : "false"); });
-    // [verbs]
-    add("verbs.device", "DEVICE", "RDMA device (default: the one owning local_ip)", [](Settings& s, const std::string& v) { s.verbs.device = v; },
-        [](const Settings& s) { return s.verbs.device; });
-    add("verbs.port", "N", "device port", [](Settings& s, const std::string& v) { s.verbs.port = parse_uint<uint8_t>(v, 1, 255); },
-        [](const Settings& s) { return std::to_string(s.verbs.port); });
-    add("verbs.gid_index", "N", "GID index (RoCE v2 + IPv4: 1 on rxe and mlx5)", [](Settings& s, const std::string& v) {
-      s.verbs.gid_index = parse_uint<int>(v, 0, 255);
-    },
-        [](const Settings& s) { return std::to_string(s.verbs.gid_index); });
-    add("verbs.local_ip", "IPV4", "local IPv4 address of the RDMA netdev", [](Settings& s, const std::string& v) { s.verbs.local_ip = v; },
-        [](const Settings& s) { return s.verbs.local_ip; });
-    add("verbs.group", "IPV4", "multicast group IPv4 address", [](Settings& s, const std::string& v) { s.verbs.group = v; },
-        [](const Settings& s) { return s.verbs.group; });
-    add("verbs.qkey", "QKEY", "QKey shared by the group, below 0x80000000 (rdma_cm's by default: rdma-core tools such as mckey hear the feed; docs/protocol.md 1.4)", [](Settings& s, const std::string& v) {
-      uint64_t q = 0;
-      size_t used = 0;
-      try {
-        q = std::stoull(v, &used, 0);  // decimal, 0x hex or 0 octal
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (v.empty() || used != v.size() || v[0] == '-' || q >= 0x80000000ull)
-        fail("'{}' is not a usable QKey: a number below 0x80000000 (e.g. 0x01234567, the default)", v);
-      s.verbs.qkey = static_cast<uint32_t>(q);
-    },
-        [](const Settings& s) { return fmt::format("{:#010x}", s.verbs.qkey); });
-    add("verbs.control_ip", "IPV4", "publisher: listen address; subscriber: the publisher's", [](Settings& s, const std::string& v) {
-      s.verbs.control_ip = v;
-    },
-        [](const Settings& s) { return s.verbs.control_ip; });
-    add("verbs.control_port", "N", "RC control port", [](Settings& s, const std::string& v) {
-      s.verbs.control_port = parse_uint<uint16_t>(v, 1, 65535);
-    },
-        [](const Settings& s) { return std::to_string(s.verbs.control_port); });
-    add("verbs.rdma_read", "BOOL", "retransmit by RDMA READ of the publisher's ring", [](Settings& s, const std::string& v) {
-      s.verbs.rdma_read = parse_bool(v);
-    },
-        [](const Settings& s) { return std::string(s.verbs.rdma_read ? "true" : "false"); });
-    add("verbs.rate", "RATE", "peak datagrams/s the receive ring is sized for (100 ms)", [](Settings& s, const std::string& v) {
-      s.verbs.rate = parse_rate(v);
-    },
-        [](const Settings& s) { return format_rate(s.verbs.rate); });
-    // [udp]
-    add("udp.group", "GROUP:PORT", "rail A's multicast group and port, GROUP:PORT (a unicast ADDR:PORT: a unicast leg, received at that address)", [](Settings& s, const std::string& v) {
-      UdpEntry::check_group(v);
-      s.udp.group = v;
-    },
-        [](const Settings& s) { return s.udp.group; });
-    add("udp.interface", "IFACE", "interface (name or IPv4 address) every send and join uses", [](Settings& s, const std::string& v) {
-      s.udp.interface = v;
-    },
-        [](const Settings& s) { return s.udp.interface; });
-    add("udp.rail_b", "GROUP:PORT[@IF]", "a second rail, GROUP:PORT[@IFACE] (A/B feed); \"\" = none", [](Settings& s, const std::string& v) {
-      if (!v.empty()) UdpEntry::check_rail(v);
-      s.udp.rail_b = v;
-    },
-        [](const Settings& s) { return s.udp.rail_b; });
-    add("udp.also_to", "ADDR:PORT,...", "publisher: also send every datagram to these (unicast legs to hosts multicast does not reach, each host's relay binds its ADDR:PORT as udp.group); \"\" = none", [](Settings& s, const std::string& v) {
-      std::vector<std::string> to;
-      for (size_t i = 0; i <= v.size();) {
-        const size_t comma = std::min(v.find(',', i), v.size());
-        if (comma > i) {
-          to.push_back(v.substr(i, comma - i));
-          UdpEntry::check_group(to.back());
-        }
-        i = comma + 1;
-      }
-      s.udp.also_to = std::move(to);
-    },
-        [](const Settings& s) {
-          std::string out;
-          for (const auto& t : s.udp.also_to) out += (out.empty() ? "" : ",") + t;
-          return out;
-        });
-    add("udp.ttl", "N", "multicast TTL (1: this subnet)", [](Settings& s, const std::string& v) { s.udp.ttl = parse_uint<uint8_t>(v, 1, 255); },
-        [](const Settings& s) { return std::to_string(s.udp.ttl); });
-    add("udp.loop", "BOOL", "multicast loop (subscribers on the sender's host)", [](Settings& s, const std::string& v) { s.udp.loop = parse_bool(v); },
-        [](const Settings& s) { return std::string(s.udp.loop ? "true" : "false"); });
-    add("udp.mtu", "N", "MTU the datagram size derives from (0: the interface's; loopback 1500)", [](Settings& s, const std::string& v) {
-      s.udp.mtu = parse_uint<uint32_t>(v, 0, 65535);
-    },
-        [](const Settings& s) { return std::to_string(s.udp.mtu); });
-    add("udp.gso", "BOOL", "UDP GSO (UDP_SEGMENT) where the kernel has it", [](Settings& s, const std::string& v) { s.udp.gso = parse_bool(v); },
-        [](const Settings& s) { return std::string(s.udp.gso ? "true" : "false"); });
-    add("udp.gro", "BOOL", "UDP GRO where the kernel has it", [](Settings& s, const std::string& v) { s.udp.gro = parse_bool(v); },
-        [](const Settings& s) { return std::string(s.udp.gro ? "true" : "false"); });
-    add("udp.busy_poll", "DURATION", "SO_BUSY_POLL time (e.g. 50us; 0: off)", [](Settings& s, const std::string& v) {
-      s.udp.busy_poll_us = static_cast<uint32_t>(parse_duration(v) / kNsPerUs);
-    },
-        [](const Settings& s) { return format_duration(uint64_t{s.udp.busy_poll_us} * kNsPerUs); });
-    add("udp.rate", "RATE", "peak datagrams/s the socket buffers hold 100 ms of", [](Settings& s, const std::string& v) { s.udp.rate = parse_rate(v); },
-        [](const Settings& s) { return format_rate(s.udp.rate); });
-    add("udp.control_port", "N", "publisher: TCP control port on the interface's address (0: a free one, announced)",
-        [](Settings& s, const std::string& v) { s.udp.control_port = parse_uint<uint16_t>(v, 0, 65535); },
-        [](const Settings& s) { return std::to_string(s.udp.control_port); });
-    add("udp.announce_key_file", "FILE",
-        "publisher: sign the control-address announcements with the key this secrets-file line seeds "
-        "(mdcast secret new; a pair's members share it)",
-        [](Settings& s, const std::string& v) { s.udp.announce_key_file = v; },
-        [](const Settings& s) { return s.udp.announce_key_file; });
-    add("udp.announce_public_key", "HEX",
-        "subscriber: follow only announcements this key signed (mdcast secret public FILE); \"\" = any",
-        [](Settings& s, const std::string& v) {
-          if (!v.empty() && !wire::parse_public_key(v))
-            fail_usage("'{}' is not a public key (64 hex digits, from `mdcast secret public "
-                       "FILE`)", v);
-          s.udp.announce_public_key = v;
-        },
-        [](const Settings& s) { return s.udp.announce_public_key; });
-    add("udp.cut_a_after", "DURATION", "subscriber fault injection: drop rail A from this long after start", [](Settings& s, const std::string& v) {
-      s.udp.cut_a_after_ns = parse_duration(v);
-    },
-        [](const Settings& s) { return format_duration(s.udp.cut_a_after_ns); });
-    add("udp.cut_a_for", "DURATION", "subscriber fault injection: for this long (0: never)", [](Settings& s, const std::string& v) {
-      s.udp.cut_a_for_ns = parse_duration(v);
-    },
-        [](const Settings& s) { return format_duration(s.udp.cut_a_for_ns); });
+    add_verbs_keys(m);
+    add_udp_keys(m);
     // [demo]
     add("demo.subscribers", "N", "subscriber processes", [](Settings& s, const std::string& v) {
       s.demo.subscribers = parse_uint<uint32_t>(v, 1, 256);

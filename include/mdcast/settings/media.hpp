@@ -19,9 +19,11 @@
 // folder that names it (besides the bench's raw baselines;
 // scripts/check-medium-names.sh keeps it so).
 // Adding a medium: its folder (media/<name>/, its counter sections in
-// <name>_catalogue.hpp), its settings section (settings.hpp, keys.cpp), its
-// binding, and one line each in with_medium(), for_each_medium() and
-// counter_catalogue() below.
+// <name>_catalogue.hpp), its settings and keys (settings/media/
+// <name>_settings.hpp, src/settings/media/<name>_keys.cpp), its binding,
+// and one line each in with_medium(), for_each_medium() and
+// counter_catalogue() below and in settings.hpp's and keys.cpp's lists
+// (docs/architecture.md, "Adding a medium").
 #pragma once
 
 #include <string>

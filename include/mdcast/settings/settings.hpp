@@ -1,10 +1,11 @@
 // A feed's settings by name: one struct per TOML section ([feed], [publisher],
-// [subscriber], [shm], [udp], [verbs], [control], [demo]), filled from
+// [pair], [relay], [subscriber], [control], [demo], [doctor], and each
+// medium's: settings/media/<name>_settings.hpp), filled from
 // defaults, then a TOML file (load_config), then single keys
 // (apply_setting: `mdcast`'s flags). Every key has one parser, shared by the
 // file and the flags, so a bad value gets the same clear message wherever it
 // came from. From them, the engines' configurations (publisher_config ...)
-// and, in media.hpp, the medium they name. docs/configuration.md lists the
+// and, in media.hpp, the medium they name. `mdcast --help-config` lists the
 // keys; an application reads the same files as `mdcast`.
 #pragma once
 
@@ -24,10 +25,10 @@
 #include "mdcast/media/fault/fault.hpp"
 #include "mdcast/media/stream/stream_server.hpp"
 #include "mdcast/record/frame.hpp"
+#include "mdcast/settings/media/shm_settings.hpp"
+#include "mdcast/settings/media/udp_settings.hpp"
+#include "mdcast/settings/media/verbs_settings.hpp"
 
-namespace mdcast::media::verbs {
-class RequestInbox;  // verbs_front_door.hpp, where the verbs medium is built
-}  // namespace mdcast::media::verbs
 
 namespace mdcast::settings {
 
@@ -127,53 +128,6 @@ struct SubscriberOptions {
   uint32_t sender_id = 0;
   std::string result;
   int cpu = -1;                      // pin the subscriber's thread here (-1: not pinned)
-};
-
-struct ShmOptions {
-  size_t slots = 16384;
-  size_t max_datagram = 4032;
-  bool huge_pages = true;
-  std::string dir;
-  std::string group;                      // publisher: readers' group ("" = this user only)
-  uint64_t max_bytes = uint64_t{4} << 30; // publisher: largest ring it creates
-  size_t readers = 1024;                  // publisher: reader slots (subscribers that can block), media::shm::kDefaultReaderSlots
-  std::string publisher_user;             // subscriber: whose ring it trusts ("" = its own user)
-};
-
-struct VerbsSettings {
-  std::string device;                // "" = the device that owns local_ip
-  uint8_t port = 1;
-  int gid_index = 1;                 // RoCE v2 / IPv4
-  std::string local_ip;              // "" = the IPv4 address of (device, port, gid_index)
-  std::string group = "239.77.0.1";
-  uint32_t qkey = 0x01234567;         // rdma_cm's RDMA_UDP_QKEY (docs/protocol.md 1.4)
-  std::string control_ip;            // publisher: listen address; subscriber: the publisher's
-  uint16_t control_port = 7471;
-  bool rdma_read = true;             // retransmissions by RDMA READ of the publisher's ring
-  double rate = 100'000;             // peak datagrams/s: the receive ring holds ~100 ms of it
-  bool log_setup = true;             // not a config key: the bench's children keep setup lines quiet
-  // Not a key: a publisher of several channels hands each channel's server
-  // the inbox of its shared RC endpoint (at control_ip:control_port).
-  std::shared_ptr<media::verbs::RequestInbox> control_inbox;
-};
-
-struct UdpSettings {
-  std::string group = "239.77.1.1:7470";
-  std::string interface = "lo";      // nothing leaves this host unless an interface is named
-  std::string rail_b;                // GROUP:PORT[@IFACE]
-  std::vector<std::string> also_to;  // publisher: further destinations ADDR:PORT (unicast legs)
-  uint8_t ttl = 1;
-  bool loop = true;
-  uint32_t mtu = 0;
-  bool gso = true;
-  bool gro = true;
-  uint32_t busy_poll_us = 0;
-  double rate = 10'000;              // peak datagrams/s: socket buffers hold ~100 ms of it
-  uint16_t control_port = 7471;
-  std::string announce_key_file;     // publisher: signs its announcements (a secrets-file line's secret seeds Ed25519)
-  std::string announce_public_key;   // subscriber: follows only announcements it signed (64 hex digits)
-  uint64_t cut_a_after_ns = 0;       // subscriber fault injection (demo, tests)
-  uint64_t cut_a_for_ns = 0;
 };
 
 // `mdcast doctor` beyond the feed's own settings.

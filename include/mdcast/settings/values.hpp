@@ -45,6 +45,11 @@ struct SettingKey {
   std::function<void(Settings&, const std::string&)> set;
   std::function<std::string(const Settings&)> get;
 };
-const std::map<std::string, SettingKey>& setting_keys();
+using KeyTable = std::map<std::string, SettingKey>;
+const KeyTable& setting_keys();
+// Adds one key to a table (each section's keys: keys.cpp, and each medium's
+// own, settings/media/<name>_keys.cpp).
+void add_key(KeyTable& t, std::string key, std::string type, std::string help,
+             std::function<void(Settings&, const std::string&)> set, std::function<std::string(const Settings&)> get);
 
 }  // namespace mdcast::settings
