@@ -34,13 +34,15 @@ book::SyntheticConfig synthetic_shape(const Settings& s) {
 template <class E>
 std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follow_peer(const Settings& s, uint64_t& session) {
   if (s.pair.peer.empty()) return nullptr;
-  auto peer = peer_follower<E>(s);
   fmt::print(stderr, "mdcast publish: pair member: looking for the peer's session on {} for {}\n", s.pair.peer,
              format_duration(s.pair.join_timeout_ns));
-  const uint64_t joined = peer->join(monotonic_ns() + s.pair.join_timeout_ns, &g_stop);
+  const uint64_t deadline = monotonic_ns() + s.pair.join_timeout_ns;
+  std::string why;
+  auto peer = peer_follower<E>(s, why);
+  const uint64_t joined = peer ? peer->join(deadline, &g_stop) : 0;
   if (!joined) {
-    fmt::print(stderr, "mdcast publish: pair member: no session confirmed by the peer in {}: beginning one\n",
-               format_duration(s.pair.join_timeout_ns));
+    fmt::print(stderr, "mdcast publish: pair member: no session confirmed by the peer in {}{}: beginning one\n",
+               format_duration(s.pair.join_timeout_ns), why.empty() ? "" : " (" + why + ")");
     return nullptr;
   }
   if (s.pub.session && s.pub.session != joined)
@@ -58,21 +60,19 @@ template <class E, class Lane>
 bool hand_over(const Settings& s, uint64_t session, Lane& lane) {
   auto& channels = lane.publisher();
   const uint64_t mine = channels.agent(0).core().last_committed();
-  std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> follower;
-  try {
-    follower = peer_follower<E>(s);
-  } catch (const std::exception& e) {  // the session still ends: one member stopping must not lose it
+  std::string why;  // the settings were checked when the member started
+  auto peer = peer_follower<E>(s, why);
+  if (!peer) {  // the session still ends: one member stopping must not lose it
     fmt::print(stderr, "mdcast publish: pair member: cannot follow the peer on {} ({}): ending the session\n",
-               s.pair.peer, e.what());
+               s.pair.peer, why);
     return false;
   }
-  auto& peer = *follower;
-  const bool left = runtime::carries_on(peer, session, mine, monotonic_ns() + s.pair.join_timeout_ns, &g_stop,
+  const bool left = runtime::carries_on(*peer, session, mine, monotonic_ns() + s.pair.join_timeout_ns, &g_stop,
                                         [&](uint64_t now) { channels.do_work(now); });
   if (left)
     fmt::print(stderr, "mdcast publish: pair member: stopped at sequence {}; the peer on {} publishes session {:016x} "
                        "on (at {}): left it to the peer, not ended\n",
-               mine, s.pair.peer, session, peer.peer_last(monotonic_ns()));
+               mine, s.pair.peer, session, peer->peer_last(monotonic_ns()));
   else
     fmt::print(stderr, "mdcast publish: pair member: stopped at sequence {}; the peer on {} did not publish past it "
                        "within {}: ending the session\n",

@@ -282,6 +282,8 @@ void ControlService::produce(ClientId c, Client& cl, uint64_t now, ReplySink& ou
       cl.poll_bytes += n;
       poll_left_ -= std::min(n, poll_left_);
       counters_->snapshot_bytes.add(n);
+      if (drill_ && !done) [[unlikely]]
+        drill_->at(DrillPoint::kSnapshot);
     }
     if (done) finish_job(c, cl, out);
   }

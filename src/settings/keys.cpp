@@ -136,15 +136,22 @@ const KeyTable& setting_keys() {
     add("publisher.large_bytes", "SIZE", "length of the large synthetic messages (fragmented above a datagram's room)",
         [](Settings& s, const std::string& v) { s.pub.large_bytes = static_cast<uint32_t>(parse_size(v)); if (s.pub.large_bytes < 1 || s.pub.large_bytes > 65535) fail("{} bytes: a large message is 1 to 65535 bytes", s.pub.large_bytes); },
         [](const Settings& s) { return format_size(s.pub.large_bytes); });
+    add("publisher.crash_drill", "POINT",
+        "a takeover rehearsal: once the process gets SIGUSR1 it dies (SIGKILL) at the next such point: fragment "
+        "(right after a datagram that ends inside a fragmented message) or snapshot (right after a snapshot frame, "
+        "more to come); empty: none (docs/operations.md, 'Rehearsing a takeover')",
+        [](Settings& s, const std::string& v) {
+          const auto p = parse_drill_point(v);
+          if (!p) fail("'{}': a crash drill's point is fragment or snapshot", v);
+          s.pub.crash_drill = *p;
+        },
+        [](const Settings& s) { return std::string(drill_point_name(s.pub.crash_drill)); });
     // [pair]
     add("pair.peer", "RAIL",
-        "the other member's rail (udp: GROUP:PORT[@IFACE]): join the session it publishes, catching up by replaying "
-        "the input quietly, and when stopped, leave the session to it while it publishes on (docs/operations.md, 'A "
-        "publisher pair over UDP'); empty: begin a session, end it when stopped",
-        [](Settings& s, const std::string& v) {
-          if (!v.empty()) UdpEntry::check_rail(v);
-          s.pair.peer = v;
-        },
+        "the other member's rail (udp: GROUP:PORT[@IFACE]; shm: its feed name): join the session it publishes, "
+        "catching up by replaying the input quietly, and when stopped, leave the session to it while it publishes on "
+        "(docs/operations.md, 'Publisher pairs'); empty: begin a session, end it when stopped",
+        [](Settings& s, const std::string& v) { s.pair.peer = v; },
         [](const Settings& s) { return s.pair.peer; });
     add("pair.join_timeout", "DURATION", "with pair.peer: no session confirmed by the peer by then, begin one alone; stopped, and the "
         "peer did not publish past this member by then, end the session",

@@ -136,6 +136,19 @@ void load_config(Settings& s, const std::string& path) {
   }
 }
 
+namespace {
+// publisher.crash_drill: one drill per process, armed by SIGUSR1.
+const CrashDrill* process_drill(DrillPoint p) {
+  if (p == DrillPoint::kNone) return nullptr;
+  static CrashDrill drill(p);
+  if (drill.point() != p)
+    fail_usage("publisher.crash_drill {}: this process already drills at {}", drill_point_name(p),
+               drill_point_name(drill.point()));
+  arm_on_sigusr1(drill);
+  return &drill;
+}
+}  // namespace
+
 feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   if (s.pub.instruments > s.feed.max_instruments)
     fail_usage("publisher.instruments {} exceeds feed.max_instruments {}", s.pub.instruments, s.feed.max_instruments);
@@ -160,6 +173,7 @@ feed::PublisherConfig publisher_config(const Settings& s, uint64_t session) {
   pc.pacing.rate = s.pub.pacing_rate;
   pc.pacing.min_rate = s.pub.pacing_min_rate;
   pc.books = {s.feed.max_instruments, s.feed.max_orders, s.feed.max_levels};
+  pc.drill = process_drill(s.pub.crash_drill);
   // Over shm (auto is shm on one host) the ring is the retransmit history, sized and checked by the medium.
   const bool ring = s.feed.medium == MediumKind::kUdp || s.feed.medium == MediumKind::kVerbs;
   check_footprint(s, "publisher", ring ? s.pub.retransmit_bytes : 0, "publisher.retransmit_bytes");

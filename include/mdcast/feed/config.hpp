@@ -12,6 +12,7 @@
 
 #include "mdcast/book/order_book.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/core/drill.hpp"
 #include "mdcast/wire/protocol.hpp"
 
 namespace mdcast::feed {
@@ -64,6 +65,10 @@ struct PublisherConfig {
   bool authenticate_data = true;
   PacingConfig pacing;
   book::BookConfig books;
+  // A crash drill (core/drill.hpp) the engine looks for where its point
+  // passes: between a fragmented message's datagrams, in a snapshot's
+  // stream. Null: none, and nothing is looked at.
+  const CrashDrill* drill = nullptr;
 
   void validate() const;        // throws mdcast::Error naming the bad field
 };

@@ -65,6 +65,9 @@ class ControlService final : public media::ControlHandler {
   // --subscribers`); null: none. Must outlive the service; set before the
   // first client.
   void show_subscribers(SubscriberTable* table);
+  // A snapshot drill (core/drill.hpp) dies right after a snapshot frame with
+  // more of that snapshot to come; any other drill is not this service's.
+  void use_drill(const CrashDrill* d) noexcept { drill_ = d && d->point() == DrillPoint::kSnapshot ? d : nullptr; }
   // Handles one frame. Returns false when the client should be disconnected.
   // With secrets configured, a client must authenticate (AuthHello,
   // AuthProof: feed/auth.hpp, wire/auth.hpp) before anything else is served;
@@ -234,6 +237,7 @@ class ControlService final : public media::ControlHandler {
   PublisherCore& core_;
   std::unique_ptr<ControlCounters> owned_counters_;
   ControlCounters* counters_;
+  const CrashDrill* drill_ = nullptr;
   std::unordered_map<ClientId, Client> clients_;
   std::vector<std::byte> filter_buf_;
   // Unknown identities are challenged with this per-process random key, so a

@@ -10,6 +10,8 @@
 #include <span>
 
 #include "mdcast/feed/publisher_core.hpp"
+#include "mdcast/wire/datagram.hpp"
+#include "mdcast/wire/messages.hpp"
 #include "mdcast/media/medium.hpp"
 
 namespace mdcast::feed {
@@ -22,7 +24,9 @@ class Publisher {
  public:
   Publisher(const PublisherConfig& cfg, Sink& sink, std::span<std::byte> ring_memory = {},
             PublisherCounters* counters = nullptr)
-      : core_(cfg, ring_memory, counters), sink_(sink) {}
+      : core_(cfg, ring_memory, counters),
+        sink_(sink),
+        drill_(cfg.drill && cfg.drill->point() == DrillPoint::kFragment ? cfg.drill : nullptr) {}
 
   // Contract: see PublishResult. On kOk, m.instrument_seq holds the assigned
   // per-instrument sequence.
@@ -84,6 +88,10 @@ class Publisher {
       const uint64_t last = std::min(replay_through_, core_.last_committed());
       for (uint64_t s = core_.next_unsent(); s <= last; ++s) core_.mark_replayed(s);
     }
+    if (drill_) [[unlikely]] {
+      drain_drilled(now);
+      return;
+    }
     if constexpr (media::BatchSink<Sink>) {
       // Everything committed in one call where the medium takes batches.
       static constexpr size_t kBatch = 32;
@@ -111,6 +119,28 @@ class Publisher {
     }
   }
 
+  // With a fragment drill: one datagram at a time, so that the process can
+  // die right after one that ends inside a fragmented message.
+  [[gnu::cold]] void drain_drilled(uint64_t now) noexcept {
+    for (uint64_t s = core_.next_unsent(); s <= core_.last_committed(); ++s) {
+      const auto d = core_.datagram(s);
+      if (sink_.send(d, s) != SendResult::kSent) {
+        core_.mark_send_back_pressured();
+        return;
+      }
+      core_.mark_sent(s, d.size(), now);
+      if (drill_->armed() && ends_inside_fragmented(d)) drill_->at(DrillPoint::kFragment);
+    }
+  }
+  static bool ends_inside_fragmented(std::span<const std::byte> d) noexcept {
+    auto cursor = wire::MessageCursor::payload_of(d);
+    wire::MessageView v, last;
+    while (cursor.next(v)) last = v;
+    if (last.size() == 0 || last.type() != wire::MsgType::kFragment) return false;
+    const wire::FragmentView f(last);
+    return f.index() + 1 < f.count();
+  }
+
   bool send_heartbeat(uint64_t now, bool end) noexcept {
     const auto d = core_.build_heartbeat(now, end);
     drain(now);  // build_heartbeat may have committed an open datagram
@@ -122,6 +152,7 @@ class Publisher {
 
   PublisherCore core_;
   Sink& sink_;
+  const CrashDrill* drill_;  // a fragment drill, or null
   uint64_t replay_through_ = 0;
 };
 

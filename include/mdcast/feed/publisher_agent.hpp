@@ -82,6 +82,7 @@ class PublisherAgent {
         svc_(control, pub_.core(), where.control),
         opts_(opts) {
     svc_.show_subscribers(where.subscribers);
+    svc_.use_drill(cfg.drill);
   }
   PublisherAgent(const PublisherAgent&) = delete;
   PublisherAgent& operator=(const PublisherAgent&) = delete;

@@ -84,14 +84,19 @@ class PeerFollower {
   size_t do_work(uint64_t now) { return agent_ ? agent_->do_work(now) : 0; }
 
   // The peer's last sequence as far as this member knows: what its control
-  // plane said, or what came from it since. Takes what has arrived first.
+  // plane said, or the highest that came from it since (held or delivered:
+  // a follower that joined mid-session delivers nothing while it recovers
+  // the history before it). What a datagram alone may claim is bounded by
+  // the engine (confirm_ahead: a window past what the control plane said),
+  // and a target too far only makes the replay longer. Takes what has
+  // arrived first.
   uint64_t peer_last(uint64_t now) {
     if (!agent_) return last_;
     for (int i = 0; i < 64 && agent_->do_work(now) != 0; ++i) {
     }
     agent_->poll_control(now);
     const auto& sub = agent_->subscriber();
-    last_ = std::max({last_, sub.confirmed_last(), sub.next_sequence() ? sub.next_sequence() - 1 : 0});
+    last_ = std::max({last_, sub.confirmed_last(), sub.highest_sequence(), sub.next_sequence() ? sub.next_sequence() - 1 : 0});
     return last_;
   }
 

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "mdcast/runtime/pair_member.hpp"
 #include "mdcast/runtime/publisher_runtime.hpp"
@@ -29,9 +31,11 @@ namespace mdcast::settings {
 // (settings/media.hpp): a follower of the peer's feed, not joined yet.
 // UsageError where joining is not built for the medium, or where the
 // settings cannot rebuild the peer's datagrams (one channel,
-// publisher.boundaries=input with publisher.packet_messages).
+// publisher.boundaries=input with publisher.packet_messages). Null, with
+// the reason in *why, where the peer's side of the medium cannot be opened
+// (an shm peer's ring is not there within pair.join_timeout): no peer.
 template <class E>
-std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> peer_follower(const Settings& s) {
+std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> peer_follower(const Settings& s, std::string& why) {
   if constexpr (!requires { E::peer_settings(s); }) {
     fail_usage("pair.peer: joining a peer's session is built for the udp medium, not {}", E::kName);
   } else {
@@ -41,7 +45,16 @@ std::unique_ptr<runtime::PeerFollower<typename E::Subscriber>> peer_follower(con
       fail_usage("pair.peer needs publisher.boundaries=input and publisher.packet_messages: a member rebuilds its "
                  "peer's datagrams from the input's packets");
     const Settings ps = E::peer_settings(s);
-    return std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(E::subscriber(ps), subscriber_config(ps));
+    std::unique_ptr<typename E::Subscriber> medium;
+    try {
+      medium = E::subscriber(ps);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      why = e.what();
+      return nullptr;
+    }
+    return std::make_unique<runtime::PeerFollower<typename E::Subscriber>>(std::move(medium), subscriber_config(ps));
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "mdcast/book/generator.hpp"
 #include "mdcast/core/clock.hpp"
+#include "mdcast/core/drill.hpp"
 #include "mdcast/core/error.hpp"
 #include "mdcast/core/idle.hpp"
 #include "mdcast/core/stop.hpp"
@@ -78,6 +79,7 @@ struct PublisherOptions {
   uint32_t packet_messages = 0;      // synthetic source: 1..N messages per upstream packet (0: none)
   uint32_t large_every = 0;          // synthetic source: every Nth message opaque, large_bytes long (0: none)
   uint32_t large_bytes = 3000;
+  DrillPoint crash_drill = DrillPoint::kNone;  // armed by SIGUSR1: die there (core/drill.hpp)
   uint64_t heartbeat_interval_ns = 100 * kNsPerMs;
   size_t retransmit_bytes = 64u << 20;
   feed::PacingMode pacing = feed::PacingMode::kNone;
@@ -99,7 +101,7 @@ struct PublisherOptions {
 
 // A publisher pair's member (docs/architecture.md, "Publisher pairs").
 struct PairOptions {
-  std::string peer;                  // the other member's rail (udp: GROUP:PORT[@IFACE]); empty: not a rejoining member
+  std::string peer;                  // the other member's rail (udp: GROUP:PORT[@IFACE]; shm: its feed name); empty: not a rejoining member
   uint64_t join_timeout_ns = 2 * kNsPerSec;  // no confirmed session from the peer by then: begin a session alone
 };
 

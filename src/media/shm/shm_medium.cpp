@@ -47,7 +47,7 @@ RingReader wait_for_ring(const Options& o, uid_t owner) {
         if (monotonic_ns() >= deadline) throw;
       }
     }
-    if (o.cancelled && o.cancelled()) fail("stopped while waiting for the shm ring of feed '{}'", o.name);
+    if (o.cancelled && o.cancelled()) fail("no shm ring {} of feed '{}' yet, and stopped while waiting for it", path, o.name);
     timespec ts{0, 20'000'000};
     nanosleep(&ts, nullptr);
   }
@@ -148,10 +148,57 @@ std::vector<CounterGroup> PublisherMedium::counter_groups() const {
 
 // ------------------------------------------------------------ subscriber --
 
-SubscriberMedium::SubscriberMedium(const Options& o) : opts_(o), owner_(ring_owner_uid(o.publisher_user)) {
-  reader_.emplace(wait_for_ring(o, owner_));
-  client_ = std::make_unique<StreamControlClient>(o.control.empty() ? std::string(reader_->header().control)
-                                                                    : o.control);
+namespace {
+// A pair's member ring is followed only while its writer lives: a ring
+// left by a dead run (another session, perhaps) is never read.
+std::optional<RingReader> live_ring(const std::string& name, const std::string& dir, uid_t owner) {
+  const std::string path = find_ring(name, dir, owner);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  try {
+    RingReader r(path, owner);
+    if (r.current()) return r;
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+// A pair subscriber starts with whichever member is there; the other's
+// ring is attached when it appears. Until one is, as wait_for_ring.
+void wait_for_a_member(const Options& o, uid_t owner, ReaderRail (&rails)[2]) {
+  const uint64_t deadline = monotonic_ns() + o.wait_ns;
+  for (;;) {
+    for (auto& r : rails)
+      if (!r.reader) r.reader = live_ring(r.name, o.dir, owner);
+    if (rails[0].reader || rails[1].reader) return;
+    if (monotonic_ns() >= deadline)
+      fail("no live publisher wrote shm ring {} or {} within {} s: start a member of the pair (mdcast publish --name "
+           "{}), or check shm.dir and shm.publisher_user",
+           find_ring(o.name, o.dir, owner), find_ring(o.rail_b, o.dir, owner), o.wait_ns / kNsPerSec, o.name);
+    if (o.cancelled && o.cancelled()) fail("stopped while waiting for the shm rings of feed '{}'", o.name);
+    timespec ts{0, 20'000'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+// Without a verified control connection for this long, a pair subscriber
+// goes to the other member if that one's writer lives: a member that died
+// but was not reaped yet still counts as alive, and its socket refuses.
+constexpr uint64_t kUnverifiedMoveNs = kNsPerSec;
+}  // namespace
+
+SubscriberMedium::SubscriberMedium(const Options& o)
+    : opts_(o), owner_(ring_owner_uid(o.publisher_user)), two_(!o.rail_b.empty()) {
+  rails_[0].name = o.name;
+  rails_[1].name = o.rail_b;
+  if (two_) {
+    if (o.rail_b == o.name) fail("shm.rail_b '{}' is the feed's own ring: name the pair's other member", o.rail_b);
+    wait_for_a_member(o, owner_, rails_);
+    ctl_ = rails_[0].reader ? 0 : 1;
+  } else {
+    rails_[0].reader.emplace(wait_for_ring(o, owner_));
+  }
+  client_ = std::make_unique<StreamControlClient>(control_of(ctl_));
   channel_.client = client_.get();
 }
 
@@ -166,6 +213,7 @@ size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
       verdict = check_peer();
       if (*verdict == Peer::kWriter) {
         channel_.verified = true;
+        unverified_since_ = 0;
         e.on_control_connected(now);
         ++work;
       }
@@ -180,26 +228,53 @@ size_t SubscriberMedium::poll_control(ControlEvents& e, uint64_t now) {
       channel_.verified = false;
       e.on_control_disconnected();
       ++work;
+      // A pair's member went away (it died, or left the session to its
+      // peer): the other one serves the same session.
+      if (two_ && lives(ctl_ ^ 1)) move_control(ctl_ ^ 1, e, now);
     }
     if (ev.connected && client_->connected()) admit();
     if (verdict && *verdict != Peer::kWriter) {
       // Closed here, after the client's poll (not inside its frame loop).
-      client_->set_address(control_of_ring());
+      client_->set_address(control_of(ctl_));
       hold_until_ = now + (*verdict == Peer::kRefused ? kRefusedHoldNs : 100 * kNsPerMs);
     }
   }
+  if (!channel_.verified && unverified_since_ == 0) unverified_since_ = now;
   // A file system lookup: every 100 ms is soon enough to notice a restart.
   if (now - last_check_ > 100 * kNsPerMs) {
     last_check_ = now;
-    reader_->refresh(now);
-    source_.sync_implausible();
-    follow_restarted_writer();
+    for (int i = 0; i < (two_ ? 2 : 1); ++i) {
+      ReaderRail& rail = rails_[i];
+      if (!rail.reader) {
+        attach(rail);
+        continue;
+      }
+      rail.reader->refresh(now);
+      source_.sync_implausible(rail);
+      follow_restarted_writer(rail, e);
+    }
+    if (two_ && !channel_.verified && now - unverified_since_ > kUnverifiedMoveNs && lives(ctl_ ^ 1))
+      move_control(ctl_ ^ 1, e, now);
   }
   return work;
 }
 
-std::string SubscriberMedium::control_of_ring() const {
-  return opts_.control.empty() ? std::string(reader_->header().control) : opts_.control;
+bool SubscriberMedium::lives(int rail) const { return rails_[rail].reader && rails_[rail].reader->current(); }
+
+void SubscriberMedium::move_control(int to, ControlEvents& e, uint64_t now) {
+  if (channel_.verified) {
+    channel_.verified = false;
+    e.on_control_disconnected();
+  }
+  ctl_ = to;
+  counters_.control_moved.add();
+  hold_until_ = 0;
+  unverified_since_ = now;
+  client_->set_address(control_of(ctl_));
+}
+
+std::string SubscriberMedium::control_of(int rail) const {
+  return opts_.control.empty() ? std::string(rails_[rail].reader->header().control) : opts_.control;
 }
 
 // The ring's header names the control socket; the socket must be the ring's
@@ -207,18 +282,19 @@ std::string SubscriberMedium::control_of_ring() const {
 // peer), and it must be the pid in the header and the uid owning the file.
 SubscriberMedium::Peer SubscriberMedium::check_peer() {
   const auto cred = client_->peer();
-  const auto& h = reader_->header();
-  if (cred && static_cast<uint64_t>(cred->pid) == h.writer_pid && cred->uid == reader_->owner()) return Peer::kWriter;
+  const RingReader& reader = *rails_[ctl_].reader;
+  const auto& h = reader.header();
+  if (cred && static_cast<uint64_t>(cred->pid) == h.writer_pid && cred->uid == reader.owner()) return Peer::kWriter;
   // A publisher that restarted under an address we still use (feed.control
   // set): its new ring comes with the next check, not a refusal.
-  if (cred && !reader_->current()) return Peer::kStale;
+  if (cred && !reader.current()) return Peer::kStale;
   std::string why =
       cred ? fmt::format("control socket {} is served by pid {} (uid {}), but shm ring {} was written by pid {} "
                          "(uid {}): not the ring's publisher, so nothing is sent to it (shm.peer_refused)",
-                         control_of_ring(), cred->pid, cred->uid, reader_->path(), h.writer_pid, reader_->owner())
+                         control_of(ctl_), cred->pid, cred->uid, reader.path(), h.writer_pid, reader.owner())
            : fmt::format("control address {} of shm ring {} is not a Unix socket: who serves it cannot be "
                          "checked, so nothing is sent to it (shm.peer_refused); leave feed.control empty",
-                         control_of_ring(), reader_->path());
+                         control_of(ctl_), reader.path());
   counters_.peer_refused.add();
   if (why != peer_error_) {
     log(why);
@@ -232,30 +308,51 @@ void SubscriberMedium::log(std::string_view what) const {
   else fmt::print(stderr, "mdcast-shm: {}\n", what);
 }
 
+// A pair's member that started after this subscriber (or restarted into a
+// new ring): read its ring from its start, as a restarted writer's. What it
+// holds of the session (a joining member's replay) arrives as duplicates.
+void SubscriberMedium::attach(ReaderRail& rail) {
+  rail.reader = live_ring(rail.name, opts_.dir, owner_);
+  if (!rail.reader) return;
+  rail.lapped_seen = 0;
+  rail.implausible_seen = rail.reader->implausible();
+  counters_.reattached.add();
+}
+
 // A restarted publisher creates a new ring file under the same name: read
 // the new session from its start (the engine resynchronises on the session).
-void SubscriberMedium::follow_restarted_writer() {
-  if (reader_->current()) return;
+void SubscriberMedium::follow_restarted_writer(ReaderRail& rail, ControlEvents& e) {
+  if (rail.reader->current()) return;
   try {
-    RingReader fresh(find_ring(opts_.name, opts_.dir, owner_), owner_);
-    if (fresh.header().writer_pid == reader_->header().writer_pid &&
-        fresh.header().writer_start == reader_->header().writer_start)
+    RingReader fresh(find_ring(rail.name, opts_.dir, owner_), owner_);
+    if (fresh.header().writer_pid == rail.reader->header().writer_pid &&
+        fresh.header().writer_start == rail.reader->header().writer_start)
       return;
-    source_.sync_implausible();
-    reader_.emplace(std::move(fresh));
-    source_.lapped_seen_ = 0;
-    source_.implausible_seen_ = reader_->implausible();
+    // A pair's member ring is taken only from a writer that lives.
+    if (two_ && !fresh.current()) return;
+    source_.sync_implausible(rail);
+    rail.reader.emplace(std::move(fresh));
+    rail.lapped_seen = 0;
+    rail.implausible_seen = rail.reader->implausible();
     counters_.reattached.add();
+    if (&rail != &rails_[ctl_]) return;
     // A new connection, to be verified against the new writer.
+    if (two_ && channel_.verified) e.on_control_disconnected();
     channel_.verified = false;
     hold_until_ = 0;
-    client_->set_address(control_of_ring());
+    client_->set_address(control_of(ctl_));
   } catch (const Error&) {
     // No new publisher yet: the engine reports the silence.
   }
 }
 
-std::string SubscriberMedium::describe() const { return fmt::format("shm ring {}", reader_->path()); }
+std::string SubscriberMedium::describe() const {
+  if (!two_) return fmt::format("shm ring {}", rails_[0].reader->path());
+  auto path = [&](const ReaderRail& r) {
+    return r.reader ? r.reader->path() : fmt::format("{} (once its member starts)", find_ring(r.name, opts_.dir, owner_));
+  };
+  return fmt::format("shm rings {} (rail A) and {} (rail B), a publisher pair", path(rails_[0]), path(rails_[1]));
+}
 
 std::vector<CounterGroup> SubscriberMedium::counter_groups() const { return {counter_group("shm", counters_)}; }
 

@@ -31,6 +31,10 @@ void add_shm_keys(KeyTable& table) {
   add("shm.publisher_user", "USER", "subscriber: user (name or uid) whose ring it trusts; empty: its own user",
       [](Settings& s, const std::string& v) { s.shm.publisher_user = v; },
       [](const Settings& s) { return s.shm.publisher_user; });
+  add("shm.rail_b", "NAME", "subscriber: the feed name of a publisher pair's other member, whose ring is read as rail B "
+      "(docs/operations.md, 'Publisher pairs'); empty: none",
+      [](Settings& s, const std::string& v) { s.shm.rail_b = v; },
+      [](const Settings& s) { return s.shm.rail_b; });
 }
 
 }  // namespace mdcast::settings

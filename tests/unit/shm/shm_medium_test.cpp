@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "mdcast/core/clock.hpp"
+#include "mdcast/core/error.hpp"
 #include "mdcast/media/shm/shm_medium.hpp"
 #include "mdcast/wire/control.hpp"
 
@@ -213,6 +216,97 @@ TEST(ShmMedium, AControlAddressThatCannotBeCheckedIsNotUsed) {
   EXPECT_EQ(server.stats().bytes_in.get(), 0u);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_NE(logged[0].find("is not a Unix socket"), std::string::npos) << logged[0];
+}
+
+}  // namespace
+}  // namespace mdcast::media::shm
+
+namespace mdcast::media::shm {
+namespace {
+
+// A publisher pair's two rings, read as two rails: each datagram comes
+// with its ring's rail, and when the member the control connection goes to
+// is gone, the connection moves to the other member at once.
+TEST(ShmMedium, APairsTwoRingsAreTwoRailsAndControlMovesToTheMemberLeft) {
+  Options a = opts(unique_name("pair-a"));
+  Options b = opts(unique_name("pair-b"));
+  auto member_a = std::make_unique<PublisherMedium>(a, 9);
+  PublisherMedium member_b(b, 9);
+  Options so = a;
+  so.rail_b = b.name;
+  SubscriberMedium sub(so);
+  sub.start();
+  const std::byte one[4] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+  member_a->sink().send(one, 1);
+  member_b.sink().send(one, 1);
+  member_b.sink().send(one, 2);
+  std::vector<RailId> rails;
+  sub.source().poll([&](std::span<const std::byte> d, uint64_t, RailId r) {
+    EXPECT_EQ(d.size(), sizeof one);
+    rails.push_back(r);
+  }, 16);
+  EXPECT_EQ(std::count(rails.begin(), rails.end(), RailId::kA), 1);
+  EXPECT_EQ(std::count(rails.begin(), rails.end(), RailId::kB), 2);
+
+  Engine engine;
+  engine.medium = &sub;
+  Echo echo_a, echo_b;
+  auto run_until = [&](auto&& done) {
+    const uint64_t deadline = monotonic_ns() + 5 * kNsPerSec;
+    while (!done() && monotonic_ns() < deadline) {
+      const uint64_t now = monotonic_ns();
+      sub.poll_control(engine, now);
+      if (member_a) member_a->poll_control(echo_a, now);
+      member_b.poll_control(echo_b, now);
+      ::usleep(1000);
+    }
+  };
+  run_until([&] { return engine.frames == 1; });
+  EXPECT_EQ(echo_a.frames, 1) << "rail A's member first";
+  EXPECT_EQ(echo_b.frames, 0);
+  EXPECT_EQ(sub.reader().path(), member_a->ring().path());
+
+  member_a.reset();  // member A dies: its ring and its socket are gone
+  run_until([&] { return engine.frames == 2; });
+  EXPECT_EQ(engine.connected, 2);
+  EXPECT_EQ(engine.disconnected, 1);
+  EXPECT_EQ(echo_b.frames, 1) << "the request went to the member left";
+  EXPECT_EQ(sub.counters().control_moved.get(), 1u);
+  EXPECT_EQ(sub.counters().peer_refused.get(), 0u);
+}
+
+// Either member will do at the start: a subscriber whose rail A has no
+// live writer reads rail B and talks to its writer.
+TEST(ShmMedium, APairSubscriberStartsWithWhicheverMemberLives) {
+  Options a = opts(unique_name("only-a"));
+  Options b = opts(unique_name("only-b"));
+  PublisherMedium member_b(b, 9);
+  Options so = a;
+  so.rail_b = b.name;
+  SubscriberMedium sub(so);
+  EXPECT_NE(sub.describe().find("once its member starts"), std::string::npos) << sub.describe();
+  Engine engine;
+  engine.medium = &sub;
+  Echo echo;
+  const uint64_t deadline = monotonic_ns() + 5 * kNsPerSec;
+  while (engine.frames == 0 && monotonic_ns() < deadline) {
+    const uint64_t now = monotonic_ns();
+    sub.poll_control(engine, now);
+    member_b.poll_control(echo, now);
+    ::usleep(1000);
+  }
+  EXPECT_EQ(echo.frames, 1);
+  EXPECT_EQ(sub.reader().path(), member_b.ring().path());
+  // No member at all within the wait: an error that names both rings.
+  Options none = opts(unique_name("none-a"));
+  none.rail_b = unique_name("none-b");
+  none.wait_ns = 50 * kNsPerMs;
+  try {
+    SubscriberMedium nobody(none);
+    ADD_FAILURE() << "a subscriber of two absent rings started";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(none.rail_b), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 // Setup throws mdcast::Error naming the ring file or the control address.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -67,6 +68,10 @@ struct Options {
   std::function<void(std::string_view)> log;
   // Publisher: what its control socket allows one client (docs/security.md).
   StreamServerConfig control_server;
+  // Subscriber: a second ring, read as rail B: the feed's other member in a
+  // publisher pair (docs/architecture.md, "Publisher pairs"), publishing the
+  // same session under this name. "" = none.
+  std::string rail_b;
   // Publisher of one channel of several: its control connections come from
   // a ControlFrontDoor listening at `control` (every channel's ring names
   // that one address); null: it listens on a socket of its own.
@@ -93,9 +98,10 @@ struct Options {
 #define MDCAST_SHM_READER_COUNTERS(X)                                                           \
   X(lapped, "datagrams lost because the ring writer lapped this reader")                       \
   X(laps, "times the ring writer lapped this reader")                                          \
-  X(reattached, "rings of a restarted publisher attached")                                     \
+  X(reattached, "rings attached after the start: a restarted publisher's, a pair member's")          \
   X(implausible_position, "ring positions the records did not back (corruption): never followed") \
-  X(peer_refused, "control connections refused: the peer was not the ring's writer")
+  X(peer_refused, "control connections refused: the peer was not the ring's writer")                  \
+  X(control_moved, "control connections moved to the other member's ring writer (a publisher pair): its own went away")
 MDCAST_DEFINE_COUNTER_STRUCT(ReaderCounters, MDCAST_SHM_READER_COUNTERS);
 
 class PublisherMedium {
@@ -129,45 +135,80 @@ class PublisherMedium {
   uint64_t session_;  // in the ring header; the engine's must be the same (configure)
 };
 
-// Datagrams from the ring, each copied out of its record (the seqlock needs
-// the copy) into one buffer and handed over from there.
+// One ring a subscriber reads: rail A (Options::name) and, for a publisher
+// pair, rail B (Options::rail_b), each written by one member.
+struct ReaderRail {
+  std::string name;
+  std::optional<RingReader> reader;  // rail B: empty until a live member's ring is there
+  uint64_t lapped_seen = 0;          // of this reader (a new one starts at 0)
+  uint64_t implausible_seen = 0;
+};
+
+// Datagrams from the ring(s), each copied out of its record (the seqlock
+// needs the copy) into one buffer and handed over from there.
 class RingSource {
  public:
   template <class Fn>
   size_t poll(Fn&& fn, size_t budget) noexcept {
+    if (!two_) [[likely]]
+      return read(rails_[0], RailId::kA, fn, budget);
+    // Two members' rings: each goes first in turn, so a busy one never
+    // starves the other into being lapped.
+    first_ ^= 1;
+    const int a = first_, b = first_ ^ 1;
+    size_t n = read(rails_[a], static_cast<RailId>(a), fn, budget);
+    if (n < budget) n += read(rails_[b], static_cast<RailId>(b), fn, budget - n);
+    return n;
+  }
+  // One ring: until its writer publishes. Two: a futex waits on one word,
+  // so on the ring heard last and briefly, to look at the other soon (a
+  // member that died leaves its ring silent).
+  bool block(uint64_t timeout_ns) noexcept {
+    if (!two_) [[likely]]
+      return rails_[0].reader->wait(timeout_ns);
+    ReaderRail& r = rails_[heard_].reader ? rails_[heard_] : rails_[heard_ ^ 1];
+    return r.reader && r.reader->wait(std::min(timeout_ns, kTwoRingNapNs));
+  }
+
+ private:
+  friend class SubscriberMedium;
+  static constexpr uint64_t kTwoRingNapNs = 1'000'000;
+  RingSource(ReaderRail* rails, bool two, ReaderCounters& c) : rails_(rails), counters_(&c), two_(two) {}
+
+  template <class Fn>
+  size_t read(ReaderRail& rail, RailId id, Fn& fn, size_t budget) noexcept {
+    if (!rail.reader) return 0;
+    RingReader& r = *rail.reader;
     size_t n = 0;
     size_t len = 0;
-    RingReader& r = **reader_;
     while (n < budget) {
       const auto res = r.read(buf_.get(), len);
       if (res == RingReader::Read::kEmpty) break;
       if (res == RingReader::Read::kLapped) {
         counters_->laps.add();
-        counters_->lapped.add(r.lapped() - lapped_seen_);
-        lapped_seen_ = r.lapped();
+        counters_->lapped.add(r.lapped() - rail.lapped_seen);
+        rail.lapped_seen = r.lapped();
         continue;
       }
       ++n;
-      hand_datagram(fn, std::span<const std::byte>(buf_.get(), len), monotonic_ns(), RailId::kA);
+      hand_datagram(fn, std::span<const std::byte>(buf_.get(), len), monotonic_ns(), id);
     }
-    if (r.implausible() != implausible_seen_) [[unlikely]]
-      sync_implausible();
+    if (n) heard_ = static_cast<int>(id);
+    if (r.implausible() != rail.implausible_seen) [[unlikely]]
+      sync_implausible(rail);
     return n;
   }
-  bool block(uint64_t timeout_ns) noexcept { return (*reader_)->wait(timeout_ns); }
-
- private:
-  friend class SubscriberMedium;
-  RingSource(std::optional<RingReader>& r, ReaderCounters& c) : reader_(&r), counters_(&c) {}
-  void sync_implausible() noexcept {
-    const uint64_t v = (*reader_)->implausible();
-    if (v != implausible_seen_) counters_->implausible_position.add(v - implausible_seen_);
-    implausible_seen_ = v;
+  void sync_implausible(ReaderRail& rail) noexcept {
+    if (!rail.reader) return;
+    const uint64_t v = rail.reader->implausible();
+    if (v != rail.implausible_seen) counters_->implausible_position.add(v - rail.implausible_seen);
+    rail.implausible_seen = v;
   }
-  std::optional<RingReader>* reader_;  // always engaged; replaced in place when the publisher restarts
+  ReaderRail* rails_;                 // the medium's two; [0] always engaged with one ring
   ReaderCounters* counters_;
-  uint64_t lapped_seen_ = 0;           // of this reader (a new one starts at 0)
-  uint64_t implausible_seen_ = 0;
+  bool two_;
+  int first_ = 0;
+  int heard_ = 0;                     // the rail whose ring delivered last
   std::unique_ptr<std::byte[]> buf_ = std::make_unique<std::byte[]>(wire::kMaxDatagram);
 };
 
@@ -176,8 +217,9 @@ class SubscriberMedium {
   using Source = RingSource;
 
   // Waits up to o.wait_ns for a ring of the publisher's user (o.publisher_user)
-  // to appear, then starts connecting to the control address its header names
-  // (or o.control). Throws Error.
+  // to appear (with o.rail_b: either member's, whose writer lives), then
+  // starts connecting to the control address its header names (or
+  // o.control). Throws Error.
   explicit SubscriberMedium(const Options& o);
   SubscriberMedium(const SubscriberMedium&) = delete;
   SubscriberMedium& operator=(const SubscriberMedium&) = delete;
@@ -191,14 +233,20 @@ class SubscriberMedium {
     return c;
   }
   // Read from the writer's current position on; history comes by recovery.
-  void start() noexcept { reader_->seek_to_writer(); }
+  void start() noexcept {
+    for (auto& r : rails_)
+      if (r.reader) r.reader->seek_to_writer();
+  }
   // Connects, checks the peer before anything is said (the engine hears of
-  // the connection only then), exchanges frames, follows a restarted writer.
+  // the connection only then), exchanges frames, follows a restarted writer;
+  // with two rings, attaches a member's ring when it appears and moves the
+  // control connection to the other member when its own went away.
   size_t poll_control(ControlEvents& e, uint64_t now);
   [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::vector<CounterGroup> counter_groups() const;
 
-  [[nodiscard]] const RingReader& reader() const noexcept { return *reader_; }
+  // The ring the control connection goes to's writer (rail A's without rail B).
+  [[nodiscard]] const RingReader& reader() const noexcept { return *rails_[ctl_].reader; }
   [[nodiscard]] const ReaderCounters& counters() const noexcept { return counters_; }
   // Datagrams this medium lost before the engine saw them (lapped).
   [[nodiscard]] uint64_t lost_datagrams() const noexcept { return counters_.lapped.get(); }
@@ -216,19 +264,25 @@ class SubscriberMedium {
 
   enum class Peer : uint8_t { kWriter, kRefused, kStale };
   Peer check_peer();
-  [[nodiscard]] std::string control_of_ring() const;
-  void follow_restarted_writer();
+  [[nodiscard]] std::string control_of(int rail) const;
+  void follow_restarted_writer(ReaderRail& rail, ControlEvents& e);
+  void attach(ReaderRail& rail);
+  [[nodiscard]] bool lives(int rail) const;
+  void move_control(int to, ControlEvents& e, uint64_t now);
   void log(std::string_view what) const;
 
   Options opts_;
   uid_t owner_;                    // whose rings this subscriber trusts
   ReaderCounters counters_;
-  std::optional<RingReader> reader_;
+  ReaderRail rails_[2];
+  bool two_;
+  int ctl_ = 0;                    // the rail whose writer the control connection goes to
   std::unique_ptr<StreamControlClient> client_;
   WriterChannel channel_;
-  RingSource source_{reader_, counters_};
+  RingSource source_{rails_, two_, counters_};
   uint64_t last_check_ = 0;
   uint64_t hold_until_ = 0;        // after a refused peer: no reconnecting before this
+  uint64_t unverified_since_ = 0;  // no verified control connection since (0: there is one)
   std::string peer_error_;
 };
 

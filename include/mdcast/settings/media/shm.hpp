@@ -36,6 +36,8 @@ struct ShmEntry {
     o.max_bytes = s.shm.max_bytes;
     o.readers = s.shm.readers;
     o.publisher_user = s.shm.publisher_user;
+    if (!s.shm.rail_b.empty())
+      o.rail_b = media::shm::channel_ring_name(s.shm.rail_b, s.feed.channels, s.feed.channel_index);
     o.control_server = s.control_server;
     o.control_inbox = s.feed.control_inbox;
     return o;
@@ -56,6 +58,17 @@ struct ShmEntry {
   }
   static void use_door(Settings& c, const Door& d, std::shared_ptr<media::ConnectionInbox> inbox) {
     use_stream_door(c, d, std::move(inbox));
+  }
+  // A pair member's view of its peer (pair.peer: the peer's feed name): a
+  // subscriber of the peer's ring alone, whose writer its control plane
+  // proves to be (as any subscriber's).
+  static Settings peer_settings(const Settings& s) {
+    Settings p = s;
+    p.feed.name = s.pair.peer;
+    p.shm.rail_b.clear();
+    p.feed.control.clear();
+    p.sub.wait_ns = s.pair.join_timeout_ns;  // no peer's ring by then: no peer (the member begins a session)
+    return p;
   }
   // Channel index k of a feed over several has its own ring, "<name>.<k>".
   static std::string ring_name(const Settings& s) {

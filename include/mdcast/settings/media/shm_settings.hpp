@@ -20,6 +20,7 @@ struct ShmOptions {
   uint64_t max_bytes = uint64_t{4} << 30; // publisher: largest ring it creates
   size_t readers = 1024;                  // publisher: reader slots (subscribers that can block), media::shm::kDefaultReaderSlots
   std::string publisher_user;             // subscriber: whose ring it trusts ("" = its own user)
+  std::string rail_b;                     // subscriber: a pair's other member's feed name, read as rail B ("" = none)
 };
 
 // Its keys ("shm.*"), in setting_keys() with the others (src/settings/media/shm_keys.cpp).
