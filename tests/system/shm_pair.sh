@@ -7,16 +7,17 @@
 # session, B joins it (pair.peer=FA) and catches up. Then KILLS times the
 # member ahead is killed (SIGKILL) at a later point of the feed each time and
 # started again with pair.peer naming the survivor; its ring comes back as
-# its rail. Kill 2 aims right after a datagram that ends inside a fragmented
-# message and kill 3 in the middle of a snapshot the member streams to a
-# late joiner (publisher.crash_drill, armed by SIGUSR1; the joiner asks the
-# victim alone and is not checked). Last, the two are stopped as an operator stops them (SIGTERM):
-# the one alive longest leaves the session to the other, which ends it.
+# its rail. Kills 3 and 7 aim right after a datagram that ends inside a
+# fragmented message, kills 5 and 9 in the middle of a snapshot the member
+# streams to a late joiner (publisher.crash_drill, armed by SIGUSR1; the
+# joiner asks the victim alone and is not checked). Last, the two are
+# stopped as an operator stops them (SIGTERM): the one alive longest leaves
+# the session to the other (a tenth failover, a clean one), which ends it.
 # Every subscriber exits 0, exact, with the last member's books, in one
 # session, without a snapshot; those whose control connection was on a
 # member that went away moved it to the other (shm.control_moved).
 source "$(dirname "$0")/lib.sh"
-KILLS=${KILLS:-4}
+KILLS=${KILLS:-9}
 
 F=("pairA.$$" "pairB.$$")
 SESSION=$(( ((RANDOM << 30) | (RANDOM << 15) | RANDOM) + 1 ))  # one per run: never reused
@@ -31,7 +32,7 @@ done
 sub_pid() { eval echo "\$PID_sub$1"; }
 # Member k (0: A, 1: B), run r: its log is m<k>_<r>.
 declare -A RUN PID
-declare -A DRILL=([2]=fragment [3]=snapshot)   # kill n's point, where a drill's
+declare -A DRILL=([3]=fragment [5]=snapshot [7]=fragment [9]=snapshot)   # kill n's point, where a drill's
 start_member() {  # k pair.peer|"" [the kill it will be the victim of]
   local k=$1 peer=${2:-} r=$(( ${RUN[$1]:-0} + 1 ))
   RUN[$k]=$r
@@ -73,7 +74,7 @@ for n in $(seq "$KILLS"); do
   rail=${rail_name[$victim]}
   rails_heard "$rail"
   p=$(sub_pid 0)
-  wait_stat "$p" sub.messages_delivered $(( $(stat_value "$p" sub.messages_delivered) + n * 1000 )) 60 ||
+  wait_stat "$p" sub.messages_delivered $(( $(stat_value "$p" sub.messages_delivered) + n * 600 )) 60 ||
     fail "the feed stalled before kill $n"
   point=${DRILL[$n]:-}
   if [ -z "$point" ]; then
@@ -135,4 +136,4 @@ for i in 0 1 2; do
     fail "sub$i moved its control connection $(toml_get "$r" shm.control_moved) times over $KILLS kills and a hand-over"
   note "sub$i: $published messages; rail A silent $(toml_get "$r" sub.rail_a_silences) times, rail B $(toml_get "$r" sub.rail_b_silences); control moved $(toml_get "$r" shm.control_moved) times; longest time without data ${gap_us[$i]} us; recovered $(toml_get "$r" sub.datagrams_recovered)"
 done
-note "$KILLS failovers by SIGKILL with rejoins, a hand-over by SIGTERM and an end: the last member published $published messages to every subscriber, one session, no snapshot"
+note "$KILLS failovers by SIGKILL ($((${#DRILL[@]})) of them by drill) with rejoins, a hand-over by SIGTERM and an end: the last member published $published messages to every subscriber, one session, no snapshot"
