@@ -84,7 +84,7 @@ template <class E>
 int publish(Settings& s) {
   using Runtime = runtime::PublisherRuntime<typename E::Publisher, typename E::Door>;
   const runtime::SyntheticPlan synthetic{generator_config(s), synthetic_shape(s), s.pub.rate, s.pub.duration_ns,
-                                         s.feed.idle, s.feed.idle_params};
+                                         s.feed.idle, s.feed.idle_params, s.pub.boundaries == feed::Boundaries::kInput};
   uint64_t session = 0;
   auto peer = follow_peer<E>(s, session);
   if (!session) session = pick_session(s);

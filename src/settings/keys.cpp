@@ -101,7 +101,7 @@ const KeyTable& setting_keys() {
       if (s.pub.rate <= 0) fail("rate must be positive");
     },
         [](const Settings& s) { return format_rate(s.pub.rate); });
-    add("publisher.duration", "DURATION", "how long to publish", [](Settings& s, const std::string& v) { s.pub.duration_ns = parse_duration(v); },
+    add("publisher.duration", "DURATION", "how long to publish (with publisher.boundaries=input: rate x duration messages, so that a pair's members end alike)", [](Settings& s, const std::string& v) { s.pub.duration_ns = parse_duration(v); },
         [](const Settings& s) { return format_duration(s.pub.duration_ns); });
     add("publisher.instruments", "N", "synthetic instruments", [](Settings& s, const std::string& v) {
       s.pub.instruments = parse_uint<uint32_t>(v, 1, 1u << 20);

@@ -199,3 +199,33 @@ TEST(PacedLoop, PacketsCutTheSameDatagramsAtAnyPaceAndAReplayedStretchIsNotSent)
 
 }  // namespace
 }  // namespace mdcast::test
+
+namespace mdcast::test {
+namespace {
+
+// A counted input (a pair's members: SyntheticPlan::counted) ends at its
+// limit, `already` included, however late its timeline began.
+TEST(PacedLoop, ALimitEndsTheLoopAtThatManyMessages) {
+  feed::PublisherConfig pc;
+  pc.session = 1;
+  pc.max_datagram = 4032;
+  NullSink sink;
+  feed::Publisher<NullSink> pub(pc, sink);
+  Agent agent{pub};
+  Opaque src;
+  struct Forever {
+    bool on_round(uint64_t, uint64_t) noexcept { return true; }
+  } rounds;
+  feed::Pace pace;
+  pace.rate = 10'000'000;
+  pace.start_ns = monotonic_ns() - kNsPerSec;  // ten million due at once: only the limit ends it
+  pace.already = 300;
+  pace.limit = 5'000;
+  const feed::PaceResult r = feed::run_paced(agent, src, pace, rounds);
+  EXPECT_EQ(r.refused, feed::PublishResult::kOk);
+  EXPECT_EQ(r.published, 5'000u);
+  EXPECT_EQ(pub.core().counters().messages_published.get(), 4'700u);
+}
+
+}  // namespace
+}  // namespace mdcast::test

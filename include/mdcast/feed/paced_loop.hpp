@@ -36,6 +36,7 @@ struct Pace {
   uint64_t start_ns = 0;           // the timeline's origin
   uint64_t end_ns = UINT64_MAX;    // the loop ends here
   uint64_t already = 0;            // messages published before start_ns (not paced)
+  uint64_t limit = UINT64_MAX;     // the loop ends once this many were published, `already` included
   IdleMode idle = IdleMode::kSpin;
   IdleParams idle_params{};        // how `idle` backs off; its deepest park also bounds a sleep to the next message
   uint64_t burst_ns = 0;           // sleeping publisher: one wake per burst this long
@@ -110,7 +111,7 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
                                     : r.published + p.max_burst;
     bool worked = false;
     bool exhausted = false;
-    for (uint32_t burst = 0; r.published < due && burst < p.max_burst; ++burst) {
+    for (uint32_t burst = 0; r.published < std::min(due, p.limit) && burst < p.max_burst; ++burst) {
       if (!pending) {
         if (!source.next(m)) {
           exhausted = true;
@@ -140,7 +141,7 @@ PaceResult run_paced(Agent& agent, Source& source, const Pace& p, Hooks& hooks) 
     }
     if constexpr (takes_batches<Agent>()) agent.send_committed(now);
     agent.do_work(now);
-    if (exhausted) break;
+    if (exhausted || r.published >= p.limit) break;
     if (worked || p.idle == IdleMode::kSpin || p.rate <= 0) {
       if (worked) idle.reset();
       else idle.idle();

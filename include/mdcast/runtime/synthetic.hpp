@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -28,6 +29,10 @@ struct SyntheticPlan {
   uint64_t duration_ns = 0;
   IdleMode idle = IdleMode::kSpin;
   IdleParams idle_params{};
+  // The input is rate x duration messages, ended by their count and not by
+  // the clock: a pair's members, started at different times, end their
+  // inputs (and so the session) at the same message. Not with rate 0.
+  bool counted = false;
 };
 
 template <class Lane>
@@ -51,9 +56,11 @@ class SyntheticLane {
   [[nodiscard]] book::SyntheticSource* source() noexcept { return src_ ? &*src_ : nullptr; }
 
   // Publishes from start_ns (lane.t0(), or later once `already` messages
-  // were published) until lane.t0() + the duration or a stop.
+  // were published) until lane.t0() + the duration (counted: until the
+  // duration's messages) or a stop.
   feed::PaceResult run(uint64_t start_ns, uint64_t already = 0) {
-    const uint64_t end_ns = lane_.t0() + plan_.duration_ns;
+    const bool counted = plan_.counted && share_ > 0 && src_;
+    const uint64_t end_ns = counted ? UINT64_MAX : lane_.t0() + plan_.duration_ns;
     if (!src_) {
       while (!lane_.stopping() && monotonic_ns() < end_ns) {
         lane_.publisher().do_work(monotonic_ns());
@@ -66,6 +73,7 @@ class SyntheticLane {
     pace.start_ns = start_ns;
     pace.end_ns = end_ns;
     pace.already = already;
+    if (counted) pace.limit = static_cast<uint64_t>(std::llround(share_ * static_cast<double>(plan_.duration_ns) / 1e9));
     pace.idle = plan_.idle;
     pace.idle_params = plan_.idle_params;
     struct Round {
