@@ -85,6 +85,18 @@ wait_rc() {
   wait "$pid"
 }
 
+# crash_drill PID LOG [CMD...]: arms PID's crash drill (SIGUSR1;
+# publisher.crash_drill), runs CMD (what brings the drill's point: a late
+# joiner for a snapshot) and waits for PID to die there (SIGKILL: 137).
+crash_drill() {
+  local pid=$1 log=$2 rc=0
+  shift 2
+  kill -USR1 "$pid"
+  if [ $# -gt 0 ]; then "$@"; fi
+  wait_rc "$pid" 60 || rc=$?
+  [ "$rc" = 137 ] || fail "process $pid did not die at its crash drill (exit status $rc): $(tail -2 "$log")"
+}
+
 # stat_value PID KEY: one counter of a running (or dead) mdcast process, as `mdcast stat` shows it.
 stat_value() { "$MDCAST" stat -a "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2; exit}'; }
 

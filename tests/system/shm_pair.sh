@@ -82,11 +82,13 @@ for n in $(seq "$KILLS"); do
     wait "${PID[$victim]}" 2>/dev/null || true
     point="kill -9"
   else
-    kill -USR1 "${PID[$victim]}"
-    [ "$point" = snapshot ] && start_bg "joiner$n" subscribe --medium shm --name "${F[$victim]}" --idle block --wait 60s --give-up 60s
-    rc=0
-    wait_rc "${PID[$victim]}" 60 || rc=$?
-    [ "$rc" = 137 ] || fail "member $victim did not die at its $point drill (exit status $rc): $(tail -2 "$WORK/m${victim}_${RUN[$victim]}.log")"
+    log="$WORK/m${victim}_${RUN[$victim]}.log"
+    if [ "$point" = snapshot ]; then
+      crash_drill "${PID[$victim]}" "$log" start_bg "joiner$n" subscribe --medium shm --name "${F[$victim]}" --idle block \
+        --wait 60s --give-up 60s
+    else
+      crash_drill "${PID[$victim]}" "$log"
+    fi
     if [ "$point" = snapshot ]; then
       j=$(eval echo "\$PID_joiner$n")
       kill -9 "$j"

@@ -89,7 +89,7 @@ class Publisher {
       for (uint64_t s = core_.next_unsent(); s <= last; ++s) core_.mark_replayed(s);
     }
     if (drill_) [[unlikely]] {
-      drain_drilled(now);
+      send_each<true>(now);
       return;
     }
     if constexpr (media::BatchSink<Sink>) {
@@ -108,20 +108,14 @@ class Publisher {
         }
       }
     } else {
-      for (uint64_t s = core_.next_unsent(); s <= core_.last_committed(); ++s) {
-        const auto d = core_.datagram(s);
-        if (sink_.send(d, s) != SendResult::kSent) {
-          core_.mark_send_back_pressured();
-          return;
-        }
-        core_.mark_sent(s, d.size(), now);
-      }
+      send_each<false>(now);
     }
   }
 
-  // With a fragment drill: one datagram at a time, so that the process can
-  // die right after one that ends inside a fragmented message.
-  [[gnu::cold]] void drain_drilled(uint64_t now) noexcept {
+  // One datagram at a time; with a fragment drill (kDrill), so that the
+  // process can die right after one that ends inside a fragmented message.
+  template <bool kDrill>
+  void send_each(uint64_t now) noexcept {
     for (uint64_t s = core_.next_unsent(); s <= core_.last_committed(); ++s) {
       const auto d = core_.datagram(s);
       if (sink_.send(d, s) != SendResult::kSent) {
@@ -129,9 +123,11 @@ class Publisher {
         return;
       }
       core_.mark_sent(s, d.size(), now);
-      if (drill_->armed() && ends_inside_fragmented(d)) drill_->at(DrillPoint::kFragment);
+      if constexpr (kDrill)
+        if (drill_->armed() && ends_inside_fragmented(d)) drill_->at(DrillPoint::kFragment);
     }
   }
+
   static bool ends_inside_fragmented(std::span<const std::byte> d) noexcept {
     auto cursor = wire::MessageCursor::payload_of(d);
     wire::MessageView v, last;
