@@ -48,10 +48,20 @@ class PeerFollower {
     void on_reset(uint64_t) noexcept {}
   };
   using Agent = feed::SubscriberAgent<Medium, Ignore>;
+  // No instrument, and a snapshot (of nothing) for any gap: a member joins
+  // mid-session, and the history before it would otherwise cost its peer a
+  // whole snapshot or the retransmission of every datagram so far. Not
+  // counted among the peer's subscribers either (publisher.wait_subscribers).
+  static feed::SubscriberConfig position_only(feed::SubscriberConfig c) {
+    c.all_instruments = false;
+    c.instruments.clear();
+    c.max_retransmit_span = 0;
+    return c;
+  }
 
  public:
   PeerFollower(std::unique_ptr<Medium> medium, const feed::SubscriberConfig& cfg)
-      : medium_(std::move(medium)), agent_(std::make_unique<Agent>(*medium_, cfg, ignore_)) {
+      : medium_(std::move(medium)), agent_(std::make_unique<Agent>(*medium_, position_only(cfg), ignore_)) {
     agent_->start();
   }
   PeerFollower(const PeerFollower&) = delete;

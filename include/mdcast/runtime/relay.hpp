@@ -125,18 +125,15 @@ struct RelayOutcome {
 
 // The session the upstream's control plane confirms, joined as any
 // subscriber joins (never a datagram's claim); 0: none by `deadline_ns`, or
-// a stop request. The probe subscribes to no instrument: an origin waiting
-// for its relays (publisher.wait_subscribers) counts the forwarding
-// subscriptions that follow, not the probes, which leave once answered -
-// else it could publish its whole session and end before a relay slowed by
-// its own subscribers attaching had subscribed to forward it.
+// a stop request. The probe subscribes to no instrument (PeerFollower): an
+// origin waiting for its relays (publisher.wait_subscribers) counts the
+// forwarding subscriptions that follow, not the probes, which leave once
+// answered - else it could publish its whole session and end before a relay
+// slowed by its own subscribers attaching had subscribed to forward it.
 template <media::SubscriberMedium Up>
 uint64_t upstream_session(std::unique_ptr<Up> medium, const feed::SubscriberConfig& cfg, uint64_t deadline_ns,
                           const StopFlag* stop, std::string* why = nullptr) {
-  feed::SubscriberConfig watch = cfg;
-  watch.all_instruments = false;
-  watch.instruments.clear();
-  PeerFollower<Up> probe(std::move(medium), watch);
+  PeerFollower<Up> probe(std::move(medium), cfg);
   const uint64_t session = probe.join(deadline_ns, stop);
   if (!session && why) *why = probe.last_error();
   return session;
